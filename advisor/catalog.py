@@ -1,0 +1,280 @@
+"""Versioned tables in the warehouse: a Parquet base plus insert/delete batches keyed by a stable row id.
+
+Version 1 is the loaded base. Each applied batch adds a version with an insert file and a delete
+file (the full deleted rows, so maintenance sees their values). Reading version v unions the
+newest base <= v with the later inserts and anti-joins the later deletes on `_rid`. Compaction
+writes a new base. Files are written under a temporary name and renamed; the SQLite row that
+makes a version visible is committed last, so a failed apply leaves the previous version intact.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.errors import BadInput
+from advisor.store import Store
+
+RID = "_rid"
+OP = "op"
+INSERT_OPS = {"i", "insert", "+"}
+DELETE_OPS = {"d", "delete", "-"}
+
+
+@dataclass(frozen=True)
+class Version:
+    table: str
+    version: int
+    kind: str
+    base_path: str | None
+    ins_path: str | None
+    del_path: str | None
+    rows: int
+    bytes: int
+    n_ins: int
+    n_del: int
+
+
+def _dir_bytes(p: Path) -> int:
+    if p.is_file():
+        return p.stat().st_size
+    return sum(f.stat().st_size for f in p.rglob("*.parquet"))
+
+
+class Catalog:
+    """Tables, versions, snapshot reads and deltas for one warehouse directory."""
+
+    def __init__(self, spark, store: Store):
+        self.spark = spark
+        self.store = store
+        self.root = store.warehouse / "tables"
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    # ---------- metadata ----------
+    def tables(self) -> list[str]:
+        return [r["name"] for r in self.store.query("SELECT name FROM tables ORDER BY name")]
+
+    def exists(self, name: str) -> bool:
+        return self.store.one("SELECT 1 FROM tables WHERE name=?", (name.lower(),)) is not None
+
+    def require(self, name: str) -> str:
+        n = name.lower()
+        if not self.exists(n):
+            known = ", ".join(self.tables()) or "none loaded"
+            raise BadInput(f"unknown table {name!r} (known: {known})")
+        return n
+
+    def schema(self, name: str) -> list[tuple[str, str]]:
+        """User-visible columns as (name, spark simpleString type), without the row id."""
+        r = self.store.one("SELECT schema_json FROM tables WHERE name=?", (self.require(name),))
+        return [tuple(x) for x in json.loads(r["schema_json"])]
+
+    def column_type(self, table: str, col: str) -> str:
+        for c, t in self.schema(table):
+            if c == col.lower():
+                return t
+        raise BadInput(f"unknown column {col!r} in table {table!r}")
+
+    def current_version(self, name: str) -> int:
+        r = self.store.one("SELECT max(version) v FROM versions WHERE table_name=?", (self.require(name),))
+        return int(r["v"])
+
+    def versions(self, name: str) -> list[Version]:
+        rows = self.store.query("SELECT * FROM versions WHERE table_name=? ORDER BY version",
+                                (self.require(name),))
+        return [Version(r["table_name"], r["version"], r["kind"], r["base_path"], r["ins_path"],
+                        r["del_path"], r["rows"], r["bytes"], r["n_ins"], r["n_del"]) for r in rows]
+
+    def version(self, name: str, version: int | None = None) -> Version:
+        vs = self.versions(name)
+        if version is None:
+            return vs[-1]
+        for v in vs:
+            if v.version == version:
+                return v
+        raise BadInput(f"table {name!r} has no version {version} (latest is {vs[-1].version})")
+
+    # ---------- create ----------
+    def create_table(self, name: str, df, dataset: str = "", replace: bool = True) -> Version:
+        """Write `df` (Spark DataFrame) as version 1 of table `name`, adding a stable `_rid`."""
+        from pyspark.sql import functions as F
+
+        name = name.lower()
+        df = df.toDF(*[c.lower() for c in df.columns])
+        if RID in df.columns:
+            df = df.drop(RID)
+        # Stable row ids: dense 0..n-1 in the order of the source files (zipWithIndex semantics).
+        df = df.withColumn(RID, F.monotonically_increasing_id())
+        tdir = self.root / name
+        final = tdir / f"v{1:06d}_base"
+        tmp = tdir / f".tmp-{uuid.uuid4().hex}"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        df.write.mode("overwrite").parquet(str(tmp))
+        written = self.spark.read.parquet(str(tmp))
+        rows = written.count()
+        max_rid = written.agg(F.max(RID)).first()[0]
+        schema = [(f.name, f.dataType.simpleString()) for f in written.schema.fields if f.name != RID]
+        if self.exists(name):
+            if not replace:
+                raise BadInput(f"table {name!r} already exists")
+            self.drop(name)
+        tdir.mkdir(parents=True, exist_ok=True)
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+        with self.store.tx() as c:
+            c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) VALUES (?,?,?,?,?)",
+                      (name, dataset, time.time(), int(max_rid or -1) + 1, json.dumps(schema)))
+            c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                      (name, 1, "base", str(final), None, None, rows, _dir_bytes(final), rows, 0, time.time()))
+        return self.version(name, 1)
+
+    def drop(self, name: str) -> None:
+        name = self.require(name)
+        with self.store.tx() as c:
+            for t in ("versions", "colstats", "partitions", "layouts", "samples"):
+                c.execute(f"DELETE FROM {t} WHERE table_name=?", (name,))
+            c.execute("DELETE FROM tables WHERE name=?", (name,))
+        shutil.rmtree(self.root / name, ignore_errors=True)
+
+    # ---------- reads ----------
+    def read(self, name: str, version: int | None = None, with_rid: bool = False):
+        """Snapshot of `name` at `version` (default latest) as a Spark DataFrame."""
+        name = self.require(name)
+        v = self.version(name, version)
+        vs = [x for x in self.versions(name) if x.version <= v.version]
+        base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
+        later = [x for x in vs if x.version > base.version]
+        return self._assemble(self.spark.read.parquet(base.base_path), later, with_rid)
+
+    def _assemble(self, base_df, batches: list[Version], with_rid: bool):
+        df = base_df
+        ins = [b.ins_path for b in batches if b.ins_path]
+        dels = [b.del_path for b in batches if b.del_path]
+        if ins:
+            df = df.unionByName(self.spark.read.parquet(*ins).select(*base_df.columns))
+        if dels:
+            d = self.spark.read.parquet(*dels).select(RID)
+            df = df.join(d, on=RID, how="left_anti")
+        return df if with_rid else df.drop(RID)
+
+    def read_on_top(self, base_df, name: str, from_version: int, to_version: int | None = None,
+                    with_rid: bool = False):
+        """`base_df` is a snapshot at `from_version` (e.g. a clustered layout copy); bring it to `to_version`."""
+        name = self.require(name)
+        to = self.version(name, to_version).version
+        later = [x for x in self.versions(name) if from_version < x.version <= to]
+        return self._assemble(base_df, later, with_rid)
+
+    def delta(self, name: str, v_from: int, v_to: int | None = None):
+        """Net change between two versions: (inserted rows, deleted rows), both with `_rid`."""
+        name = self.require(name)
+        to = self.version(name, v_to).version
+        if v_from > to:
+            raise BadInput(f"delta from version {v_from} to {to} goes backwards")
+        batches = [x for x in self.versions(name) if v_from < x.version <= to]
+        cols = [RID] + [c for c, _ in self.schema(name)]
+        ins_p = [b.ins_path for b in batches if b.ins_path]
+        del_p = [b.del_path for b in batches if b.del_path]
+        empty = self.read(name, to, with_rid=True).select(*cols).limit(0)
+        ins = self.spark.read.parquet(*ins_p).select(*cols) if ins_p else empty
+        dels = self.spark.read.parquet(*del_p).select(*cols) if del_p else empty
+        if ins_p and del_p:
+            net_ins = ins.join(dels.select(RID), RID, "left_anti")
+            net_del = dels.join(ins.select(RID), RID, "left_anti")
+            return net_ins, net_del
+        return ins, dels
+
+    # ---------- batches ----------
+    def apply_batch(self, name: str, path: str) -> Version:
+        """Apply an insert/delete batch file (Parquet, or CSV with header) as a new version."""
+        from advisor.batches import read_batch
+
+        name = self.require(name)
+        cur = self.version(name)
+        schema = self.schema(name)
+        ins_df, del_ids = read_batch(self.spark, path, schema)
+        return self._commit_batch(name, cur, ins_df, del_ids)
+
+    def apply_frames(self, name: str, ins_df, del_ids_df) -> Version:
+        """Apply an already-validated batch given as DataFrames (inserts without _rid, delete ids)."""
+        name = self.require(name)
+        return self._commit_batch(name, self.version(name), ins_df, del_ids_df)
+
+    def _commit_batch(self, name: str, cur: Version, ins_df, del_ids) -> Version:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        current = self.read(name, cur.version, with_rid=True)
+        cols = [c for c, _ in self.schema(name)]
+        n_del_req = del_ids.count() if del_ids is not None else 0
+        deleted = None
+        if n_del_req:
+            dup = del_ids.groupBy(RID).count().filter("count > 1").limit(1).count()
+            if dup:
+                raise BadInput("the batch deletes the same row id more than once")
+            deleted = current.join(F.broadcast(del_ids.select(RID)) if n_del_req < 1_000_000
+                                   else del_ids.select(RID), RID, "left_semi").select(RID, *cols)
+            found = deleted.count()
+            if found != n_del_req:
+                raise BadInput(f"the batch deletes {n_del_req - found} row id(s) that are not in "
+                               f"{name} version {cur.version}")
+        n_ins = ins_df.count() if ins_df is not None else 0
+        next_rid = self.store.one("SELECT next_rid FROM tables WHERE name=?", (name,))["next_rid"]
+        new_v = cur.version + 1
+        tdir = self.root / name
+        staged: list[tuple[Path, Path]] = []
+        ins_path = del_path = None
+        if n_ins:
+            w = Window.orderBy(F.monotonically_increasing_id())
+            ins_rows = ins_df.select(*cols).withColumn(RID, F.row_number().over(w) + F.lit(next_rid - 1))
+            ins_rows = ins_rows.select(RID, *cols)
+            final = tdir / f"v{new_v:06d}_ins"
+            tmp = tdir / f".tmp-{uuid.uuid4().hex}"
+            ins_rows.write.parquet(str(tmp))
+            staged.append((tmp, final))
+            ins_path = str(final)
+        if deleted is not None:
+            final = tdir / f"v{new_v:06d}_del"
+            tmp = tdir / f".tmp-{uuid.uuid4().hex}"
+            deleted.write.parquet(str(tmp))
+            staged.append((tmp, final))
+            del_path = str(final)
+        try:
+            for tmp, final in staged:
+                if final.exists():
+                    shutil.rmtree(final)
+                tmp.rename(final)
+            new_rows = cur.rows + n_ins - n_del_req
+            size = sum(_dir_bytes(Path(p)) for p in (ins_path, del_path) if p)
+            with self.store.tx() as c:
+                c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                          (name, new_v, "batch", None, ins_path, del_path, new_rows, cur.bytes + size,
+                           n_ins, n_del_req, time.time()))
+                c.execute("UPDATE tables SET next_rid=? WHERE name=?", (next_rid + n_ins, name))
+        except BaseException:
+            for tmp, final in staged:
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(final, ignore_errors=True)
+            raise
+        return self.version(name, new_v)
+
+    def compact(self, name: str) -> Version:
+        """Fold all batches into a new base version (same rows, same row ids)."""
+        name = self.require(name)
+        cur = self.version(name)
+        df = self.read(name, cur.version, with_rid=True)
+        new_v = cur.version + 1
+        final = self.root / name / f"v{new_v:06d}_base"
+        tmp = self.root / name / f".tmp-{uuid.uuid4().hex}"
+        df.write.parquet(str(tmp))
+        tmp.rename(final)
+        with self.store.tx() as c:
+            c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                      (name, new_v, "base", str(final), None, None, cur.rows, _dir_bytes(final), 0, 0,
+                       time.time()))
+        return self.version(name, new_v)

@@ -1,0 +1,300 @@
+"""The `advisor` command line (typer). Exit codes: 0 ok, 1 failed check, 2 bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from advisor.errors import BadInput, CheckFailed
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Provenance-sketch advisor: make repeated HAVING/top-k queries on Spark skip data.")
+data_app = typer.Typer(no_args_is_help=True, help="Load datasets, list tables, apply update batches.")
+part_app = typer.Typer(no_args_is_help=True, help="Range partitions per table attribute.")
+app.add_typer(data_app, name="data")
+app.add_typer(part_app, name="partitions")
+out = Console()
+STATE: dict = {}
+
+
+@app.callback()
+def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="Warehouse directory (default ./.advisor or $ADVISOR_HOME)."),
+             master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default $SPARK_MASTER or local[*])."),
+             conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable).")):
+    from advisor.session import parse_conf
+
+    STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf))
+
+
+def ctx():
+    from advisor.context import Context
+
+    if "ctx" not in STATE:
+        STATE["ctx"] = Context(STATE.get("warehouse"), STATE.get("master"), STATE.get("conf"))
+    return STATE["ctx"]
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, default=str, indent=2) + "\n")
+
+
+# ---------------- data ----------------
+@data_app.command("load")
+def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes"),
+              sf: float = typer.Option(0.1, "--sf", help="TPC-H scale factor (0.01 to 10)."),
+              rows: int = typer.Option(100_000, "--rows", help="crimes: number of rows."),
+              seed: int = typer.Option(7, "--seed", help="crimes: generator seed.")):
+    """Generate a dataset and store its tables as version 1."""
+    from workloads.datasets import load_dataset
+
+    if dataset.lower() == "tpch" and not (0.01 <= sf <= 10):
+        raise BadInput(f"--sf must be between 0.01 and 10, got {sf}")
+    if dataset.lower() == "crimes" and (rows < 1 or seed < 0):
+        raise BadInput("--rows must be >= 1 and --seed >= 0")
+    counts = load_dataset(ctx().catalog, dataset, sf=sf, rows=rows, seed=seed)
+    for t, n in counts.items():
+        out.print(f"loaded {t}: {n:,} rows")
+
+
+@data_app.command("list")
+def data_list(as_json: bool = typer.Option(False, "--json")):
+    """Tables with their versions, row counts and sizes."""
+    c = ctx()
+    from advisor.catalog import Catalog
+
+    cat = Catalog.__new__(Catalog)
+    cat.store = c.store
+    rows = []
+    for t in cat.tables():
+        for v in cat.versions(t):
+            rows.append({"table": t, "version": v.version, "kind": v.kind, "rows": v.rows, "bytes": v.bytes,
+                         "inserted": v.n_ins if v.kind == "batch" else 0, "deleted": v.n_del})
+    if as_json:
+        return emit_json(rows)
+    tab = Table("table", "version", "kind", "rows", "size", "+ins", "-del")
+    for r in rows:
+        tab.add_row(r["table"], str(r["version"]), r["kind"], f"{r['rows']:,}", f"{r['bytes'] / 1e6:.1f} MB",
+                    str(r["inserted"]), str(r["deleted"]))
+    out.print(tab)
+
+
+@data_app.command("apply")
+def data_apply(batch: Path = typer.Argument(..., help="Parquet or CSV file with an op column."),
+               table: str = typer.Option(..., "--table")):
+    """Apply an insert/delete batch as a new table version."""
+    v = ctx().catalog.apply_batch(table, str(batch))
+    out.print(f"{v.table} version {v.version}: +{v.n_ins:,} -{v.n_del:,} rows, now {v.rows:,} rows")
+
+
+@data_app.command("compact")
+def data_compact(table: str):
+    """Fold a table's batches into a new base version."""
+    v = ctx().catalog.compact(table)
+    out.print(f"{v.table} compacted into version {v.version} ({v.rows:,} rows)")
+
+
+# ---------------- partitions / layout ----------------
+@part_app.command("build")
+def partitions_build(table: str, attr: str, fragments: int = typer.Option(1000, "--fragments")):
+    """Equi-depth range partition of TABLE.ATTR with about N fragments."""
+    from advisor.partitions import build_partition
+
+    p = build_partition(ctx().catalog, table, attr, fragments)
+    nonempty = sum(1 for s in p.sizes if s)
+    out.print(f"partition {p.id}: {p.table}.{p.attr} ({p.dtype}) {p.n_ranges} ranges + NULL fragment, "
+              f"{nonempty} non-empty, largest {max(p.sizes):,} rows, NULLs {p.sizes[p.null_id]:,}")
+
+
+@part_app.command("list")
+def partitions_list():
+    """Stored partitions."""
+    tab = Table("id", "table", "attr", "type", "ranges", "table version")
+    for r in ctx().store.query("SELECT * FROM partitions ORDER BY id"):
+        tab.add_row(str(r["id"]), r["table_name"], r["attr"], r["dtype"],
+                    str(len(json.loads(r["boundaries_json"])) + 1), str(r["table_version"]))
+    out.print(tab)
+
+
+@app.command("layout")
+def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(100_000, "--rows-per-file")):
+    """Write a copy of TABLE clustered on ATTR with a per-file min/max manifest."""
+    from advisor.layout import build_layout
+
+    lay = build_layout(ctx().catalog, table, attr, rows_per_file=rows_per_file)
+    out.print(f"layout {lay['id']}: {lay['table']} clustered on {lay['attr']}, {len(lay['manifest'])} files")
+
+
+# ---------------- queries ----------------
+def _parse(sql: str):
+    from advisor.plan.parse import parse_sql
+
+    return parse_sql(sql, ctx().schema_lookup())
+
+
+def _on(spec: List[str]) -> dict[str, str]:
+    res = {}
+    for s in spec:
+        if "." not in s:
+            raise BadInput(f"--on expects TABLE.ATTR, got {s!r}")
+        t, a = s.lower().split(".", 1)
+        res[t] = a
+    return res
+
+
+@app.command("explain")
+def explain_cmd(sql: str, as_json: bool = typer.Option(False, "--json")):
+    """Plan, candidate attributes with safety verdicts and reasons, usable stored sketches."""
+    from advisor.explain import explain
+
+    info = explain(ctx(), sql)
+    if as_json:
+        return emit_json(info)
+    from advisor.explain import render
+
+    render(out, info)
+
+
+@app.command("capture")
+def capture_cmd(sql: str, on: List[str] = typer.Option(..., "--on", help="TABLE.ATTR to sketch (repeatable)."),
+                fragments: int = typer.Option(1000, "--fragments"),
+                as_json: bool = typer.Option(False, "--json")):
+    """Capture the provenance sketch of SQL on the given attribute(s)."""
+    from advisor.capture import capture
+    from advisor.finder import sketch_rows
+
+    q = _parse(sql)
+    c = ctx()
+    res = capture(c.catalog, q, _on(on), fragments)
+    total = sum(c.catalog.version(p.table, res.sketch.data_versions[p.table]).rows for p in res.sketch.parts)
+    sel = sketch_rows(c.catalog, res.sketch) / max(1, total)
+    rec = {"sketch": res.sketch.to_json(), "seconds": round(res.seconds, 4), "selectivity": round(sel, 6),
+           "safety": res.verdicts}
+    if as_json:
+        return emit_json(rec)
+    for p in res.sketch.parts:
+        out.print(f"sketch {res.sketch.id}: {p.table}.{p.attr} {len(p.fragments)} fragment(s)")
+    out.print(f"selectivity {sel:.2%} of the rows; capture took {res.seconds:.2f}s")
+
+
+@app.command("run")
+def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use a stored sketch if one is usable."),
+            as_json: bool = typer.Option(False, "--json"), limit_rows: int = typer.Option(50, "--show")):
+    """Run SQL (with a usable sketch unless --no-use); result rows and scan metrics."""
+    from advisor.errors import Unsupported
+    from advisor.execute import run_plain_sql, run_query, versions_now
+    from advisor.finder import usable_sketches
+
+    c = ctx()
+    try:
+        q = _parse(sql)
+    except Unsupported as e:
+        res = run_plain_sql(c.catalog, sql, f"ran without a sketch: {e}")
+        print(f"note: {res.note}", file=sys.stderr)
+    else:
+        versions = versions_now(c.catalog, q)
+        sketch = None
+        if use:
+            good, _ = usable_sketches(c.catalog, q, versions)
+            sketch = good[0] if good else None
+        try:
+            res = run_query(c.catalog, q, versions, sketch)
+        except Exception as e:  # Spark analysis errors on valid-looking SQL
+            if isinstance(e, BadInput):
+                raise
+            raise BadInput(f"Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
+        c.store.log_run("run", sql, res.to_json() | {"rows": len(res.rows)})
+    if as_json:
+        return emit_json(res.to_json())
+    tab = Table(*res.columns)
+    for r in res.rows[:limit_rows]:
+        tab.add_row(*[str(x) for x in r])
+    out.print(tab)
+    m = res.metrics
+    used = f"sketch {res.sketch['id']}" if res.sketch else "no sketch"
+    out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s, {used}; read {m.files_read} files, "
+              f"{m.bytes_read / 1e6:.1f} MB, {m.rows_read:,} rows")
+
+
+@app.command("sketches")
+def sketches_cmd(as_json: bool = typer.Option(False, "--json")):
+    """Stored sketches."""
+    from advisor.sketches import all_sketches
+
+    sk = all_sketches(ctx().store)
+    if as_json:
+        return emit_json([s.to_json() for s in sk])
+    tab = Table("id", "parts", "data versions", "how", "parent", "sql")
+    for s in sk:
+        tab.add_row(str(s.id), "; ".join(f"{p.table}.{p.attr}: {len(p.fragments)} frags" for p in s.parts),
+                    json.dumps(s.data_versions), s.how, str(s.parent_id or ""), s.sql[:60])
+    out.print(tab)
+
+
+def _not_yet(name: str, issue: str):
+    raise CheckFailed(f"`advisor {name}` is not yet available ({issue})")
+
+
+@app.command("recommend")
+def recommend_cmd(sql: str):
+    """What-if: estimated sketch size per candidate, the pick, go/no-go."""
+    _not_yet("recommend", "cost-based selection lands with issue 4")
+
+
+@app.command("maintain")
+def maintain_cmd(policy: str = typer.Option("eager", "--policy")):
+    """Bring stored sketches up to date with the table versions."""
+    _not_yet("maintain", "incremental maintenance lands with issue 5")
+
+
+@app.command("replay")
+def replay_cmd(workload: Path):
+    """Replay a workload file end to end."""
+    _not_yet("replay", "workload replay lands with issue 6")
+
+
+@app.command("report")
+def report_cmd(run_dir: Path):
+    """Write report.html for a run directory."""
+    _not_yet("report", "reports land with issue 6")
+
+
+@app.command("gate")
+def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline")):
+    """CI performance gate against a baseline run."""
+    _not_yet("gate", "the CI gate lands with issue 6")
+
+
+@app.command("demo")
+def demo_cmd():
+    """The main job: load data, build partitions, capture and use sketches, print a summary."""
+    from advisor.demo import run_demo
+
+    run_demo(ctx(), out)
+
+
+def main() -> None:
+    try:
+        rv = app(standalone_mode=False)
+    except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except CheckFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except click.exceptions.UsageError as e:
+        e.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

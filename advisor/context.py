@@ -1,0 +1,50 @@
+"""Per-command context: warehouse directory, store, lazily started Spark session and catalog."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from advisor.store import Store
+
+
+def default_warehouse() -> Path:
+    return Path(os.environ.get("ADVISOR_HOME", "./.advisor"))
+
+
+class Context:
+    """Holds what a command needs; Spark starts only when something asks for it."""
+
+    def __init__(self, warehouse: Optional[Path | str] = None, master: Optional[str] = None,
+                 conf: Optional[dict] = None, spark=None):
+        self.warehouse = Path(warehouse) if warehouse else default_warehouse()
+        self.master = master
+        self.conf = conf or {}
+        self._spark = spark
+        self.store = Store(self.warehouse)
+        self._catalog = None
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            from advisor.session import build_session
+
+            self._spark = build_session(self.master, self.conf)
+        return self._spark
+
+    @property
+    def catalog(self):
+        if self._catalog is None:
+            from advisor.catalog import Catalog
+
+            self._catalog = Catalog(self.spark, self.store)
+        return self._catalog
+
+    def schema_lookup(self):
+        """table -> [(column, type)] for the SQL parser (no Spark needed)."""
+        from advisor.catalog import Catalog
+
+        cat = Catalog.__new__(Catalog)
+        cat.store = self.store
+        return lambda t: cat.schema(t)

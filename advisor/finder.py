@@ -1,0 +1,55 @@
+"""Which stored sketch may serve a query: same template, current data, and identical bindings or a
+Z3-proven reuse (seed 001 §5). Every rejected sketch comes with the reason."""
+
+from __future__ import annotations
+
+from advisor.errors import BadInput
+from advisor.plan import ir
+from advisor.sketches import Sketch, latest_versions
+
+
+def sketch_rows(catalog, s: Sketch) -> int:
+    """Rows the sketch lets a scan read (sum of its fragments' sizes over all sketched tables)."""
+    from advisor.partitions import load_partition
+
+    total = 0
+    for p in s.parts:
+        part = load_partition(catalog.store, p.partition_id)
+        total += sum(part.sizes[f] for f in p.fragments if f < len(part.sizes))
+    return total
+
+
+def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
+                    allow_stale: bool = False) -> tuple[list[Sketch], list[tuple[Sketch, str]]]:
+    """(usable sketches, smallest first; [(rejected sketch, reason)])."""
+    from advisor.plan.parse import parse_sql
+    from advisor.reuse import check_reuse
+    from advisor.stats import stats_for_query
+
+    good, bad = [], []
+    stats = None
+    for s in latest_versions(catalog.store):
+        if s.template != query.template:
+            continue
+        stale = [t for t, v in s.data_versions.items() if versions.get(t) != v]
+        if stale and not allow_stale:
+            bad.append((s, "stale: " + ", ".join(
+                f"{t} captured at version {s.data_versions[t]}, now {versions.get(t)}" for t in stale)))
+            continue
+        if tuple(s.bindings) == tuple(query.bindings):
+            good.append(s)
+            continue
+        try:
+            captured = parse_sql(s.sql, lambda t: catalog.schema(t))
+        except BadInput as e:
+            bad.append((s, f"its query no longer parses: {e}"))
+            continue
+        if stats is None:
+            stats = stats_for_query(catalog, query, versions)
+        v = check_reuse(captured.root, query.root, stats)
+        if v.safe:
+            good.append(s)
+        else:
+            bad.append((s, f"reuse not proven: {v.reason}"))
+    good.sort(key=lambda s: sketch_rows(catalog, s))
+    return good, bad

@@ -1,0 +1,63 @@
+"""Fragment assignment in pandas: the driver-side twin of `advisor.partitions.assign_column`.
+
+Fragment id = `searchsorted(boundaries, value, side='right')`, i.e. range i is
+[b_i, b_{i+1}) with ids 0..m, and NULL (or NaN) goes to `part.null_id` = m+1. Boundaries are
+decoded with `advisor.partitions.decode_value`; dates/timestamps are compared as datetime64,
+numbers as numbers, strings and anything else by Python comparison (object searchsorted).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import numpy as np
+import pandas as pd
+
+from advisor.partitions import RangePartition, decode_value, kind_of
+
+
+def _bounds_array(part: RangePartition, values: pd.Series):
+    bounds = [decode_value(b, part.dtype) for b in part.boundaries]
+    kind = kind_of(part.dtype)
+    if pd.api.types.is_datetime64_any_dtype(values.dtype) or kind in ("date", "ts"):
+        return np.array([np.datetime64(pd.Timestamp(b), "ns") for b in bounds], dtype="datetime64[ns]"), "dt"
+    if kind in ("int", "bool") and all(isinstance(b, (int, bool)) for b in bounds) \
+            and (pd.api.types.is_integer_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype)):
+        return np.array([int(b) for b in bounds], dtype=np.int64), "int"
+    if kind in ("int", "float", "dec", "bool"):
+        return np.array([float(b) for b in bounds], dtype=np.float64), "float"
+    return np.array(bounds, dtype=object), "obj"
+
+
+def assign(values: pd.Series, part: RangePartition) -> np.ndarray:
+    """Fragment id (int64) of every value of `values` under partition `part`."""
+    values = pd.Series(values)
+    n = len(values)
+    out = np.full(n, part.null_id, dtype=np.int64)
+    if n == 0:
+        return out
+    isnull = values.isna().to_numpy(dtype=bool)
+    ok = ~isnull
+    if not ok.any():
+        return out
+    arr, how = _bounds_array(part, values)
+    vals = values[ok]
+    if how == "dt":
+        v = pd.to_datetime(vals.astype(object).map(_to_ts)).to_numpy(dtype="datetime64[ns]")
+    elif how == "int":
+        v = vals.astype("int64").to_numpy()
+    elif how == "float":
+        v = vals.astype(object).map(float).to_numpy(dtype=np.float64)
+    else:
+        v = vals.to_numpy(dtype=object)
+    out[ok] = np.searchsorted(arr, v, side="right") if len(arr) else 0
+    return out
+
+
+def _to_ts(v):
+    if isinstance(v, (dt.date, dt.datetime)) and not isinstance(v, pd.Timestamp):
+        return pd.Timestamp(v)
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    return v

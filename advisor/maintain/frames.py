@@ -1,0 +1,264 @@
+"""Annotated frames: the one data representation shared by the reference evaluator and the engine.
+
+An *annotated frame* is a pandas DataFrame whose columns are
+
+* the attributes of an IR node, named by their internal names, held in pandas' nullable dtypes
+  (Int64, Float64, boolean, string, datetime64) so that SQL NULL is `pd.NA` everywhere and
+  comparisons/AND/OR follow SQL three-valued logic;
+* `M` (`"__m"`): the signed multiplicity of the row (+n insert, -n delete; the reference evaluator
+  uses +1 per copy);
+* `fcol(sid)` (`"__f<sid>"`) for every sketched scan below the node: a frozenset of that scan's
+  fragment ids in the row's lineage (a singleton straight after the scan, a union after joins and
+  aggregation, possibly empty for rows of the other branch of a union).
+
+Keeping one column per sketched scan (instead of a single global id space) makes the final sketch
+per scan a column-wise union and lets a Spark `BaseSide` return plain integer fragment ids.
+Rows are turned into hashable Python tuples with `row_values`, which maps every NULL flavour
+(pd.NA, NaN, NaT, None) to `None` so that equal SQL values give equal dictionary keys.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import functools
+import math
+import sys
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+M = "__m"
+EMPTY: frozenset = frozenset()
+_SINGLETONS: dict[int, frozenset] = {}
+
+
+def fcol(sid: int) -> str:
+    """Name of the annotation column of sketched scan `sid`."""
+    return f"__f{sid}"
+
+
+def singleton(f: int) -> frozenset:
+    """A cached frozenset({f}) (scans create one per row, so avoid re-allocating)."""
+    s = _SINGLETONS.get(f)
+    if s is None:
+        s = _SINGLETONS[f] = frozenset((f,))
+    return s
+
+
+# ---------- NULL and scalar normalisation ----------
+def is_null(v: Any) -> bool:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    return False
+
+
+def py_scalar(v: Any) -> Any:
+    """A plain hashable Python value: None for NULL, Python numbers instead of numpy scalars."""
+    if is_null(v):
+        return None
+    if isinstance(v, np.generic):
+        v = v.item()
+        if isinstance(v, float) and math.isnan(v):
+            return None
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    return v
+
+
+def column_values(s: pd.Series) -> list:
+    """The column as a list of normalised Python values."""
+    return [py_scalar(v) for v in s.tolist()]
+
+
+def row_values(df: pd.DataFrame, cols: Sequence[str]) -> list[tuple]:
+    """One tuple of normalised values per row, over `cols` (an empty tuple per row if no cols)."""
+    if not cols:
+        return [()] * len(df)
+    return list(zip(*[column_values(df[c]) for c in cols]))
+
+
+# ---------- dtype normalisation ----------
+def _infer_dtype(vals: list) -> str | None:
+    kinds = set()
+    for v in vals:
+        if is_null(v):
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            kinds.add("bool")
+        elif isinstance(v, (int, np.integer)):
+            kinds.add("int")
+        elif isinstance(v, (float, np.floating, decimal.Decimal)):
+            kinds.add("float")
+        elif isinstance(v, str):
+            kinds.add("str")
+        elif isinstance(v, (dt.date, dt.datetime, pd.Timestamp, np.datetime64)):
+            kinds.add("date")
+        else:
+            return None
+    if not kinds:
+        return "Int64"
+    if kinds <= {"int"}:
+        return "Int64"
+    if kinds <= {"int", "float"}:
+        return "Float64"
+    if kinds == {"bool"}:
+        return "boolean"
+    if kinds == {"str"}:
+        return "string"
+    if kinds == {"date"}:
+        return "datetime64[ns]"
+    return None
+
+
+def from_values(vals: list, index=None) -> pd.Series:
+    """A nullable-typed Series from Python values (type inferred from the non-null values)."""
+    dtype = _infer_dtype(vals)
+    if dtype is None:
+        return pd.Series([None if is_null(v) else v for v in vals], index=index, dtype=object)
+    if dtype == "Float64":
+        vals = [None if is_null(v) else float(v) for v in vals]
+    elif dtype == "datetime64[ns]":
+        return pd.Series(pd.to_datetime([None if is_null(v) else v for v in vals]), index=index)
+    else:
+        vals = [None if is_null(v) else v for v in vals]
+    return pd.Series(pd.array(vals, dtype=dtype), index=index)
+
+
+def normalize_series(s: pd.Series) -> pd.Series:
+    """Convert a column to the nullable dtype family the evaluators expect."""
+    d = s.dtype
+    if isinstance(d, pd.api.extensions.ExtensionDtype):
+        if str(d) in ("Int64", "Float64", "boolean", "string") or str(d).startswith("string"):
+            return s
+        if str(d).startswith(("Int", "UInt")):
+            return s.astype("Int64")
+        if str(d).startswith("Float"):
+            return s.astype("Float64")
+        if isinstance(d, pd.DatetimeTZDtype):
+            return s.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ns]")
+        return from_values(s.tolist(), s.index)
+    if d.kind == "b":
+        return s.astype("boolean")
+    if d.kind in "iu":
+        return s.astype("Int64")
+    if d.kind == "f":
+        return s.astype("Float64")
+    if d.kind == "M":
+        return s.astype("datetime64[ns]")
+    return from_values(s.tolist(), s.index)
+
+
+def normalize_frame(df: pd.DataFrame, skip: Iterable[str] = ()) -> pd.DataFrame:
+    """Normalise every attribute column (annotation and multiplicity columns are left alone)."""
+    skip = set(skip)
+    out = {}
+    for c in df.columns:
+        if c in skip or c == M or c.startswith("__f"):
+            out[c] = df[c]
+        else:
+            out[c] = normalize_series(df[c])
+    return pd.DataFrame(out, index=df.index)
+
+
+def frame_from_rows(cols: Sequence[str], rows: list[tuple], mults: list[int],
+                    sids: Sequence[int], annots: list[tuple]) -> pd.DataFrame:
+    """Build an annotated frame from Python rows, multiplicities and per-sid annotation tuples."""
+    data: dict[str, Any] = {}
+    for i, c in enumerate(cols):
+        data[c] = from_values([r[i] for r in rows])
+    data[M] = pd.Series(mults, dtype="int64")
+    for j, sid in enumerate(sids):
+        data[fcol(sid)] = pd.Series([a[j] for a in annots], dtype=object)
+    return pd.DataFrame(data, columns=list(cols) + [M] + [fcol(s) for s in sids])
+
+
+def empty_frame(cols: Sequence[str], sids: Sequence[int]) -> pd.DataFrame:
+    return frame_from_rows(cols, [], [], sids, [])
+
+
+def annotations(df: pd.DataFrame, sids: Sequence[int]) -> list[tuple]:
+    """Per row, the tuple of annotation frozensets in `sids` order."""
+    if not sids:
+        return [()] * len(df)
+    return list(zip(*[df[fcol(s)].tolist() for s in sids]))
+
+
+def consolidate(df: pd.DataFrame, cols: Sequence[str], sids: Sequence[int]) -> pd.DataFrame:
+    """Sum multiplicities of equal (tuple, annotation) rows and drop rows whose net is 0."""
+    if len(df) == 0:
+        return df
+    acc: dict[tuple, int] = {}
+    for key, m in zip(zip(row_values(df, cols), annotations(df, sids)), df[M].tolist()):
+        acc[key] = acc.get(key, 0) + m
+    items = [(k, m) for k, m in acc.items() if m != 0]
+    return frame_from_rows(cols, [k[0] for k, _ in items], [m for _, m in items], sids,
+                           [k[1] for k, _ in items])
+
+
+# ---------- SQL ordering ----------
+def _cmp_values(a: Any, b: Any) -> int:
+    if a is None or b is None:
+        return (a is not None) - (b is not None)  # NULL sorts first (ascending)
+    if a == b:
+        return 0
+    try:
+        return -1 if a < b else 1
+    except TypeError:  # incomparable types: order by type name, deterministically
+        return -1 if (type(a).__name__, str(a)) < (type(b).__name__, str(b)) else 1
+
+
+def topk_sort_key(names: Sequence[str], order: Sequence[tuple[str, bool]]):
+    """A sort key for (values, annots) entries implementing ir.TopK's total order.
+
+    Order keys first (ASC: NULLS FIRST, DESC: NULLS LAST, Spark's defaults), then every other
+    attribute ascending (NULLS FIRST), then the annotation (sorted fragment ids per sketched scan)
+    ascending. The last criterion only separates copies of one tuple that come from different
+    fragments; it makes the provenance of tied copies deterministic.
+    """
+    pos = {n: i for i, n in enumerate(names)}
+    keyed = [(pos[n], asc) for n, asc in order]
+    used = {p for p, _ in keyed}
+    rest = [i for i in range(len(names)) if i not in used]
+
+    def cmp(x: tuple, y: tuple) -> int:
+        xv, yv = x[0], y[0]
+        for p, asc in keyed:
+            c = _cmp_values(xv[p], yv[p])
+            if c:
+                return c if asc else -c
+        for p in rest:
+            c = _cmp_values(xv[p], yv[p])
+            if c:
+                return c
+        xa = tuple(tuple(sorted(s)) for s in x[1])
+        ya = tuple(tuple(sorted(s)) for s in y[1])
+        return (xa > ya) - (xa < ya)
+
+    return functools.cmp_to_key(cmp)
+
+
+# ---------- sizes ----------
+def deep_size(obj: Any, _seen: set | None = None) -> int:
+    """Approximate bytes held by a Python object graph (dicts, lists, sets, tuples, arrays)."""
+    seen = _seen if _seen is not None else set()
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes + 112
+    if isinstance(obj, pd.DataFrame):
+        return int(obj.memory_usage(deep=True).sum())
+    size = sys.getsizeof(obj)
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            size += deep_size(k, seen) + deep_size(v, seen)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for v in obj:
+            size += deep_size(v, seen)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        size += deep_size(vars(obj), seen)
+    return size

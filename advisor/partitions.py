@@ -1,0 +1,283 @@
+"""Equi-depth range partitions per (table, attribute, n) and binary-search fragment assignment.
+
+A partition with interior boundaries b_1 < ... < b_m has m+1 half-open ranges
+[-inf, b_1), [b_1, b_2), ..., [b_m, +inf) with ids 0..m, plus the NULL fragment with id m+1
+(NULL, and NaN for floating columns). Assignment is a binary search: Spark ML's Bucketizer for
+numbers, dates and timestamps (mapped exactly to doubles), a vectorised `searchsorted` for
+strings and wide decimals. Never a CASE chain.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.errors import BadInput
+
+MAX_FRAGMENTS = 32_000  # one Spark bitmap bucket holds 32,768 positions
+
+
+@dataclass(frozen=True)
+class RangePartition:
+    """A stored partition: boundaries as JSON-able values of the column's type."""
+
+    id: int
+    table: str
+    attr: str
+    dtype: str
+    boundaries: tuple  # interior boundaries, strictly increasing
+    sizes: tuple = field(default=())  # rows per fragment id (len = n_fragments)
+    table_version: int = 0
+    n_target: int = 0
+
+    @property
+    def n_ranges(self) -> int:
+        return len(self.boundaries) + 1
+
+    @property
+    def null_id(self) -> int:
+        return len(self.boundaries) + 1
+
+    @property
+    def n_fragments(self) -> int:
+        return len(self.boundaries) + 2
+
+    def range_of(self, i: int) -> tuple[Any, Any]:
+        """(lo, hi) of fragment i as typed Python values; None for an infinite end."""
+        lo = self.boundaries[i - 1] if i > 0 else None
+        hi = self.boundaries[i] if i < len(self.boundaries) else None
+        return decode_value(lo, self.dtype), decode_value(hi, self.dtype)
+
+
+# ---------- value encoding ----------
+def kind_of(dtype: str) -> str:
+    """Coarse family of a Spark simpleString type: int, dec, float, date, ts, str (or unsupported)."""
+    d = dtype.lower()
+    if d in ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long"):
+        return "int"
+    if d.startswith("decimal"):
+        return "dec"
+    if d in ("float", "double", "real"):
+        return "float"
+    if d == "date":
+        return "date"
+    if d.startswith("timestamp"):
+        return "ts"
+    if d == "string" or d.startswith("varchar") or d.startswith("char"):
+        return "str"
+    if d == "boolean":
+        return "bool"
+    raise BadInput(f"cannot range-partition a column of type {dtype}")
+
+
+def decimal_precision(dtype: str) -> int:
+    inner = dtype[dtype.index("(") + 1: dtype.index(")")] if "(" in dtype else "10,0"
+    return int(inner.split(",")[0])
+
+
+def encode_value(v: Any) -> Any:
+    """Python value -> JSON-able value (dates/timestamps as ISO strings, decimals as strings)."""
+    if v is None:
+        return None
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
+def decode_value(v: Any, dtype: str) -> Any:
+    if v is None:
+        return None
+    k = kind_of(dtype)
+    if k == "date":
+        return dt.date.fromisoformat(v)
+    if k == "ts":
+        return dt.datetime.fromisoformat(v)
+    if k == "dec":
+        return decimal.Decimal(v)
+    return v
+
+
+def to_double(v: Any, dtype: str) -> float:
+    """The order-preserving double used by Bucketizer for int/dec/float/date/ts values."""
+    k = kind_of(dtype)
+    v = decode_value(v, dtype)
+    if k == "date":
+        return float((v - dt.date(1970, 1, 1)).days)
+    if k == "ts":
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=dt.timezone.utc)
+        delta = v - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        return float((delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    return float(v)
+
+
+def uses_bucketizer(dtype: str) -> bool:
+    k = kind_of(dtype)
+    return k in ("int", "float", "date", "ts", "bool") or (k == "dec" and decimal_precision(dtype) <= 15)
+
+
+def sql_literal(v: Any, dtype: str) -> str:
+    """A Spark SQL literal for a boundary value of type dtype."""
+    k = kind_of(dtype)
+    v = decode_value(v, dtype)
+    if k == "date":
+        return f"DATE '{v.isoformat()}'"
+    if k == "ts":
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if k == "str":
+        return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if k == "dec":
+        return f"CAST('{v}' AS {dtype})"
+    if k == "float":
+        return f"CAST({float(v)!r} AS DOUBLE)"
+    if k == "bool":
+        return "true" if v else "false"
+    return str(int(v))
+
+
+# ---------- fragment assignment ----------
+def assign_column(df, attr: str, part: RangePartition, out: str):
+    """Add column `out` (int fragment id) to df by binary search over the partition's boundaries."""
+    from pyspark.sql import functions as F
+
+    if uses_bucketizer(part.dtype):
+        from pyspark.ml.feature import Bucketizer
+
+        k = kind_of(part.dtype)
+        col = F.col(attr)
+        if k == "date":
+            num = F.unix_date(col).cast("double")
+        elif k == "ts":
+            num = F.unix_micros(col.cast("timestamp")).cast("double")
+        else:
+            num = col.cast("double")
+        splits = [float("-inf")] + [to_double(b, part.dtype) for b in part.boundaries] + [float("inf")]
+        tmp_in = f"__num_{out}"
+        tmp_out = f"__bkt_{out}"
+        b = Bucketizer(splits=splits, inputCol=tmp_in, outputCol=tmp_out, handleInvalid="keep")
+        res = b.transform(df.withColumn(tmp_in, num))
+        # handleInvalid=keep puts NULL/NaN into bucket len(splits)-1 == null_id.
+        return res.withColumn(out, F.col(tmp_out).cast("int")).drop(tmp_in, tmp_out)
+    return df.withColumn(out, _searchsorted_udf(part)(F.col(attr)))
+
+
+def _searchsorted_udf(part: RangePartition):
+    """pandas_udf doing numpy searchsorted for strings and wide decimals (exact comparisons)."""
+    import numpy as np
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+
+    bounds = [decode_value(b, part.dtype) for b in part.boundaries]
+    null_id = part.null_id
+    arr = np.array(bounds, dtype=object)
+
+    @pandas_udf("int")
+    def frag(s: pd.Series) -> pd.Series:
+        isnull = s.isna().to_numpy()
+        vals = s.to_numpy(dtype=object)
+        out = np.full(len(vals), null_id, dtype=np.int32)
+        if (~isnull).any():
+            out[~isnull] = np.searchsorted(arr, vals[~isnull], side="right").astype(np.int32)
+        return pd.Series(out)
+
+    return frag
+
+
+# ---------- building ----------
+def compute_boundaries(df, attr: str, dtype: str, n: int, rel_err: float = 0.0005) -> list:
+    """Equi-depth interior boundaries for about n ranges; distinct values when there are at most n."""
+    from pyspark.sql import functions as F
+
+    if n < 1 or n > MAX_FRAGMENTS:
+        raise BadInput(f"--fragments must be between 1 and {MAX_FRAGMENTS}, got {n}")
+    nonnull = df.select(attr).where(F.col(attr).isNotNull())
+    if kind_of(dtype) == "float":
+        nonnull = nonnull.where(~F.isnan(F.col(attr)))
+    ndv = nonnull.agg(F.approx_count_distinct(attr)).first()[0] or 0
+    if ndv == 0:
+        return []
+    if ndv <= n:
+        vals = [r[0] for r in nonnull.distinct().orderBy(attr).collect()]
+        if len(vals) <= n + 1:  # exact distinct values: range i = [v_i, v_{i+1}), first range empty
+            return [encode_value(v) for v in vals]
+    accuracy = max(10_000, int(1 / rel_err), 4 * n)
+    probs = [i / n for i in range(1, n)]
+    if not probs:
+        return []
+    q = nonnull.agg(F.percentile_approx(attr, probs, accuracy)).first()[0]
+    out, seen = [], set()
+    for v in q:
+        key = encode_value(v)
+        if v is None or key in seen:
+            continue
+        seen.add(key)
+        out.append(key)
+    out.sort(key=lambda x: decode_value(x, dtype))
+    if uses_bucketizer(dtype):  # distinct doubles are required by Bucketizer
+        dedup, last = [], None
+        for b in out:
+            d = to_double(b, dtype)
+            if last is None or d > last:
+                dedup.append(b)
+                last = d
+        out = dedup
+    return out
+
+
+def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int | None = None) -> RangePartition:
+    """Compute, size and store an equi-depth partition for table.attr at a table version."""
+    from pyspark.sql import functions as F
+
+    table = catalog.require(table)
+    attr = attr.lower()
+    dtype = catalog.column_type(table, attr)
+    kind_of(dtype)
+    v = catalog.version(table, version).version
+    df = catalog.read(table, v)
+    bounds = compute_boundaries(df, attr, dtype, n)
+    part = RangePartition(0, table, attr, dtype, tuple(bounds), (), v, n)
+    counts = assign_column(df.select(attr), attr, part, "__f").groupBy("__f").count().collect()
+    sizes = [0] * part.n_fragments
+    for r in counts:
+        sizes[r["__f"]] = int(r["count"])
+    with catalog.store.tx() as c:
+        cur = c.execute(
+            "INSERT INTO partitions(table_name, attr, n_target, table_version, dtype, boundaries_json,"
+            " sizes_json, created) VALUES (?,?,?,?,?,?,?,?)",
+            (table, attr, n, v, dtype, json.dumps(bounds), json.dumps(sizes), time.time()))
+        pid = cur.lastrowid
+    return RangePartition(pid, table, attr, dtype, tuple(bounds), tuple(sizes), v, n)
+
+
+def load_partition(store, pid: int) -> RangePartition:
+    r = store.one("SELECT * FROM partitions WHERE id=?", (pid,))
+    if r is None:
+        raise BadInput(f"no partition with id {pid}")
+    return _from_row(r)
+
+
+def find_partition(store, table: str, attr: str, n: int | None = None) -> RangePartition | None:
+    """Newest stored partition for table.attr (optionally with target n)."""
+    sql = "SELECT * FROM partitions WHERE table_name=? AND attr=?"
+    args: tuple = (table, attr)
+    if n is not None:
+        sql += " AND n_target=?"
+        args += (n,)
+    r = store.one(sql + " ORDER BY id DESC LIMIT 1", args)
+    return _from_row(r) if r else None
+
+
+def _from_row(r) -> RangePartition:
+    return RangePartition(r["id"], r["table_name"], r["attr"], r["dtype"],
+                          tuple(json.loads(r["boundaries_json"])), tuple(json.loads(r["sizes_json"])),
+                          r["table_version"], r["n_target"])

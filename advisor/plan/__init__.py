@@ -1,0 +1,1 @@
+"""SQL text to a small relational algebra and back to Spark SQL."""

@@ -1,0 +1,151 @@
+"""IR -> Spark SQL text, optionally instrumented for sketch capture (seed 001 §3, rules r0-r7).
+
+Instrumentation carries one provenance column per sketched scan (Λ). Below the first aggregation
+it is the row's fragment id (the "delay" optimisation); an aggregation turns it into a Spark
+bitmap (`bitmap_construct_agg(bitmap_bit_position(frag + 1))`), and later aggregations OR bitmaps
+(`bitmap_or_agg`). The capture query's single output row holds one bitmap per sketched scan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from advisor.plan import ir
+
+INT, BM = "int", "bm"
+
+
+def q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def esql(e) -> str:
+    return e.sql(dialect="spark")
+
+
+@dataclass
+class Source:
+    """How a scan reads its table: a FROM-able SQL fragment and, when instrumented, its fragment column."""
+
+    from_sql: str
+    frag_col: Optional[str] = None
+
+
+@dataclass
+class Gen:
+    source: Callable[[ir.Scan], Source]
+    lams: dict[str, int] = field(default_factory=dict)  # Λ column -> scan_id
+    n: int = 0
+
+    def alias(self) -> str:
+        self.n += 1
+        return f"q{self.n}"
+
+
+def lam_name(scan_id: int) -> str:
+    return f"__ps{scan_id}"
+
+
+def _lam_agg(name: str, kind: str) -> str:
+    if kind == INT:
+        return f"bitmap_construct_agg(bitmap_bit_position({q(name)} + 1)) AS {q(name)}"
+    return f"bitmap_or_agg({q(name)}) AS {q(name)}"
+
+
+def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
+    """SQL for node plus its Λ columns {name: kind}."""
+    if isinstance(node, ir.Scan):
+        src = g.source(node)
+        items = [f"{q(c.source)} AS {q(c.name)}" for c in node.cols]
+        lams = {}
+        if src.frag_col is not None:
+            ln = lam_name(node.scan_id)
+            items.append(f"{q(src.frag_col)} AS {q(ln)}")
+            lams[ln] = INT
+            g.lams[ln] = node.scan_id
+        return f"SELECT {', '.join(items)} FROM {src.from_sql}", lams
+    if isinstance(node, ir.Select):
+        c, lams = gen(node.child, g)
+        return f"SELECT * FROM ({c}) {g.alias()} WHERE {esql(node.cond)}", lams
+    if isinstance(node, ir.Project):
+        c, lams = gen(node.child, g)
+        items = [f"{esql(e)} AS {q(col.name)}" for e, col in node.items] + [q(x) for x in lams]
+        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}", lams
+    if isinstance(node, ir.Join):
+        l, ll = gen(node.left, g)
+        r, rl = gen(node.right, g)
+        on = f" ON {esql(node.cond)}" if node.cond is not None else ""
+        kw = "JOIN" if node.cond is not None else "CROSS JOIN"
+        return f"SELECT * FROM ({l}) {g.alias()} {kw} ({r}) {g.alias()}{on}", {**ll, **rl}
+    if isinstance(node, ir.Aggregate):
+        c, lams = gen(node.child, g)
+        items = [q(k) for k in node.keys]
+        for a in node.aggs:
+            if a.arg is None:
+                call = "count(1)"
+            else:
+                call = f"{a.func}({'DISTINCT ' if a.distinct else ''}{esql(a.arg)})"
+            items.append(f"{call} AS {q(a.out.name)}")
+        items += [_lam_agg(x, k) for x, k in lams.items()]
+        group = f" GROUP BY {', '.join(q(k) for k in node.keys)}" if node.keys else ""
+        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}{group}", {x: BM for x in lams}
+    if isinstance(node, ir.Distinct):
+        c, lams = gen(node.child, g)
+        cols = [q(x.name) for x in node.cols]
+        if not lams:
+            return f"SELECT DISTINCT * FROM ({c}) {g.alias()}", {}
+        items = cols + [_lam_agg(x, k) for x, k in lams.items()]
+        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()} GROUP BY {', '.join(cols)}", \
+            {x: BM for x in lams}
+    if isinstance(node, ir.TopK):
+        c, lams = gen(node.child, g)
+        return f"SELECT * FROM ({c}) {g.alias()} ORDER BY {order_clause(node)} LIMIT {node.k}", lams
+    if isinstance(node, ir.Union):
+        l, ll = gen(node.left, g)
+        r, rl = gen(node.right, g)
+        all_l = {**ll, **rl}
+
+        def side(sql, cols, mine):
+            items = [f"{q(src.name)} AS {q(dst.name)}" for src, dst in zip(cols, node.cols)]
+            for x, k in all_l.items():
+                if x in mine:
+                    items.append(q(x))
+                else:
+                    items.append(f"CAST(NULL AS {'INT' if k == INT else 'BINARY'}) AS {q(x)}")
+            return f"SELECT {', '.join(items)} FROM ({sql}) {g.alias()}"
+
+        return f"{side(l, node.left.cols, ll)} UNION ALL {side(r, node.right.cols, rl)}", all_l
+    raise TypeError(f"unknown node {type(node).__name__}")
+
+
+def order_clause(node: ir.TopK) -> str:
+    """ORDER BY keys, then every other attribute ascending: a deterministic total order."""
+    parts = [f"{q(n)} {'ASC' if asc else 'DESC'}" for n, asc in node.order]
+    used = {n for n, _ in node.order}
+    parts += [f"{q(c.name)} ASC" for c in node.cols if c.name not in used]
+    return ", ".join(parts)
+
+
+def query_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> str:
+    """Plain (or sketch-filtered, via `source`) SQL for a query, with user-visible column names."""
+    body, _ = gen(query.root, Gen(source))
+    items = [f"{q(c.name)} AS {q(n)}" for c, n in zip(query.root.cols, query.output_names)]
+    order = ""
+    visible = {c.name for c in query.root.cols}
+    if query.order and all(n in visible for n, _ in query.order):
+        parts = [f"{q(n)} {'ASC' if asc else 'DESC'}" for n, asc in query.order]
+        used = {n for n, _ in query.order}
+        parts += [f"{q(c.name)} ASC" for c in query.root.cols if c.name not in used]
+        order = " ORDER BY " + ", ".join(parts)
+    return f"SELECT {', '.join(items)} FROM ({body}) _out{order}"
+
+
+def capture_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[str, dict[str, int]]:
+    """One-row capture query: per sketched scan a bitmap of the fragments in the provenance."""
+    g = Gen(source)
+    body, lams = gen(query.root, g)
+    if not lams:
+        raise ValueError("no sketched scan in the query")
+    items = [_lam_agg(x, k) for x, k in lams.items()]
+    return f"SELECT {', '.join(items)} FROM ({body}) _cap", dict(g.lams)

@@ -1,0 +1,67 @@
+"""SparkSession factory: local by default, cluster via --master/SPARK_MASTER, quiet, no progress bars."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from advisor.errors import BadInput
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "4g",
+    "spark.sql.parquet.filterPushdown": "true",
+    "spark.sql.adaptive.enabled": "true",
+    # Local Python workers: keep them alive across tasks.
+    "spark.python.worker.reuse": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
+    """Parse repeated `k=v` strings; a malformed pair is bad input."""
+    out: dict[str, str] = {}
+    for p in pairs:
+        if "=" not in p or not p.split("=", 1)[0].strip():
+            raise BadInput(f"--conf expects key=value, got {p!r}")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def resolve_master(master: str | None) -> str:
+    """--master wins, then SPARK_MASTER, then local[*]."""
+    return master or os.environ.get("SPARK_MASTER") or "local[*]"
+
+
+def build_session(master: str | None = None, conf: Mapping[str, str] | None = None,
+                  app_name: str = "advisor"):
+    """Create (or return the active) SparkSession with the advisor's defaults and overrides."""
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", _python())
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["TZ"] = "UTC"  # Python-side timestamp conversion must match the session time zone
+    time.tzset()
+    log4j = Path(__file__).with_name("log4j2.properties")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name).master(resolve_master(master))
+    merged = dict(DEFAULT_CONF)
+    merged["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
+    merged.update(conf or {})
+    for k, v in merged.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

@@ -1,0 +1,105 @@
+"""The embedded SQLite store: catalog metadata, partitions, layouts, sketches, samples, states, runs.
+
+One file `advisor.db` in the warehouse. Every write happens in a transaction (`with store.tx()`),
+so an interrupted command leaves the previous state intact.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from advisor.errors import BadInput
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tables (
+  name TEXT PRIMARY KEY, dataset TEXT, created REAL, next_rid INTEGER NOT NULL,
+  schema_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS versions (
+  table_name TEXT NOT NULL, version INTEGER NOT NULL, kind TEXT NOT NULL,
+  base_path TEXT, ins_path TEXT, del_path TEXT,
+  rows INTEGER NOT NULL, bytes INTEGER NOT NULL, n_ins INTEGER NOT NULL, n_del INTEGER NOT NULL,
+  created REAL NOT NULL, PRIMARY KEY (table_name, version)
+);
+CREATE TABLE IF NOT EXISTS colstats (
+  table_name TEXT NOT NULL, version INTEGER NOT NULL, col TEXT NOT NULL,
+  min_json TEXT, max_json TEXT, ndv INTEGER, nulls INTEGER,
+  PRIMARY KEY (table_name, version, col)
+);
+CREATE TABLE IF NOT EXISTS partitions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL, attr TEXT NOT NULL,
+  n_target INTEGER NOT NULL, table_version INTEGER NOT NULL, dtype TEXT NOT NULL,
+  boundaries_json TEXT NOT NULL, sizes_json TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS layouts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL, attr TEXT NOT NULL,
+  table_version INTEGER NOT NULL, path TEXT NOT NULL, manifest_json TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sketches (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, template TEXT NOT NULL, bindings_json TEXT NOT NULL,
+  sql TEXT NOT NULL, parts_json TEXT NOT NULL, data_versions_json TEXT NOT NULL,
+  parent_id INTEGER, how TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS samples (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL, strata_json TEXT NOT NULL,
+  theta REAL NOT NULL, seed INTEGER NOT NULL, table_version INTEGER NOT NULL, path TEXT NOT NULL,
+  meta_json TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS states (
+  sketch_id INTEGER PRIMARY KEY, path TEXT NOT NULL, meta_json TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, sql TEXT, record_json TEXT NOT NULL,
+  created REAL NOT NULL
+);
+"""
+
+
+class Store:
+    """Thin wrapper over the warehouse's SQLite file with JSON helpers."""
+
+    def __init__(self, warehouse: Path | str):
+        self.warehouse = Path(warehouse)
+        self.warehouse.mkdir(parents=True, exist_ok=True)
+        self.path = self.warehouse / "advisor.db"
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise BadInput(f"the store {self.path} is damaged or not an advisor store ({e})") from None
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One SQLite transaction: committed on success, rolled back on any exception."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    def query(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        try:
+            return self.conn.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise BadInput(f"the store {self.path} is damaged ({e})") from None
+
+    def one(self, sql: str, args: tuple = ()) -> sqlite3.Row | None:
+        rows = self.query(sql, args)
+        return rows[0] if rows else None
+
+    def log_run(self, kind: str, sql: str | None, record: dict[str, Any]) -> None:
+        with self.tx() as c:
+            c.execute("INSERT INTO runs(kind, sql, record_json, created) VALUES (?,?,?,?)",
+                      (kind, sql, json.dumps(record, default=str), time.time()))
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,102 @@
+"""Using a sketch: merged range conditions on the sketched attribute, pushed into every scan.
+
+Adjacent fragments are merged into one `a >= lo AND a < hi` run (an infinite end drops its bound);
+the NULL fragment adds `a IS NULL` (and NaN for floating columns). An empty sketch becomes `false`.
+When a clustered layout exists, only the files whose min/max overlap a run are read at all.
+"""
+
+from __future__ import annotations
+
+from advisor.partitions import RangePartition, kind_of, sql_literal
+from advisor.plan.to_sql import q
+
+
+def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
+    """Maximal runs [i, j] of consecutive range fragment ids (NULL fragment excluded)."""
+    ids = sorted(f for f in fragments if f != part.null_id)
+    out: list[tuple[int, int]] = []
+    for f in ids:
+        if out and out[-1][1] == f - 1:
+            out[-1] = (out[-1][0], f)
+        else:
+            out.append((f, f))
+    return out
+
+
+def range_condition(part: RangePartition, fragments: frozenset, column: str) -> str:
+    """SQL condition selecting exactly the rows in the given fragments of `part`."""
+    col = q(column)
+    terms = []
+    nb = len(part.boundaries)
+    for i, j in runs(fragments, part):
+        conds = []
+        if i > 0:
+            conds.append(f"{col} >= {sql_literal(part.boundaries[i - 1], part.dtype)}")
+        if j < nb:
+            conds.append(f"{col} < {sql_literal(part.boundaries[j], part.dtype)}")
+        if not conds:
+            conds.append(f"{col} IS NOT NULL")
+        terms.append("(" + " AND ".join(conds) + ")")
+    if part.null_id in fragments:
+        nulls = f"{col} IS NULL"
+        if kind_of(part.dtype) == "float":
+            nulls = f"({nulls} OR isnan({col}))"
+        terms.append(nulls)
+    return " OR ".join(terms) if terms else "false"
+
+
+def overlapping_files(manifest: list[dict], part: RangePartition, fragments: frozenset) -> list[str]:
+    """Files of a clustered layout whose [min, max] of the attribute overlaps any run of the sketch."""
+    from advisor.partitions import decode_value
+
+    keep = []
+    rs = runs(fragments, part)
+    has_null = part.null_id in fragments
+    for f in manifest:
+        if has_null and f.get("nulls", 0) > 0:
+            keep.append(f["path"])
+            continue
+        if f["min"] is None:
+            continue
+        mn, mx = decode_value(f["min"], part.dtype), decode_value(f["max"], part.dtype)
+        for i, j in rs:
+            lo, _ = part.range_of(i)
+            _, hi = part.range_of(j)
+            if (hi is None or mn < hi) and (lo is None or mx >= lo):
+                keep.append(f["path"])
+                break
+    return keep
+
+
+def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
+    """Scan source function applying `sketch` to every access of each sketched table."""
+    from advisor.execute import table_view
+    from advisor.layout import find_layout
+    from advisor.partitions import load_partition
+    from advisor.plan.to_sql import Source
+
+    conds: dict[str, str] = {}
+    views: dict[str, str] = {}
+    for p in sketch.parts:
+        part = load_partition(catalog.store, p.partition_id)
+        conds[p.table] = range_condition(part, p.fragments, p.attr)
+        v = versions[p.table]
+        lay = find_layout(catalog.store, p.table, p.attr, v) if use_layout else None
+        if lay is None:
+            views[p.table] = table_view(catalog, p.table, v)
+            continue
+        files = overlapping_files(lay["manifest"], part, p.fragments)
+        name = f"__use_{sketch.id}_{p.table}_v{v}_l{lay['id']}"
+        base = catalog.spark.read.parquet(lay["path"]).limit(0) if not files else None
+        if base is None:
+            schema = catalog.spark.read.parquet(lay["path"]).schema
+            base = catalog.spark.read.schema(schema).parquet(*files)
+        catalog.read_on_top(base, p.table, lay["table_version"], v).createOrReplaceTempView(name)
+        views[p.table] = name
+
+    def source(scan):
+        if scan.table in conds:
+            return Source(f"{views[scan.table]} WHERE {conds[scan.table]}")
+        return Source(table_view(catalog, scan.table, versions.get(scan.table)))
+
+    return source
