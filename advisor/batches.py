@@ -50,8 +50,8 @@ def read_batch(spark, path: str, schema: list[tuple[str, str]]):
             raise BadInput(f"batch {path} inserts rows but lacks column(s): {', '.join(missing)}")
         casted = []
         for c, t in schema:
-            casted.append(F.col(c).cast(t).alias(c))
-            failed = ins.filter(F.col(c).isNotNull() & F.col(c).cast(t).isNull()).limit(1).collect()
+            casted.append(F.col(c).try_cast(t).alias(c))
+            failed = ins.filter(F.col(c).isNotNull() & F.col(c).try_cast(t).isNull()).limit(1).collect()
             if failed:
                 raise BadInput(f"batch {path}: value {failed[0][c]!r} in column {c} is not a valid {t}")
         ins_df = ins.select(*casted)
@@ -59,7 +59,7 @@ def read_batch(spark, path: str, schema: list[tuple[str, str]]):
     if n_del:
         if RID not in raw.columns:
             raise BadInput(f"batch {path} deletes rows but has no {RID} column")
-        ids = dels.select(F.col(RID).cast("long").alias(RID), F.col(RID).alias("_raw"))
+        ids = dels.select(F.col(RID).try_cast("long").alias(RID), F.col(RID).alias("_raw"))
         if ids.filter(F.col(RID).isNull()).limit(1).count():
             raise BadInput(f"batch {path} has a delete row without a valid integer {RID}")
         del_ids = ids.select(RID)

@@ -7,7 +7,6 @@ numbers, dates and timestamps (mapped exactly to doubles), a vectorised `searchs
 strings and wide decimals. Never a CASE chain.
 """
 
-from __future__ import annotations
 
 import datetime as dt
 import decimal
@@ -166,8 +165,9 @@ def assign_column(df, attr: str, part: RangePartition, out: str):
         tmp_out = f"__bkt_{out}"
         b = Bucketizer(splits=splits, inputCol=tmp_in, outputCol=tmp_out, handleInvalid="keep")
         res = b.transform(df.withColumn(tmp_in, num))
-        # handleInvalid=keep puts NULL/NaN into bucket len(splits)-1 == null_id.
-        return res.withColumn(out, F.col(tmp_out).cast("int")).drop(tmp_in, tmp_out)
+        # handleInvalid=keep puts NaN into bucket len(splits)-1 == null_id; NULL stays NULL.
+        frag = F.coalesce(F.col(tmp_out).cast("int"), F.lit(part.null_id))
+        return res.withColumn(out, frag).drop(tmp_in, tmp_out)
     return df.withColumn(out, _searchsorted_udf(part)(F.col(attr)))
 
 
@@ -210,11 +210,14 @@ def compute_boundaries(df, attr: str, dtype: str, n: int, rel_err: float = 0.000
         vals = [r[0] for r in nonnull.distinct().orderBy(attr).collect()]
         if len(vals) <= n + 1:  # exact distinct values: range i = [v_i, v_{i+1}), first range empty
             return [encode_value(v) for v in vals]
-    accuracy = max(10_000, int(1 / rel_err), 4 * n)
     probs = [i / n for i in range(1, n)]
     if not probs:
         return []
-    q = nonnull.agg(F.percentile_approx(attr, probs, accuracy)).first()[0]
+    if kind_of(dtype) == "str" or (kind_of(dtype) == "dec" and not uses_bucketizer(dtype)):
+        q = _sampled_quantiles(nonnull, attr, probs, n)
+    else:
+        accuracy = max(10_000, int(1 / rel_err), 4 * n)
+        q = nonnull.agg(F.percentile_approx(attr, probs, accuracy)).first()[0]
     out, seen = [], set()
     for v in q:
         key = encode_value(v)
@@ -232,6 +235,18 @@ def compute_boundaries(df, attr: str, dtype: str, n: int, rel_err: float = 0.000
                 last = d
         out = dedup
     return out
+
+
+def _sampled_quantiles(nonnull, attr: str, probs: list[float], n: int) -> list:
+    """Quantiles of a uniform sample (<= 200 values per range) sorted on the driver: for strings,
+    which percentile_approx does not accept."""
+    total = nonnull.count()
+    budget = min(total, 200 * n)
+    frac = min(1.0, budget / max(1, total))
+    vals = sorted(r[0] for r in (nonnull.sample(False, frac, seed=17) if frac < 1 else nonnull).collect())
+    if not vals:
+        return []
+    return [vals[min(len(vals) - 1, int(p * len(vals)))] for p in probs]
 
 
 def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int | None = None) -> RangePartition:

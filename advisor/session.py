@@ -58,6 +58,11 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    import logging
+
+    # PySpark logs every captured JVM error as a JSON blob; errors reach the user through our own messages.
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
+    logging.getLogger("pyspark").setLevel(logging.CRITICAL)
     return spark
 
 

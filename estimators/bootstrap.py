@@ -51,6 +51,7 @@ import functools
 import hashlib
 import math
 import sys
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -235,7 +236,8 @@ def replicate_stderr(reps: np.ndarray, axis: int = 0) -> np.ndarray:
     reps = np.asarray(reps, dtype=float)
     finite = np.isfinite(reps)
     k = finite.sum(axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         sd = np.nanstd(np.where(finite, reps, np.nan), axis=axis, ddof=1) if reps.size else np.zeros(0)
         lo = np.nanmin(np.where(finite, reps, np.inf), axis=axis)
         hi = np.nanmax(np.where(finite, reps, -np.inf), axis=axis)
@@ -289,9 +291,13 @@ def bootstrap_groups_pandas(pdf: pd.DataFrame, group_cols: Sequence[str], value_
     the replicates rather than a pass probability keeps the result reusable for any HAVING constant
     and for nested/top-k estimation (the paper caches "sample statistics" for reuse, digest §2.4).
 
+    The groups must be the sample's strata (``_n_g`` is the group's population size); for groups
+    that span strata use ``aggregates.estimate_groups``.
+
     Written to be the function of ``groupBy(group_cols).applyInPandas``: it accepts a frame with one
     or many groups, and seeds each group from ``group_seed(seed, key)`` so the result is the same
-    whichever way groups are split.  ``value_col`` may be ``None`` or ``'*'`` for ``COUNT(*)``.
+    whichever way groups are split and in whatever order a group's rows arrive (rows are sorted by
+    value first).  ``value_col`` may be ``None`` or ``'*'`` for ``COUNT(*)``.
     """
     group_cols = list(group_cols)
     cols = group_cols + ["n", "N", "point", "stderr", "replicates"]
@@ -307,6 +313,11 @@ def bootstrap_groups_pandas(pdf: pd.DataFrame, group_cols: Sequence[str], value_
         vals = (np.ones(len(part)) if value_col in (None, "*")
                 else part[value_col].to_numpy(dtype=float, na_value=np.nan))
         mask = None if mask_col is None else part[mask_col].fillna(False).to_numpy(dtype=bool)
+        # canonical row order (rows equal in value and mask are interchangeable), so the result
+        # does not depend on the order in which Spark delivers a group's rows
+        order = np.lexsort((vals,) if mask is None else (vals, mask))
+        vals = vals[order]
+        mask = None if mask is None else mask[order]
         N = int(part[n_col].max())
         point, se, reps = bootstrap_group(vals, N, agg, B=B, rng=np.random.default_rng(group_seed(seed, key)),
                                           mask=mask, fpc=fpc)

@@ -262,3 +262,36 @@ def deep_size(obj: Any, _seen: set | None = None) -> int:
     elif hasattr(obj, "__dict__") and not isinstance(obj, type):
         size += deep_size(vars(obj), seen)
     return size
+
+
+def coerce_to(s: pd.Series, dtype: str) -> pd.Series:
+    """Cast a base-table column to the nullable dtype of its Spark type (ints with NULLs often
+    arrive as float64 from pandas/Spark, dates as datetime.date objects)."""
+    from advisor.partitions import kind_of
+
+    try:
+        k = kind_of(dtype)
+    except Exception:  # types we cannot partition on (arrays, ...) are kept as they come
+        return normalize_series(s)
+    if k == "int":
+        if s.dtype == object:
+            s = from_values(s.tolist(), s.index)
+        if str(s.dtype) == "Int64":
+            return s
+        if s.dtype.kind in "iub" or str(s.dtype) in ("boolean",) or str(s.dtype).startswith(("Int", "UInt")):
+            return s.astype("Int64")
+        return s.astype("Float64").astype("Int64")
+    if k in ("float", "dec"):
+        if s.dtype == object:
+            s = from_values(s.tolist(), s.index)
+        return s.astype("Float64")
+    if k == "str":
+        return s.astype("string")
+    if k == "bool":
+        return s.astype("boolean")
+    if k == "date":
+        return pd.to_datetime(s.astype(object), errors="coerce").dt.normalize().astype("datetime64[ns]")
+    if k == "ts":
+        v = pd.to_datetime(s.astype(object), errors="coerce", utc=True)
+        return v.dt.tz_localize(None).astype("datetime64[ns]")
+    return normalize_series(s)

@@ -1,0 +1,141 @@
+"""Incremental top-k with a top-l buffer (digest §2.8 and its buffer variant).
+
+State: `buf`, a map annotated tuple (values, annotation) -> multiplicity holding a *prefix* of the
+input bag in ir.TopK's total order (`frames.topk_sort_key`), plus `n_total`, the multiplicity of
+the whole input, and `complete` (the buffer holds the whole input).
+
+Per batch, with `last` = the greatest buffered entry before the batch:
+* an input change of an entry <= `last` (or any change while complete) is applied to the buffer;
+  changes beyond `last` only change `n_total` - the buffer stays exactly "all input <= last";
+* the buffer is then trimmed back to about `l` (whole entries; it keeps >= l copies);
+* if it is incomplete and holds fewer than k copies, the true top-k is unknown: the operator
+  refills the buffer from its input's full current output (`BaseSide.rows(child, NEW)`, a local
+  recapture, counted in stats["topk_refills"]) or, with `on_exhausted="raise"`, raises
+  `NeedsRecapture`.
+
+Output: the difference between the old and the new top-k (entries whose top-k multiplicity
+changed, with the signed change). The digest's operator emits "delete all old, insert all new";
+the merge sees the same net counts, so emitting only the net change is equivalent and cheaper.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from advisor.plan import ir
+
+from .base import NEW
+from .frames import M, annotations, frame_from_rows, row_values, topk_sort_key
+from .ops_base import Ctx, MaintenanceError, NeedsRecapture, Op, state_size
+
+
+def default_buffer(k: int) -> int:
+    """Default l: twice k, but at least k + 100 (cheap insurance against refills for small k)."""
+    return max(2 * k, k + 100)
+
+
+class TopKOp(Op):
+    def __init__(self, node: ir.TopK, child: Op, sketched, buffer: int | None = None,
+                 on_exhausted: str = "refill"):
+        super().__init__(node, [child], sketched)
+        if on_exhausted not in ("refill", "raise"):
+            raise ValueError("on_exhausted must be 'refill' or 'raise'")
+        self.k = node.k
+        self.l = max(buffer if buffer is not None else default_buffer(node.k), node.k)
+        self.on_exhausted = on_exhausted
+        self.buf: dict[tuple, int] = {}
+        self.n_total = 0
+        self.complete = True
+        self.refills = 0
+
+    def _key(self):
+        return topk_sort_key(self.names, self.node.order)
+
+    def _sorted(self) -> list[tuple]:
+        return sorted(self.buf, key=self._key())
+
+    def _topk(self, entries: list[tuple]) -> dict[tuple, int]:
+        out, taken = {}, 0
+        for e in entries:
+            if taken >= self.k:
+                break
+            take = min(self.buf[e], self.k - taken)
+            out[e] = take
+            taken += take
+        return out
+
+    def step(self, ctx: Ctx) -> pd.DataFrame:
+        d = self.children[0].step(ctx)
+        before = self._sorted()
+        old_top = self._topk(before)
+        if len(d):
+            self._absorb(d, before)
+            self._settle(ctx)
+        new_top = self._topk(self._sorted())
+        rows, mults, anns = [], [], []
+        for e in set(old_top) | set(new_top):
+            diff = new_top.get(e, 0) - old_top.get(e, 0)
+            if diff:
+                rows.append(e[0]); anns.append(e[1]); mults.append(diff)
+        return frame_from_rows(self.names, rows, mults, self.sids, anns)
+
+    def _absorb(self, d: pd.DataFrame, before: list[tuple]) -> None:
+        key = self._key()
+        last = key(before[-1]) if before else None
+        acc: dict[tuple, int] = {}
+        for e, m in zip(zip(row_values(d, self.names), annotations(d, self.sids)), d[M].tolist()):
+            acc[e] = acc.get(e, 0) + m
+        self.bad = False
+        for e, m in acc.items():
+            if m == 0:
+                continue
+            self.n_total += m
+            if self.complete or (last is not None and not last < key(e)):
+                c = self.buf.get(e, 0) + m
+                if c > 0:
+                    self.buf[e] = c
+                else:
+                    self.buf.pop(e, None)
+                    if c < 0:
+                        self.bad = True  # deleted more copies than the prefix holds: state is off
+        if self.n_total < 0:
+            raise MaintenanceError("top-k input lost more rows than it had")
+
+    def _settle(self, ctx: Ctx) -> None:
+        held = sum(self.buf.values())
+        self.complete = held == self.n_total
+        if self.bad or (not self.complete and held < self.k):
+            if self.on_exhausted == "raise":
+                raise NeedsRecapture(f"top-{self.k} buffer exhausted ({held} of {self.n_total} rows held)")
+            self._refill(ctx)
+        self._trim()
+
+    def _refill(self, ctx: Ctx) -> None:
+        full = ctx.fetch(self.children[0].node, NEW)
+        self.buf = {}
+        for e, m in zip(zip(row_values(full, self.names), annotations(full, self.sids)), full[M].tolist()):
+            self.buf[e] = self.buf.get(e, 0) + m
+        self.buf = {e: m for e, m in self.buf.items() if m > 0}
+        self.n_total = sum(self.buf.values())
+        self.complete = True
+        self.refills += 1
+        ctx.bump("topk_refills")
+
+    def _trim(self) -> None:
+        entries = self._sorted()
+        keep, held = {}, 0
+        for e in entries:
+            if held >= self.l:
+                break
+            keep[e] = self.buf[e]
+            held += self.buf[e]
+        if len(keep) < len(entries):
+            self.buf = keep
+            self.complete = False
+
+    def snapshot(self):
+        """The current top-k (entry -> multiplicity); the buffer itself depends on the history."""
+        return {"topk": self._topk(self._sorted())}
+
+    def state_bytes(self) -> int:
+        return state_size(self.buf)

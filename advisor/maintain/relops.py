@@ -1,0 +1,161 @@
+"""Stateless relational operators on annotated frames (see `frames`): scan, select, project,
+join, union. Both the reference evaluator and the incremental engine use them; they are linear
+in the multiplicity column, which is exactly why the engine may apply them to signed deltas
+(digest §2.2-2.5: the sketch passes through sigma/pi unchanged, joins union the annotations and
+multiply multiplicities).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+from sqlglot import exp
+
+from advisor.plan import ir
+
+from . import exprs
+from .fragments import assign
+from .frames import EMPTY, M, coerce_to, fcol, normalize_frame, singleton
+
+Sketched = dict  # scan_id -> (internal attribute name, RangePartition)
+
+
+def scan_frame(node: ir.Scan, table: Optional[pd.DataFrame], sign: int, sketched: Sketched) -> pd.DataFrame:
+    """Rows of base table `table` (base column names) as an annotated frame of scan `node`.
+
+    Every row gets multiplicity `sign` (+1 insert / -1 delete) and, if the scan is sketched,
+    the singleton set of the fragment its partition attribute falls into.
+    """
+    sids = [node.scan_id] if node.scan_id in sketched else []
+    data = {}
+    n = 0 if table is None else len(table)
+    for c in node.cols:
+        src = c.source or c.name
+        if table is None:
+            data[c.name] = coerce_to(pd.Series([], dtype=object), c.dtype)
+        else:
+            if src not in table.columns:
+                raise KeyError(f"table {node.table} has no column {src!r}")
+            data[c.name] = coerce_to(table[src].reset_index(drop=True), c.dtype)
+    data[M] = pd.Series(np.full(n, sign, dtype=np.int64))
+    out = pd.DataFrame(data, columns=[c.name for c in node.cols] + [M])
+    for sid in sids:
+        attr, part = sketched[sid]
+        frags = assign(out[attr], part)
+        out[fcol(sid)] = pd.Series([singleton(int(f)) for f in frags], dtype=object)
+    return out
+
+
+def select(df: pd.DataFrame, cond: exp.Expression) -> pd.DataFrame:
+    """Rows whose condition is TRUE."""
+    if len(df) == 0:
+        return df
+    return df[exprs.mask(cond, df)].reset_index(drop=True)
+
+
+def project(df: pd.DataFrame, items: Sequence[tuple[exp.Expression, ir.Col]], sids: Sequence[int]) -> pd.DataFrame:
+    """Generalised projection; multiplicity and annotations pass through unchanged."""
+    data = {}
+    for e, c in items:
+        if isinstance(e, exp.Column) and e.name in df.columns:
+            data[c.name] = df[e.name].reset_index(drop=True)
+        else:
+            data[c.name] = exprs.evaluate(e, df).reset_index(drop=True)
+    data[M] = df[M].reset_index(drop=True)
+    for s in sids:
+        data[fcol(s)] = df[fcol(s)].reset_index(drop=True)
+    return pd.DataFrame(data, columns=[c.name for _, c in items] + [M] + [fcol(s) for s in sids])
+
+
+def conjuncts(e: Optional[exp.Expression]) -> list[exp.Expression]:
+    """Top-level AND terms of a predicate (parentheses removed)."""
+    if e is None:
+        return []
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return conjuncts(e.this) + conjuncts(e.expression)
+    return [e]
+
+
+def equi_keys(cond: Optional[exp.Expression], left: set[str], right: set[str]) -> list[tuple[str, str]]:
+    """(left attr, right attr) pairs of the conjuncts `l = r` of a join condition."""
+    out = []
+    for c in conjuncts(cond):
+        if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
+            a, b = c.this.name, c.expression.name
+            if a in left and b in right:
+                out.append((a, b))
+            elif b in left and a in right:
+                out.append((b, a))
+    return out
+
+
+def _key_dtype(a: pd.Series, b: pd.Series) -> str:
+    num = pd.api.types.is_numeric_dtype
+    if str(a.dtype) == str(b.dtype):
+        return str(a.dtype)
+    if num(a.dtype) and num(b.dtype) and not pd.api.types.is_bool_dtype(a.dtype):
+        return "Float64"
+    return "object"
+
+
+def join(a: pd.DataFrame, b: pd.DataFrame, cond: Optional[exp.Expression],
+         left_names: Sequence[str], right_names: Sequence[str],
+         lsids: Sequence[int], rsids: Sequence[int]) -> pd.DataFrame:
+    """Inner join of two annotated frames: multiplicities multiply, annotations concatenate.
+
+    Equality conjuncts become a hash join (NULL keys never match); the whole condition is then
+    applied as a filter, so any theta condition is honoured.
+    """
+    cols = list(left_names) + list(right_names) + [M] + [fcol(s) for s in list(lsids) + list(rsids)]
+    if len(a) == 0 or len(b) == 0:
+        return pd.DataFrame({c: (a[c] if c in a.columns else b[c]).iloc[:0] for c in cols}, columns=cols)
+    a2 = a.rename(columns={M: "__ml"})
+    b2 = b.rename(columns={M: "__mr"})
+    pairs = equi_keys(cond, set(left_names), set(right_names))
+    if pairs:
+        lk, rk = [], []
+        for i, (l, r) in enumerate(pairs):
+            t = _key_dtype(a2[l], b2[r])
+            a2[f"__kl{i}"] = a2[l].astype(t)
+            b2[f"__kr{i}"] = b2[r].astype(t)
+            lk.append(f"__kl{i}")
+            rk.append(f"__kr{i}")
+        a2 = a2[a2[lk].notna().all(axis=1)]
+        b2 = b2[b2[rk].notna().all(axis=1)]
+        out = a2.merge(b2, left_on=lk, right_on=rk, how="inner", sort=False)
+    else:
+        out = a2.merge(b2, how="cross")
+    out[M] = out["__ml"].to_numpy(dtype=np.int64) * out["__mr"].to_numpy(dtype=np.int64)
+    out = out.reset_index(drop=True)
+    if cond is not None and len(out):
+        out = out[exprs.mask(cond, out)]
+    return out[cols].reset_index(drop=True)
+
+
+def union(a: pd.DataFrame, b: pd.DataFrame, node: ir.Union,
+          lsids: Sequence[int], rsids: Sequence[int]) -> pd.DataFrame:
+    """UNION ALL: rename both inputs positionally to the union's attributes and concatenate;
+    rows get an empty annotation for the sketched scans of the other branch."""
+    names = [c.name for c in node.cols]
+    sids = sorted(set(lsids) | set(rsids))
+    parts = []
+    for df, child in ((a, node.left), (b, node.right)):
+        ren = dict(zip(child.names, names))
+        d = df.rename(columns=ren)
+        for s in sids:
+            if fcol(s) not in d.columns:
+                d[fcol(s)] = pd.Series([EMPTY] * len(d), dtype=object, index=d.index)
+        parts.append(d[names + [M] + [fcol(s) for s in sids]])
+    parts = [p for p in parts if len(p)] or parts[:1]
+    if len(parts) == 1:
+        return parts[0].reset_index(drop=True)
+    return normalize_frame(pd.concat(parts, ignore_index=True))
+
+
+def sketched_under(node: ir.Node, sketched: Sketched) -> list[int]:
+    """Sorted ids of the sketched scans in the subtree of `node`."""
+    return sorted(n.scan_id for n in node.walk() if isinstance(n, ir.Scan) and n.scan_id in sketched)

@@ -1,0 +1,559 @@
+"""Per-group aggregate estimates, HAVING pass probabilities and nested aggregation (digest §2.6, C7, C8).
+
+Input: a sample as a pandas frame (the group columns, the aggregated value columns, ``_n_g`` = the
+population size of the row's stratum and, optionally, ``_stratum``).  Without ``_stratum`` each group
+is taken to be its own stratum (the sample was stratified on exactly the group-by columns).
+
+``estimate_groups`` returns a ``GroupEstimates``: a frame with one row per group and, per aggregate
+``f(col)``, the columns ``f(col)`` (point), ``f(col)_se``, ``f(col)_lo``, ``f(col)_hi`` -- plus the
+``(B, G)`` replicate matrices that pass probabilities, nested aggregation, top-k and the size
+interval are computed from.  ``method='bootstrap'`` uses the stratified bootstrap (``bootstrap``
+module, percentile interval); ``method='clt'`` uses Haas's CLT (``clt`` module, normal interval) and
+*parametric* replicates ``point + se * Z`` so the replicate-based consumers still work.
+
+HAVING predicates are tiny dataclasses: ``Cmp(agg, op, value[, high])`` with ``agg`` an aggregate
+index or name (``"sum(x)"``), ``op`` one of ``> >= < <= = != between``, combined with ``And([...])``,
+``Or([...])``, ``Not(p)``.
+
+Pass probability ``p_g = P(group g exists and satisfies HAVING)``:
+
+* bootstrap -- the fraction of replicates in which the *whole* predicate holds, evaluated jointly per
+  replicate, so conjunctions/disjunctions over correlated aggregates are handled exactly (up to the
+  bootstrap approximation).
+* clt -- analytic normal probabilities.  ``And``: conjunctions on the *same* aggregate are merged
+  into one interval and computed exactly; different aggregates are multiplied, **assuming
+  independence** (not true e.g. for SUM and COUNT of one group; use the bootstrap if it matters).
+  ``Or``: ``1 - prod(1 - p)``, same assumption.  ``Not``: ``P(exists) - p``.
+
+Rules worth knowing:
+
+* Fully sampled groups (all their strata have ``n == N``) are exact: zero standard error, replicates
+  equal to the true value, ``p_g`` in {0, 1}.
+* A group whose sampled rows all fail WHERE (or whose values are all NULL) has a NULL aggregate in
+  that replicate, and a NULL never satisfies a comparison -- the group is absent from the result
+  [INFERRED; the digest's C6 instead *skips* such replicates, which would overstate ``p_g``].
+* MIN/MAX [INFERRED, the paper does not cover them]: the point estimate is the sample min/max.
+  Because the sample is a subset of the group, the sample max is a lower bound of the population max
+  and the sample min an upper bound of the population min.  Hence ``MAX > c``/``MAX >= c`` is
+  *certain* (p = 1) when the sample max satisfies it, and ``MAX < c``/``MAX <= c`` certainly fails
+  when the sample max does not (mirrored for MIN).  Otherwise p is the bootstrap fraction, which can
+  never exceed the sample range: for ``MAX > c`` with sample max <= c it is 0 although unsampled rows
+  may exceed c -- a known *under*-estimate for tail predicates.  Under ``method='clt'`` MIN/MAX use
+  bootstrap replicates too (the CLT does not apply).
+* Singletons (one sampled row of a larger group): stderr 0, so ``p_g`` is 0/1 at the point estimate
+  (digest C6 edge case; the paper's Fig. 5/6 example works this way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from estimators.bootstrap import (GroupIndex, aggregate_weighted, group_exists, normalize_agg,
+                                  point_weights, replicate_stderr, replicate_weights, stratum_sizes)
+from estimators.clt import (compare, normal_interval_probability, normal_pass_probability,
+                            normalize_op, stratified_clt, z_value)
+
+# --- predicates -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cmp:
+    """``agg op value`` (``between``: ``value <= agg <= high``); ``agg`` is an index or a name."""
+
+    agg: Union[int, str]
+    op: str
+    value: float
+    high: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "op", normalize_op(self.op))
+        if self.op == "between" and self.high is None:
+            raise ValueError("Cmp(..., 'between', lo, high) needs high")
+
+
+@dataclass(frozen=True)
+class And:
+    """Conjunction of predicates."""
+
+    parts: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if not self.parts:
+            raise ValueError("And needs at least one part")
+
+
+@dataclass(frozen=True)
+class Or:
+    """Disjunction of predicates."""
+
+    parts: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if not self.parts:
+            raise ValueError("Or needs at least one part")
+
+
+@dataclass(frozen=True)
+class Not:
+    """Negation (of an existing group's predicate: an absent group satisfies nothing)."""
+
+    part: object
+
+
+Predicate = Union[Cmp, And, Or, Not]
+
+
+def agg_name(func: str, col: str | None) -> str:
+    """Canonical aggregate name, e.g. ``sum(x)``, ``count(*)``; used as the frame column name."""
+    return f"{normalize_agg(func)}({'*' if col in (None, '*') else col})"
+
+
+# --- estimates ------------------------------------------------------------------------------------
+
+
+@dataclass
+class GroupEstimates:
+    """Per-group estimates: ``frame`` (one row per group) plus replicate matrices of shape (B, G).
+
+    ``frame`` columns: group columns, ``n`` (sample rows), ``N`` (estimated population rows),
+    ``exact`` (fully sampled), ``exists`` (at least one sampled row passes WHERE) and per aggregate
+    ``name``, ``name_se``, ``name_lo``, ``name_hi``.  ``sample_bound`` names the aggregates for which
+    the MIN/MAX sample-bound rule applies.
+    """
+
+    frame: pd.DataFrame
+    group_cols: list
+    aggs: list
+    names: list
+    replicates: dict
+    exists: np.ndarray
+    method: str
+    confidence: float
+    B: int
+    seed: int
+    sample_bound: frozenset = field(default_factory=frozenset)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.frame)
+
+    def resolve(self, agg: Union[int, str]) -> str:
+        """Aggregate name for an index or a name (``'sum(x)'``, also accepts ``'SUM(x)'``)."""
+        if isinstance(agg, (int, np.integer)):
+            return self.names[int(agg)]
+        if agg in self.replicates:
+            return agg
+        s = str(agg).strip()
+        if "(" in s:
+            f, rest = s.split("(", 1)
+            try:
+                cand = f"{normalize_agg(f)}({rest.strip()}"
+            except ValueError:
+                cand = s
+            if cand in self.replicates:
+                return cand
+        raise KeyError(f"unknown aggregate {agg!r}; known: {self.names}")
+
+    def func_of(self, agg: Union[int, str]) -> str:
+        name = self.resolve(agg)
+        return name.split("(", 1)[0]
+
+    def point(self, agg: Union[int, str]) -> np.ndarray:
+        return self.frame[self.resolve(agg)].to_numpy(dtype=float)
+
+    def stderr(self, agg: Union[int, str]) -> np.ndarray:
+        return self.frame[self.resolve(agg) + "_se"].to_numpy(dtype=float)
+
+    @property
+    def point_exists(self) -> np.ndarray:
+        return self.frame["exists"].to_numpy(dtype=bool)
+
+
+def _group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.DataFrame]:
+    if not group_cols:
+        return np.zeros(len(df), dtype=np.int64), pd.DataFrame(index=pd.RangeIndex(1))
+    gb = df.groupby(group_cols, sort=True, dropna=False)
+    codes = gb.ngroup().to_numpy(dtype=np.int64)
+    keys = gb.size().reset_index()[group_cols]
+    return codes, keys
+
+
+def _interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    a = (1.0 - confidence) / 2.0
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            q = np.nanquantile(reps, [a, 1.0 - a], axis=0)
+    return q[0], q[1]
+
+
+def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence[tuple],
+                    method: str = "bootstrap", B: int = 50, seed: int = 0,
+                    where: Union[str, np.ndarray, None] = None, confidence: float = 0.95,
+                    fpc: bool = True, n_col: str = "_n_g", strata_col: str = "_stratum") -> GroupEstimates:
+    """Estimate every aggregate for every group of a stratified sample (Algorithm 1, made probabilistic).
+
+    ``aggs`` is a list of ``(func, col)`` with func in sum/count/avg/min/max and ``col=None`` (or
+    ``'*'``) for ``COUNT(*)``; ``where`` an optional WHERE indicator (column name or boolean array)
+    for predicates that are not on the group-by columns.  Groups are the distinct values of
+    ``group_cols`` in the sample; rows are weighted by their stratum's ``N_h/n_h`` (see module
+    docstring).  Deterministic for a seed: rows are put in a canonical order before resampling,
+    so the same sample in any row order gives the same replicates.
+    """
+    method = str(method).lower()
+    if method not in ("bootstrap", "clt"):
+        raise ValueError(f"method must be 'bootstrap' or 'clt', got {method!r}")
+    if B < 1:
+        raise ValueError("B must be >= 1")
+    z_value(confidence)
+    group_cols = list(group_cols)
+    aggs_n = [(normalize_agg(f), None if c in (None, "*") else c) for f, c in aggs]
+    names = [agg_name(f, c) for f, c in aggs_n]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate aggregates in {names}")
+    if len(pdf) == 0:
+        raise ValueError("empty sample")
+    if n_col not in pdf.columns:
+        raise ValueError(f"sample has no population-size column {n_col!r}")
+    df = pdf.reset_index(drop=True)
+    if isinstance(where, str):
+        u = df[where].fillna(False).to_numpy(dtype=bool)
+    elif where is None:
+        u = np.ones(len(df), dtype=bool)
+    else:
+        u = np.asarray(where, dtype=bool)
+        if u.shape[0] != len(df):
+            raise ValueError("where mask length differs from the sample")
+
+    gi, keys = _group_codes(df, group_cols)
+    G = len(keys)
+    if strata_col and strata_col in df.columns:
+        si, _ = pd.factorize(df[strata_col], sort=True, use_na_sentinel=False)
+        si = si.astype(np.int64)
+    else:
+        si = gi.copy()
+    H = int(si.max()) + 1
+    Ncol = df[n_col].to_numpy(dtype=float)
+    Nmin = np.full(H, np.inf)
+    Nmax = np.full(H, -np.inf)
+    np.minimum.at(Nmin, si, Ncol)
+    np.maximum.at(Nmax, si, Ncol)
+    if not np.array_equal(Nmin, Nmax):
+        raise ValueError(f"{n_col} must be constant within a stratum")
+    N_h = Nmax
+
+    # canonical row order: stratum, group, then the aggregated values (identical rows are
+    # interchangeable, so the resampling is independent of the input row order)
+    value_cols = list(dict.fromkeys(c for _, c in aggs_n if c is not None))
+    vals = {c: df[c].to_numpy(dtype=float, na_value=np.nan) for c in value_cols}
+    sort_keys = [vals[c] for c in reversed(value_cols)] + [u.astype(np.int8), gi, si]
+    perm = np.lexsort(sort_keys)
+    si, gi, u = si[perm], gi[perm], u[perm]
+    vals = {c: v[perm] for c, v in vals.items()}
+
+    gidx = GroupIndex(gi, G)
+    n_h, N_h = stratum_sizes(si, N_h)
+    w0 = point_weights(si, N_h)
+    ones = np.ones(len(si), dtype=np.int64)
+    exact_h = n_h >= N_h
+    groups_per_stratum = np.bincount(np.unique(si * G + gi) // G, minlength=H)
+    aligned = bool((groups_per_stratum <= 1).all())
+    exact = gidx.reduce(np.minimum, exact_h[si].astype(np.int64)) > 0
+    if not aligned:
+        exact &= bool(exact_h.all())
+    pexists = gidx.reduce(np.add, u.astype(np.int64)) > 0
+
+    prepared = {}
+    for (f, c), name in zip(aggs_n, names):
+        if c is None:
+            y, m = np.ones(len(si)), u.copy()
+        else:
+            v = vals[c]
+            m = u & ~np.isnan(v)
+            y = np.where(m, v, 0.0)
+        prepared[name] = (f, y, m)
+
+    rng = np.random.default_rng(seed)
+    need_boot = method == "bootstrap" or any(f in ("min", "max") for f, _ in aggs_n)
+    if need_boot:
+        w, c = replicate_weights(si, N_h, B, rng, fpc=fpc)
+    z = z_value(confidence)
+    out = keys.reset_index(drop=True).copy()
+    out["n"] = gidx.sizes.astype(np.int64)
+    Nest = gidx.reduce(np.add, w0)
+    out["N"] = np.where(np.isclose(Nest, np.round(Nest)), np.round(Nest), Nest)
+    out["exact"] = exact
+    out["exists"] = pexists
+    replicates: dict = {}
+    for name, (f, y, m) in prepared.items():
+        point = aggregate_weighted(f, y, m, w0, ones, gidx)
+        if method == "bootstrap" or f in ("min", "max"):
+            reps = aggregate_weighted(f, y, m, w, c, gidx)
+            se = replicate_stderr(reps, axis=0)
+            lo, hi = _interval(reps, confidence)
+        else:
+            _, var = stratified_clt(f, si, gi, G, N_h, y, m, fpc=fpc)
+            se = np.sqrt(np.clip(var, 0.0, None))
+            se = np.where(exact, 0.0, se)
+            lo, hi = point - z * se, point + z * se
+            if f == "count":
+                lo = np.maximum(lo, 0.0)
+            zmat = rng.standard_normal((B, G))
+            reps = point[None, :] + np.where(se > 0, se, 0.0)[None, :] * zmat
+            if f == "count":
+                reps = np.maximum(reps, 0.0)
+        lo = np.where(exact, point, lo)
+        hi = np.where(exact, point, hi)
+        out[name], out[name + "_se"], out[name + "_lo"], out[name + "_hi"] = point, se, lo, hi
+        replicates[name] = reps
+    if method == "bootstrap":
+        exists = group_exists(u, c, gidx)
+    else:
+        exists = np.broadcast_to(pexists, (B, G)).copy()
+    bound = frozenset(n for n, (f, _, _) in prepared.items() if f in ("min", "max"))
+    return GroupEstimates(frame=out, group_cols=group_cols, aggs=aggs_n, names=names,
+                          replicates=replicates, exists=exists, method=method, confidence=confidence,
+                          B=B, seed=seed, sample_bound=bound)
+
+
+# --- predicate evaluation -------------------------------------------------------------------------
+
+_LOWER = (">", ">=")
+_UPPER = ("<", "<=")
+
+
+def _bound_override(est: GroupEstimates, name: str, op: str) -> str | None:
+    """'or' if the sample value satisfying the Cmp proves the population does, 'and' if failing
+    proves failure, None otherwise (see the MIN/MAX rule in the module docstring)."""
+    if name not in est.sample_bound:
+        return None
+    f = est.func_of(name)
+    if (f == "max" and op in _LOWER) or (f == "min" and op in _UPPER):
+        return "or"
+    if (f == "max" and op in _UPPER) or (f == "min" and op in _LOWER):
+        return "and"
+    return None
+
+
+def _eval(est: GroupEstimates, pred: Predicate, replicated: bool) -> np.ndarray:
+    ex = est.exists if replicated else est.point_exists
+    if isinstance(pred, Cmp):
+        name = est.resolve(pred.agg)
+        pt = compare(est.point(name), pred.op, pred.value, pred.high) & est.point_exists
+        if not replicated:
+            return pt
+        r = compare(est.replicates[name], pred.op, pred.value, pred.high) & ex
+        rule = _bound_override(est, name, pred.op)
+        if rule == "or":
+            r = r | pt[None, :]
+        elif rule == "and":
+            r = r & pt[None, :]
+        return r
+    if isinstance(pred, And):
+        return np.logical_and.reduce([_eval(est, p, replicated) for p in pred.parts])
+    if isinstance(pred, Or):
+        return np.logical_or.reduce([_eval(est, p, replicated) for p in pred.parts])
+    if isinstance(pred, Not):
+        return ex & ~_eval(est, pred.part, replicated)
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def pass_matrix(est: GroupEstimates, predicate: Predicate | None) -> np.ndarray:
+    """Boolean ``(B, G)``: does group g exist and satisfy the predicate in replicate b?
+
+    ``None`` means "no HAVING" (every existing group qualifies).
+    """
+    if predicate is None:
+        return est.exists.copy()
+    return np.asarray(_eval(est, predicate, True), dtype=bool)
+
+
+def point_pass(est: GroupEstimates, predicate: Predicate | None) -> np.ndarray:
+    """Boolean ``(G,)`` classification by point estimate -- the paper's deterministic Algorithm 1."""
+    if predicate is None:
+        return est.point_exists.copy()
+    return np.asarray(_eval(est, predicate, False), dtype=bool)
+
+
+def _clt_prob(est: GroupEstimates, pred: Predicate) -> np.ndarray:
+    ex = est.point_exists.astype(float)
+    if isinstance(pred, Cmp):
+        name = est.resolve(pred.agg)
+        if name in est.sample_bound:
+            return _eval(est, pred, True).mean(axis=0)
+        return normal_pass_probability(est.point(name), est.stderr(name), pred.op, pred.value,
+                                       pred.high) * ex
+    if isinstance(pred, And):
+        # merge inequality conjuncts on the same (CLT) aggregate into one interval
+        by_agg: dict = {}
+        rest = []
+        for p in pred.parts:
+            if (isinstance(p, Cmp) and p.op in _LOWER + _UPPER + ("between",)
+                    and est.resolve(p.agg) not in est.sample_bound):
+                by_agg.setdefault(est.resolve(p.agg), []).append(p)
+            else:
+                rest.append(p)
+        prob = np.ones(est.n_groups)
+        for name, cmps in by_agg.items():
+            if len(cmps) == 1:
+                prob *= _clt_prob(est, cmps[0])
+                continue
+            lo, hi = -np.inf, np.inf
+            for c in cmps:
+                if c.op in _LOWER or c.op == "between":
+                    lo = max(lo, c.value)
+                if c.op in _UPPER:
+                    hi = min(hi, c.value)
+                if c.op == "between":
+                    hi = min(hi, c.high)
+            mean, se = est.point(name), est.stderr(name)
+            p_int = normal_interval_probability(mean, se, lo, hi) if lo < hi else np.zeros_like(mean)
+            det = np.logical_and.reduce([compare(mean, c.op, c.value, c.high) for c in cmps]).astype(float)
+            prob *= np.where(se > 0, p_int, det) * ex
+        for p in rest:
+            prob *= _clt_prob(est, p)
+        return prob
+    if isinstance(pred, Or):
+        q = np.ones(est.n_groups)
+        for p in pred.parts:
+            q *= 1.0 - _clt_prob(est, p)
+        return (1.0 - q) * ex
+    if isinstance(pred, Not):
+        return np.clip(ex - _clt_prob(est, pred.part), 0.0, 1.0)
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def pass_probability(est: GroupEstimates, predicate: Predicate | None, method: str | None = None) -> pd.Series:
+    """``p_g`` per group (Series aligned with ``est.frame``), the input of the size estimators.
+
+    ``method`` defaults to ``est.method``: ``'clt'`` is analytic (independence across different
+    aggregates, see module docstring); anything else is the replicate fraction of ``pass_matrix``.
+    """
+    method = (method or est.method).lower()
+    if predicate is None:
+        p = est.exists.mean(axis=0) if method != "clt" else est.point_exists.astype(float)
+    elif method == "clt":
+        p = _clt_prob(est, predicate)
+    else:
+        p = pass_matrix(est, predicate).mean(axis=0)
+    return pd.Series(np.clip(np.asarray(p, dtype=float), 0.0, 1.0), index=est.frame.index, name="p")
+
+
+# --- nested aggregation ---------------------------------------------------------------------------
+
+
+@dataclass
+class NestedEstimates:
+    """Result of ``estimate_nested``.
+
+    ``outer``: a ``GroupEstimates`` over the outer groups (replicate-based; its ``method`` is
+    ``'replicates'``), ``p_outer``: probability each outer group passes the outer HAVING,
+    ``inner_frame``: inner group columns + ``N`` + ``p`` (probability the inner group is in the
+    provenance: passes the inner HAVING *and* its outer group passes the outer HAVING) +
+    ``point_pass``, ``provenance``: the ``(B, G_inner)`` boolean replicate matrix behind ``p``.
+    Feed ``inner_frame``/``provenance`` to ``size.estimate_size``: base-table rows belong to inner
+    groups.
+    """
+
+    outer: GroupEstimates
+    p_outer: pd.Series
+    inner_frame: pd.DataFrame
+    provenance: np.ndarray
+
+
+def _outer_reduce(func: str, V: np.ndarray, mask: np.ndarray, oidx: GroupIndex) -> np.ndarray:
+    valid = mask & ~np.isnan(V)
+    if func == "count":
+        return oidx.reduce(np.add, valid.astype(float))
+    if func in ("sum", "avg"):
+        s = oidx.reduce(np.add, np.where(valid, V, 0.0))
+        k = oidx.reduce(np.add, valid.astype(float))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(k > 0, s if func == "sum" else s / np.where(k > 0, k, 1.0), np.nan)
+    if func == "min":
+        r = oidx.reduce(np.minimum, np.where(valid, V, np.inf))
+    else:
+        r = oidx.reduce(np.maximum, np.where(valid, V, -np.inf))
+    return np.where(np.isfinite(r), r, np.nan)
+
+
+def estimate_nested(inner: GroupEstimates, outer_group_cols: Sequence[str], outer_aggs: Sequence[tuple],
+                    inner_having: Predicate | None = None, outer_having: Predicate | None = None) -> NestedEstimates:
+    """Propagate inner per-group replicates through an outer aggregation (templates Q-AAGH/Q-AAJGH).
+
+    Query shape::
+
+        SELECT G2, f2(ref) FROM (SELECT G1, f1(x) ... GROUP BY G1 HAVING inner_having)
+        GROUP BY G2 HAVING outer_having          -- G2 a subset of G1
+
+    ``outer_aggs``: list of ``(func, ref)``; ``ref`` is an inner aggregate (index or name such as
+    ``'sum(x)'``), an inner group column (its value is known exactly), or ``None``/``'*'`` for
+    ``COUNT(*)`` over the inner groups that pass.  Outer names are ``agg_name(func, ref_name)``,
+    e.g. ``'count(*)'`` or ``'sum(sum(x))'``; ``outer_having`` refers to them.
+
+    For every replicate b (the same B the inner estimates carry): inner groups passing
+    ``inner_having`` in b are aggregated into their outer group, the outer HAVING is evaluated in b,
+    and an inner group is in the provenance in b iff it passes and its outer group passes.  So an
+    outer SUM/COUNT over a random set of passing inner groups gets a full distribution, and the
+    dependence between the two HAVING levels is kept.  Inner groups are independent across
+    replicates' strata (strata are sampled independently), so no extra assumption is made.  The
+    point estimate propagates the inner point estimates and Algorithm 1's point classification.
+    """
+    outer_group_cols = list(outer_group_cols)
+    missing = [c for c in outer_group_cols if c not in inner.group_cols]
+    if missing:
+        raise ValueError(f"outer group columns {missing} are not inner group columns")
+    inner_pass = pass_matrix(inner, inner_having)
+    inner_pt = point_pass(inner, inner_having)
+    og, okeys = _group_codes(inner.frame, outer_group_cols)
+    O = len(okeys)
+    oidx = GroupIndex(og, O)
+    B = inner_pass.shape[0]
+    out = okeys.reset_index(drop=True).copy()
+    out["n"] = oidx.sizes.astype(np.int64)
+    out["N"] = oidx.reduce(np.add, inner.frame["N"].to_numpy(dtype=float))
+    out["exact"] = oidx.reduce(np.minimum, inner.frame["exact"].to_numpy(dtype=np.int64)) > 0
+    out["exists"] = oidx.reduce(np.add, inner_pt.astype(np.int64)) > 0
+    exists = oidx.reduce(np.add, inner_pass.astype(np.int64)) > 0
+    names, aggs_n, replicates = [], [], {}
+    for func, ref in outer_aggs:
+        func = normalize_agg(func)
+        if ref in (None, "*"):
+            ref_name = "*"
+            Vp, Vr = np.ones(inner.n_groups), np.ones((B, inner.n_groups))
+        elif isinstance(ref, str) and ref in inner.frame.columns and ref in inner.group_cols:
+            ref_name = ref
+            Vp = inner.frame[ref].to_numpy(dtype=float)
+            Vr = np.broadcast_to(Vp, (B, inner.n_groups))
+        else:
+            ref_name = inner.resolve(ref)
+            Vp, Vr = inner.point(ref_name), inner.replicates[ref_name]
+        name = f"{func}({ref_name})"
+        point = _outer_reduce(func, Vp, inner_pt, oidx)
+        reps = _outer_reduce(func, Vr, inner_pass, oidx)
+        lo, hi = _interval(reps, inner.confidence)
+        out[name], out[name + "_se"] = point, replicate_stderr(reps, axis=0)
+        out[name + "_lo"], out[name + "_hi"] = lo, hi
+        names.append(name)
+        aggs_n.append((func, ref_name))
+        replicates[name] = reps
+    outer = GroupEstimates(frame=out, group_cols=outer_group_cols, aggs=aggs_n, names=names,
+                           replicates=replicates, exists=exists, method="replicates",
+                           confidence=inner.confidence, B=B, seed=inner.seed)
+    outer_pass = pass_matrix(outer, outer_having)
+    outer_pt = point_pass(outer, outer_having)
+    prov = inner_pass & outer_pass[:, og]
+    prov_pt = inner_pt & outer_pt[og]
+    inner_frame = inner.frame[inner.group_cols + ["n", "N"]].copy()
+    inner_frame["p"] = prov.mean(axis=0)
+    inner_frame["point_pass"] = prov_pt
+    p_outer = pd.Series(outer_pass.mean(axis=0), index=out.index, name="p")
+    return NestedEstimates(outer=outer, p_outer=p_outer, inner_frame=inner_frame, provenance=prov)

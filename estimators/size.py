@@ -1,0 +1,392 @@
+r"""Sketch-size estimators for one candidate attribute (digest §2.9, §2.11, C9).
+
+Inputs: the sample (pandas) with a fragment-id column for the candidate (``frag``, from the
+candidate's range partition) and the group columns; a ``groups`` table with one row per group and
+its pass probability ``p`` (from ``aggregates.pass_probability``, ``topk`` or ``estimate_nested``);
+the fragment sizes ``|R_r|`` of the full table.  Outputs a ``SizeEstimate`` with three estimators:
+
+(a) **Point, Algorithm 2** [PAPER]: groups judged to pass (``p_g >= 0.5`` by default, or the
+    paper's point classification via ``point_pass``) are mapped to fragments and the full fragment
+    sizes are summed: ``size~ = sum_{r in R_sat} |R_r|``.  The paper maps groups to fragments with a
+    scan of the full relation; here the mapping is whatever is *certain*: an exact ``mapping``
+    (group -> fragments, e.g. from one batched semi-join on Spark) if given, otherwise the fragments
+    of the group's sampled rows.  The latter is exact when the candidate is a group-by attribute or
+    functionally determined by the group key (``determined=True``: every row of a group has the same
+    value, so its one sampled row reveals the group's only fragment) and a lower bound otherwise.
+
+(b) **Expectation** (Definition 9 corrected, digest §2.11) [INFERRED]:
+    ``E[rows] = sum_r |R_r| * (1 - prod_g (1 - p_g * t_gr))`` and
+    ``E[fragments] = sum_r (1 - prod_g (1 - p_g * t_gr))`` where ``t_gr = P(group g has a row in
+    fragment r)``.  Assumes groups pass independently and passing is independent of where a group's
+    unseen rows lie.  ``t_gr = 1`` for certain cells; 0 or the model below otherwise.
+
+(c) **Interval** on the rows: with ``pass_replicates`` (B x G booleans -- bootstrap replicates, or
+    parametric ones for the CLT) each replicate fixes the set of passing groups; the fragment
+    probabilities given that set, ``1 - prod_{g passes in b}(1 - t_gr)``, are drawn as independent
+    Bernoullis (deterministic when all ``t`` are 0/1), and the covered rows' percentile interval is
+    returned (``method='replicates'``).  This keeps the strong positive correlation between fragments
+    touched by the same group.  Without replicates: a Poisson-binomial normal approximation
+    ``mean +- z * sqrt(sum_r |R_r|^2 P_r (1 - P_r))`` treating fragments as independent -- too narrow
+    when groups span many fragments (``method='normal'``).
+
+Unseen rows of a group (candidate not determined by the group key) -- derivation
+--------------------------------------------------------------------------------
+A stratified sample shows only ``n_g`` of the ``N_g`` rows of group g, so only some of the fragments
+the group touches.  Model the group's rows as exchangeable draws from a group-specific fragment
+distribution ``q_g`` (a probability vector over fragments).
+
+* Known ``q_g``, all ``N_g`` rows unseen (the brief's formula): fragment r is missed with
+  probability ``(1 - q_gr)^{N_g}``, so ``E[#distinct fragments] = sum_r 1 - (1 - q_gr)^{N_g}``
+  (``expected_distinct_fragments``, checked by brute-force enumeration in the tests).
+* Given the sample: a fragment holding a sampled row (``m_gr > 0``) is touched for certain; only the
+  ``K_g = N_g - n_g`` unsampled rows are unknown, so ``t_gr = 1 - (1 - q_gr)^{K_g}`` for unobserved
+  fragments.  Using all ``N_g`` rows would double count the observed ones.
+* ``q_gr`` is unknown; the empirical ``m_gr / n_g`` puts zero mass on every unobserved fragment and
+  reproduces the sample-only lower bound.  We put a Dirichlet prior ``q_g ~ Dir(alpha * pi)`` on it,
+  ``pi_r = |R_r| / |R|`` ("a group's rows are spread like the table's rows"), so the posterior
+  of ``q_gr`` for an unobserved fragment is ``Beta(a, b)`` with ``a = alpha*pi_r``,
+  ``b = alpha*(1 - pi_r) + n_g``, and ``P(no unseen row in r) = E[(1-q)^K] = B(a, b+K) / B(a, b)``
+  (the Polya-urn predictive; checked by enumeration).  Hence
+  ``t_gr = 1 - exp(lnG(b+K) + lnG(a+b) - lnG(b) - lnG(a+b+K))``.
+* ``alpha`` measures how concentrated groups are: ``alpha -> 0`` means each group lives in the
+  fragments it was seen in (candidate correlated with the group), ``alpha -> inf`` means ``q_g = pi``
+  (candidate independent of the group), ``t = 1 - (1 - pi_r)^K``.  It is estimated by the method of
+  moments from the sample itself: under the model two distinct rows of one group share a fragment
+  with probability ``s = (alpha * sum_r pi_r^2 + 1) / (alpha + 1)``; with the observed pair rate
+  ``s^ = sum_{g,r} m_gr (m_gr - 1) / sum_g n_g (n_g - 1)`` this gives
+  ``alpha = (1 - s^) / (s^ - sum pi^2)`` (0 if ``s^ = 1``, inf if ``s^ <= sum pi^2``).  If no group
+  has two sampled rows there is no information; we then use ``alpha = inf`` -- the conservative
+  choice (it over- rather than under-estimates sketch sizes, so a useless sketch is not chosen on
+  false hope) -- and say so in ``SizeEstimate.alpha``.
+* One ``alpha`` for all groups is a simplification (heterogeneous groups); the pair rate treats the
+  finite group as an infinite one.  Both are [INFERRED] choices, documented here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.special import gammaln
+
+from estimators.clt import z_value
+
+
+@dataclass
+class SizeEstimate:
+    """Estimated sketch size for one candidate attribute.
+
+    Rows are tuples of the full table covered by the sketch's fragments (the paper's ``size``);
+    selectivity is rows / total rows (lower is better).  ``ci_lo``/``ci_hi`` are in rows.
+    ``method`` is how the interval was computed (``'replicates'`` or ``'normal'``); ``touch`` how
+    groups were mapped to fragments (``'mapping'``, ``'determined'``, ``'model'``), ``alpha`` the
+    concentration used by the model (``nan`` when unused).
+    """
+
+    fragments_point: int
+    fragments_expected: float
+    rows_expected: float
+    selectivity_expected: float
+    ci_lo: float
+    ci_hi: float
+    method: str
+    rows_point: float = 0.0
+    selectivity_point: float = 0.0
+    total_rows: float = 0.0
+    n_fragments: int = 0
+    touch: str = "determined"
+    alpha: float = float("nan")
+    confidence: float = 0.95
+    point_fragments: tuple = ()
+    fragment_probability: pd.Series = field(default=None, repr=False)
+
+    @property
+    def selectivity_ci(self) -> tuple[float, float]:
+        t = self.total_rows or 1.0
+        return self.ci_lo / t, self.ci_hi / t
+
+
+def _fragments(fragment_sizes) -> tuple[pd.Index, np.ndarray]:
+    if isinstance(fragment_sizes, pd.Series):
+        ids, sizes = pd.Index(fragment_sizes.index), fragment_sizes.to_numpy(dtype=float)
+    elif isinstance(fragment_sizes, Mapping):
+        ids, sizes = pd.Index(list(fragment_sizes.keys())), np.asarray(list(fragment_sizes.values()), dtype=float)
+    else:
+        sizes = np.asarray(fragment_sizes, dtype=float)
+        ids = pd.RangeIndex(sizes.shape[0])
+    if not ids.is_unique:
+        raise ValueError("fragment ids must be unique")
+    if (sizes < 0).any():
+        raise ValueError("fragment sizes must be >= 0")
+    return ids, sizes
+
+
+def _key_index(frame: pd.DataFrame, cols: list) -> pd.Index:
+    if len(cols) == 1:
+        return pd.Index(frame[cols[0]])
+    return pd.MultiIndex.from_frame(frame[cols])
+
+
+def _lookup_groups(groups: pd.DataFrame, other: pd.DataFrame, cols: list) -> np.ndarray:
+    if not cols:
+        return np.zeros(len(other), dtype=np.int64)
+    idx = _key_index(groups, cols)
+    if not idx.is_unique:
+        raise ValueError("groups table has duplicate group keys")
+    return np.asarray(idx.get_indexer(_key_index(other, cols)), dtype=np.int64)
+
+
+def _lookup_frags(ids: pd.Index, values: pd.Series, what: str) -> np.ndarray:
+    pos = np.asarray(ids.get_indexer(values), dtype=np.int64)
+    if (pos < 0).any():
+        bad = pd.Series(values).iloc[np.flatnonzero(pos < 0)[0]]
+        raise ValueError(f"{what} has fragment id {bad!r} that is not in fragment_sizes")
+    return pos
+
+
+def expected_distinct_fragments(q: np.ndarray, N: float) -> float:
+    """``sum_r 1 - (1 - q_r)^N``: expected number of distinct fragments hit by N iid rows from q."""
+    q = np.asarray(q, dtype=float)
+    return float(np.sum(1.0 - (1.0 - q) ** N))
+
+
+def unseen_touch_probability(n_g: np.ndarray, K_g: np.ndarray, pi: np.ndarray, alpha: float) -> np.ndarray:
+    """``P(some of the K_g unsampled rows of g fall in r | none of its n_g sampled rows did)``.
+
+    Shape ``(len(n_g), F)``.  ``pi`` is the prior mean of the group's fragment distribution, either
+    one vector ``(F,)`` for all groups or one row per group ``(G, F)``.  Dirichlet(alpha*pi) prior,
+    see the module docstring; ``alpha = 0`` gives 0 (no unseen fragments), ``inf`` gives
+    ``1 - (1 - pi_r)^K``.
+    """
+    n_g = np.asarray(n_g, dtype=float)[:, None]
+    K = np.asarray(K_g, dtype=float)[:, None]
+    pi = np.asarray(pi, dtype=float)
+    pi = pi[None, :] if pi.ndim == 1 else pi
+    if alpha == 0:
+        return np.zeros((n_g.shape[0], pi.shape[1]))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if np.isinf(alpha):
+            none = np.exp(K * np.log1p(-np.minimum(pi, 1.0)))
+            none = np.where(pi >= 1.0, np.where(K > 0, 0.0, 1.0), none)
+        else:
+            a = alpha * pi
+            b = alpha * (1.0 - pi) + n_g
+            log_none = gammaln(b + K) + gammaln(a + b) - gammaln(b) - gammaln(a + b + K)
+            none = np.where(a > 0, np.exp(log_none), 1.0)
+    t = 1.0 - none
+    return np.clip(np.where(K > 0, t, 0.0), 0.0, 1.0)
+
+
+def touch_probability(m_g: np.ndarray, n_g: int, N_g: float, pi: np.ndarray, alpha: float) -> np.ndarray:
+    """Per-fragment probability that group g has at least one row in the fragment, given its sample.
+
+    ``m_g``: sampled rows of g per fragment (length F), ``n_g = sum(m_g)``, ``N_g`` the group's
+    population size, ``pi`` its prior mean fragment distribution.  1 where ``m_g > 0``; the
+    Dirichlet-posterior predictive elsewhere.
+    """
+    m_g = np.asarray(m_g)
+    t = unseen_touch_probability(np.array([n_g]), np.array([max(N_g - n_g, 0.0)]), pi, alpha)[0]
+    return np.where(m_g > 0, 1.0, t)
+
+
+def estimate_alpha(cell_group: np.ndarray, cell_count: np.ndarray, n_g: np.ndarray, pi: np.ndarray) -> float:
+    """Method-of-moments Dirichlet concentration from the within-group pair rate (module docstring).
+
+    ``cell_group``/``cell_count``: the group and sample row count of every observed (group,
+    fragment) cell; ``n_g``: sample rows per group; ``pi``: the prior mean, ``(F,)`` or one row per
+    group ``(G, F)``.  Solves ``sum_g w_g (alpha * S2_g + 1) / (alpha + 1) = sum m (m - 1)`` with
+    ``w_g = n_g (n_g - 1)``, ``S2_g = sum_r pi_gr^2``.  Returns ``inf`` when no group has two rows.
+    """
+    n_g = np.asarray(n_g, dtype=float)
+    w = n_g * (n_g - 1.0)
+    A = float(np.sum(w))
+    if A <= 0:
+        return float("inf")
+    pi = np.asarray(pi, dtype=float)
+    s2 = np.full(n_g.shape[0], float(np.sum(pi ** 2))) if pi.ndim == 1 else np.sum(pi ** 2, axis=1)
+    Pm = float(np.sum(w * s2))
+    m = np.asarray(cell_count, dtype=float)
+    S = float(np.sum(m * (m - 1.0)))
+    if S >= A:
+        return 0.0
+    if S <= Pm:
+        return float("inf")
+    return (A - S) / (S - Pm)
+
+
+def group_windows(cell_group: np.ndarray, cell_pos: np.ndarray, n_g: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-group window ``[lo, hi]`` of fragment *positions* where the group's unseen rows may fall.
+
+    Fragments of a range partition are ordered; a candidate correlated with the group puts a group's
+    rows in a run of neighbouring fragments.  For ``n_g >= 2`` sampled rows spanning ``s`` fragments
+    (observed min to max, inclusive), the German-tank argument (n uniform draws from w positions span
+    about ``w (n-1)/(n+1)``) estimates the width ``w^ = s (n+1)/(n-1)``, so the window extends the
+    observed span by ``s/(n-1)`` on each side.  Groups with one sampled row use the median ``w^`` of
+    the others (or the whole partition if no group has two rows).  Groups without sampled rows get
+    the whole partition.
+    """
+    n_g = np.asarray(n_g, dtype=float)
+    lo = np.full(n_groups, np.inf)
+    hi = np.full(n_groups, -np.inf)
+    np.minimum.at(lo, cell_group, cell_pos)
+    np.maximum.at(hi, cell_group, cell_pos)
+    span = hi - lo + 1.0
+    multi = (n_g >= 2) & np.isfinite(span)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ext = np.where(multi, span / np.maximum(n_g - 1.0, 1.0), 0.0)
+        w_hat = np.where(multi, span * (n_g + 1.0) / np.maximum(n_g - 1.0, 1.0), np.nan)
+    single = (n_g == 1) & np.isfinite(span)
+    ext[single] = (float(np.nanmedian(w_hat)) - 1.0) / 2.0 if multi.any() else np.inf
+    none = ~np.isfinite(span)
+    lo[none], hi[none], ext[none] = 0.0, 0.0, np.inf
+    return lo - ext, hi + ext
+
+
+def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
+                  group_cols: Sequence[str], frag_col: str = "frag", p_col: str = "p",
+                  total_rows: float | None = None, pass_replicates: np.ndarray | None = None,
+                  point_pass: np.ndarray | None = None, mapping: pd.DataFrame | None = None,
+                  determined: bool = False, alpha: float | None = None, n_col: str = "_n_g",
+                  N_col: str = "N", confidence: float = 0.95, seed: int = 0,
+                  chunk_cells: int = 2_000_000) -> SizeEstimate:
+    """Point, expected and interval sketch size for one candidate (see the module docstring).
+
+    ``sample``: sample rows with ``group_cols`` and ``frag_col``; ``groups``: one row per group with
+    ``group_cols``, ``p_col`` and optionally ``N_col`` (population rows; else the sample's ``n_col``);
+    groups missing from ``groups`` count as never passing.  ``fragment_sizes``: dict/Series
+    ``frag id -> |R_r|`` or an array indexed by fragment id.  ``pass_replicates``: optional ``(B, G)``
+    booleans aligned with ``groups`` (enables the replicate interval).  ``point_pass``: optional
+    ``(G,)`` booleans for the point estimate (default ``p >= 0.5``).  ``mapping``: optional exact
+    group -> fragment table (``group_cols`` + ``frag_col``).  ``determined``: the candidate is a
+    group-by attribute or functionally determined by the group key.  ``alpha``: fix the unseen-row
+    model's concentration instead of estimating it.
+    """
+    group_cols = list(group_cols)
+    ids, sizes = _fragments(fragment_sizes)
+    F = sizes.shape[0]
+    total = float(sizes.sum()) if total_rows is None else float(total_rows)
+    if total <= 0:
+        raise ValueError("total_rows must be > 0")
+    G = len(groups)
+    p = np.clip(groups[p_col].to_numpy(dtype=float), 0.0, 1.0) if G else np.zeros(0)
+    if pass_replicates is not None:
+        pass_replicates = np.asarray(pass_replicates, dtype=bool)
+        if pass_replicates.ndim != 2 or pass_replicates.shape[1] != G:
+            raise ValueError(f"pass_replicates must have shape (B, {G})")
+    pt = (p >= 0.5) if point_pass is None else np.asarray(point_pass, dtype=bool)
+
+    # observed cells (group, fragment) with sample counts
+    sg = _lookup_groups(groups, sample, group_cols)
+    keep = sg >= 0
+    sf = _lookup_frags(ids, sample[frag_col][keep], "sample")
+    sg = sg[keep]
+    n_g = np.bincount(sg, minlength=G).astype(float)
+    codes, m_cell = np.unique(sg * F + sf, return_counts=True)
+    obs_g, obs_r = codes // F, codes % F
+
+    if N_col in groups.columns:
+        N_g = groups[N_col].to_numpy(dtype=float)
+    elif n_col in sample.columns and G:
+        N_g = np.zeros(G)
+        np.maximum.at(N_g, sg, sample[n_col].to_numpy(dtype=float)[keep])
+    else:
+        N_g = n_g.copy()
+    K_g = np.maximum(N_g - n_g, 0.0)
+    pi = sizes / sizes.sum() if sizes.sum() > 0 else np.full(F, 1.0 / max(F, 1))
+
+    if mapping is not None:
+        touch = "mapping"
+        mg = _lookup_groups(groups, mapping, group_cols)
+        mk = mg >= 0
+        mr = _lookup_frags(ids, mapping[frag_col][mk], "mapping")
+        cert = np.unique(np.concatenate([codes, mg[mk] * F + mr]))
+        alpha_used = float("nan")
+    elif determined:
+        touch, cert, alpha_used = "determined", codes, float("nan")
+    else:
+        touch, cert = "model", codes
+        alpha_used = float(alpha) if alpha is not None else estimate_alpha(obs_g, m_cell, n_g, pi)
+    cert_g, cert_r = cert // F, cert % F
+
+    # point estimate (Algorithm 2)
+    pf = np.unique(cert_r[pt[cert_g]]) if cert.size else np.zeros(0, dtype=np.int64)
+    rows_point = float(sizes[pf].sum())
+
+    # expectation and replicate interval, chunked over the groups that can pass
+    relevant = (p > 0) | pt
+    if pass_replicates is not None:
+        relevant |= pass_replicates.any(axis=0)
+    gl = np.flatnonzero(relevant)
+    log_miss = np.zeros(F)
+    if pass_replicates is not None:
+        Bn = pass_replicates.shape[0]
+        L = np.zeros((Bn, F))
+        C = np.zeros((Bn, F))
+    order = np.argsort(cert_g, kind="stable")
+    cg_sorted, cr_sorted = cert_g[order], cert_r[order]
+    step = max(1, int(chunk_cells) // max(F, 1))
+    use_model = touch == "model" and alpha_used != 0
+    for lo in range(0, gl.shape[0], step):
+        chunk = gl[lo:lo + step]
+        if use_model:
+            T = unseen_touch_probability(n_g[chunk], K_g[chunk], pi, alpha_used)
+        else:
+            T = np.zeros((chunk.shape[0], F))
+        a = np.searchsorted(cg_sorted, chunk, side="left")
+        b = np.searchsorted(cg_sorted, chunk, side="right")
+        cnt = b - a
+        rows = np.repeat(np.arange(chunk.shape[0]), cnt)
+        within = np.arange(rows.shape[0]) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        T[rows, cr_sorted[np.repeat(a, cnt) + within]] = 1.0
+        with np.errstate(divide="ignore"):
+            log_miss += np.log1p(-np.minimum(p[chunk][:, None] * T, 1.0)).sum(axis=0)
+        if pass_replicates is not None:
+            certain = T >= 1.0
+            with np.errstate(divide="ignore"):
+                Lt = np.where(certain, 0.0, np.log1p(-np.minimum(T, 1.0)))
+            R = pass_replicates[:, chunk].astype(float)
+            L += R @ Lt
+            C += R @ certain.astype(float)
+    P = -np.expm1(log_miss)
+    P = np.clip(np.where(np.isneginf(log_miss), 1.0, P), 0.0, 1.0)
+    frags_exp = float(P.sum())
+    rows_exp = float(P @ sizes)
+
+    if pass_replicates is not None:
+        Pb = np.clip(np.where(C > 0, 1.0, -np.expm1(L)), 0.0, 1.0)
+        rng = np.random.default_rng(seed)
+        covered = (rng.random(Pb.shape) < Pb).astype(float) @ sizes
+        a_ = (1.0 - confidence) / 2.0
+        ci_lo, ci_hi = (float(x) for x in np.quantile(covered, [a_, 1.0 - a_]))
+        method = "replicates"
+    else:
+        z = z_value(confidence)
+        sd = float(np.sqrt(np.sum(sizes ** 2 * P * (1.0 - P))))
+        ci_lo, ci_hi = max(0.0, rows_exp - z * sd), min(total, rows_exp + z * sd)
+        method = "normal"
+    return SizeEstimate(
+        fragments_point=int(pf.shape[0]), fragments_expected=frags_exp, rows_expected=rows_exp,
+        selectivity_expected=rows_exp / total, ci_lo=ci_lo, ci_hi=ci_hi, method=method,
+        rows_point=rows_point, selectivity_point=rows_point / total, total_rows=total,
+        n_fragments=F, touch=touch, alpha=alpha_used, confidence=confidence,
+        point_fragments=tuple(ids[pf].tolist()), fragment_probability=pd.Series(P, index=ids, name="p"))
+
+
+def size_for_having(sample: pd.DataFrame, est, predicate, fragment_sizes, *, frag_col: str = "frag",
+                    point_rule: str = "p>=0.5", **kwargs) -> SizeEstimate:
+    """Convenience: ``estimate_size`` for a HAVING query from ``aggregates.GroupEstimates``.
+
+    ``point_rule``: ``'p>=0.5'`` (default) or ``'estimate'`` (the paper's Algorithm 1 classification
+    by point estimate).  Other keyword arguments go to ``estimate_size``.
+    """
+    from estimators.aggregates import pass_matrix, pass_probability, point_pass
+
+    groups = est.frame[est.group_cols + ["N"]].copy()
+    groups["p"] = pass_probability(est, predicate).to_numpy()
+    if point_rule not in ("p>=0.5", "estimate"):
+        raise ValueError("point_rule must be 'p>=0.5' or 'estimate'")
+    pp = point_pass(est, predicate) if point_rule == "estimate" else None
+    return estimate_size(sample, groups, fragment_sizes, group_cols=est.group_cols, frag_col=frag_col,
+                         pass_replicates=pass_matrix(est, predicate), point_pass=pp, **kwargs)

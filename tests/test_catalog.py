@@ -1,0 +1,81 @@
+"""Versioned warehouse: snapshot reads, batches, deltas, compaction, atomic failure."""
+
+import pandas as pd
+import pytest
+
+from advisor.catalog import Catalog
+from advisor.errors import BadInput
+from advisor.store import Store
+
+
+@pytest.fixture()
+def cat(spark, tmp_path):
+    c = Catalog(spark, Store(tmp_path / "wh"))
+    df = spark.createDataFrame(pd.DataFrame({"k": range(100), "g": [i % 7 for i in range(100)],
+                                             "v": [float(i) for i in range(100)]}))
+    c.create_table("t", df, "test")
+    return c
+
+
+def write_batch(spark, path, rows, cols=("op", "_rid", "k", "g", "v")):
+    pdf = pd.DataFrame(rows, columns=list(cols))
+    spark.createDataFrame(pdf).coalesce(1).write.parquet(str(path))
+    return str(path)
+
+
+def test_versions_and_delta(spark, cat, tmp_path):
+    rids = [r["_rid"] for r in cat.read("t", with_rid=True).orderBy("k").limit(5).collect()]
+    rows = [("insert", None, 1000 + i, 1, 1.0) for i in range(10)] + [("delete", r, None, None, None) for r in rids]
+    v2 = cat.apply_batch("t", write_batch(spark, tmp_path / "b1", rows))
+    assert v2.version == 2 and v2.rows == 105
+    assert cat.read("t").count() == 105
+    assert cat.read("t", 1).count() == 100          # the old version still reads the old rows
+    ins, dels = cat.delta("t", 1, 2)
+    assert ins.count() == 10 and dels.count() == 5
+    assert sorted(r["k"] for r in dels.collect()) == [0, 1, 2, 3, 4]  # deleted rows keep their values
+    new_rids = {r["_rid"] for r in ins.collect()}
+    assert not new_rids & {r["_rid"] for r in cat.read("t", 1, with_rid=True).collect()}  # fresh row ids
+
+
+def test_delete_of_inserted_row_nets_out(spark, cat, tmp_path):
+    cat.apply_batch("t", write_batch(spark, tmp_path / "b1", [("insert", None, 500, 1, 1.0)]))
+    rid = cat.read("t", with_rid=True).filter("k = 500").first()["_rid"]
+    cat.apply_batch("t", write_batch(spark, tmp_path / "b2", [("delete", rid, None, None, None)]))
+    ins, dels = cat.delta("t", 1, 3)
+    assert ins.count() == 0 and dels.count() == 0
+    assert cat.read("t").count() == 100
+
+
+def test_compaction_keeps_rows_and_ids(spark, cat, tmp_path):
+    cat.apply_batch("t", write_batch(spark, tmp_path / "b1", [("insert", None, 500, 1, 1.0)]))
+    before = sorted((r["_rid"], r["k"]) for r in cat.read("t", with_rid=True).collect())
+    v = cat.compact("t")
+    assert v.kind == "base" and v.rows == 101
+    assert sorted((r["_rid"], r["k"]) for r in cat.read("t", with_rid=True).collect()) == before
+
+
+@pytest.mark.parametrize("rows,cols,msg", [
+    ([("delete", 999999, None, None, None)], None, "not in"),
+    ([("upsert", None, 1, 1, 1.0)], None, "unknown op"),
+    ([("insert", 1, 2)], ("op", "k", "zzz"), "not in the table"),
+    ([("insert", 1)], ("op", "k"), "lacks column"),
+])
+def test_bad_batches_leave_table_unchanged(spark, cat, tmp_path, rows, cols, msg):
+    path = write_batch(spark, tmp_path / "bad", rows, cols or ("op", "_rid", "k", "g", "v"))
+    with pytest.raises(BadInput, match=msg):
+        cat.apply_batch("t", path)
+    assert cat.current_version("t") == 1 and cat.read("t").count() == 100
+
+
+def test_csv_batch_with_bad_type(spark, cat, tmp_path):
+    p = tmp_path / "b.csv"
+    p.write_text("op,k,g,v\ninsert,1,2,notanumber\n")
+    with pytest.raises(BadInput, match="not a valid double"):
+        cat.apply_batch("t", str(p))
+    p.write_text("op,k,g,v\ninsert,1,2,3.5\n")
+    assert cat.apply_batch("t", str(p)).rows == 101
+
+
+def test_unknown_table(cat):
+    with pytest.raises(BadInput, match="unknown table"):
+        cat.read("nope")
