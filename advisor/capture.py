@@ -79,7 +79,7 @@ def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
     views: dict[str, str] = {}
     for t, a in on.items():
-        name = f"__cap_{t}_{parts[t].id}_v{versions[t]}"
+        name = catalog.view_name(t, versions[t], f"_cap{parts[t].id}")
         if not catalog.spark.catalog.tableExists(name):
             df = catalog.read(t, versions[t])
             assign_column(df, a, parts[t], FRAG).createOrReplaceTempView(name)

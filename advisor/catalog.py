@@ -54,6 +54,23 @@ class Catalog:
         self.root = store.warehouse / "tables"
         self.root.mkdir(parents=True, exist_ok=True)
 
+    @property
+    def view_prefix(self) -> str:
+        """Temp-view namespace of this warehouse: one Spark session may serve several warehouses."""
+        import hashlib
+
+        return "w" + hashlib.sha1(str(self.store.warehouse.resolve()).encode()).hexdigest()[:8]
+
+    def view_name(self, table: str, version: int, suffix: str = "") -> str:
+        return f"{self.view_prefix}_{table}__v{version}{suffix}"
+
+    def drop_views(self, table: str) -> None:
+        """Forget cached temp views of a table (after it is dropped or replaced)."""
+        prefix = f"{self.view_prefix}_{table}__"
+        for t in self.spark.catalog.listTables():
+            if t.isTemporary and t.name.startswith(prefix):
+                self.spark.catalog.dropTempView(t.name)
+
     # ---------- metadata ----------
     def tables(self) -> list[str]:
         return [r["name"] for r in self.store.query("SELECT name FROM tables ORDER BY name")]
@@ -139,6 +156,8 @@ class Catalog:
             for t in ("versions", "colstats", "partitions", "layouts", "samples"):
                 c.execute(f"DELETE FROM {t} WHERE table_name=?", (name,))
             c.execute("DELETE FROM tables WHERE name=?", (name,))
+        if getattr(self, "spark", None) is not None:
+            self.drop_views(name)
         shutil.rmtree(self.root / name, ignore_errors=True)
 
     # ---------- reads ----------

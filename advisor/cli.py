@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -288,11 +287,14 @@ def main() -> None:
     except CheckFailed as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
-    except click.exceptions.UsageError as e:
-        e.show()
-        sys.exit(2)
-    except click.exceptions.Abort:
+    except typer.Abort:
         sys.exit(130)
+    except Exception as e:  # click's UsageError (typer vendors click; its module path is private)
+        if type(e).__name__ in ("UsageError", "BadParameter", "NoSuchOption", "MissingParameter",
+                                "BadArgumentUsage", "BadOptionUsage") and hasattr(e, "show"):
+            e.show()
+            sys.exit(2)
+        raise
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -31,7 +31,7 @@ class RunResult:
 def table_view(catalog, table: str, version: Optional[int] = None) -> str:
     """Register (once) and return the temp view name of table at version."""
     v = catalog.version(table, version).version
-    name = f"{table}__v{v}"
+    name = catalog.view_name(table, v)
     if not catalog.spark.catalog.tableExists(name):
         catalog.read(table, v).createOrReplaceTempView(name)
     return name

@@ -5,7 +5,7 @@ differing only in literal constants and TopK k. The sufficient condition is TR T
 ge(Q′,Q) ∧ uconds(Q′,Q) implies P(Q′,D) ⊆ P(Q,D), so Q's (safe) sketch is a sketch for Q′.
 Variables: `a` for the captured instance Q, `a__new` for Q′; Ψ_{Q′,Q} relates them (TR Fig. 7).
 
-Choices (sound; see the module's check log for each instance):
+Choices (all sound; each verdict's `details` lists the solver checks made):
 * TopK has no ge rule. Trees with a TopK are reusable only if identical (same constants, same k),
   or identical except a single TopK whose k′ ≤ k and whose ancestors are all Project, Select,
   Distinct, Join or Union: then τ_k′ ⊆ τ_k under the deterministic order, and lineage of those
@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from advisor.plan import ir
 from advisor.safety import Labels, Verdict, agg_desc
-from advisor.z3enc import TIMEOUT_MS, Conds, Encoder, build_conds, eq, le, tree_dtypes, valid
+from advisor.z3enc import TIMEOUT_MS, Conds, Encoder, build_conds, le, tree_dtypes, valid
 
 NEW = "__new"
 MONOTONE_LINEAGE = (ir.Project, ir.Select, ir.Distinct, ir.Join, ir.Union)
@@ -72,7 +72,8 @@ def compare(a: ir.Node, b: ir.Node, diff: Optional[_Diff] = None, anc: tuple = (
     elif isinstance(a, ir.Project):
         exprs = [(x, y) for (x, _), (y, _) in zip(a.items, b.items)]
     elif isinstance(a, ir.Aggregate):
-        if a.keys != b.keys or [(x.func, x.distinct, x.out) for x in a.aggs] != [(y.func, y.distinct, y.out) for y in b.aggs]:
+        sig = lambda n: (n.keys, [(x.func, x.distinct, x.out) for x in n.aggs])  # noqa: E731
+        if sig(a) != sig(b):
             raise _No("different GROUP BY or aggregates")
         exprs = [(x.arg, y.arg) for x, y in zip(a.aggs, b.aggs)]
     elif isinstance(a, ir.TopK):

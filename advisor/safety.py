@@ -95,7 +95,8 @@ class Labels:
             return f"ORDER BY {keys} LIMIT {n.k}"
         if isinstance(n, ir.Aggregate):
             return f"GROUP BY {', '.join(self(k) for k in n.keys)}" if n.keys else "aggregation without GROUP BY"
-        return {ir.Distinct: "DISTINCT", ir.Union: "UNION ALL", ir.Project: "SELECT list"}.get(type(n), type(n).__name__)
+        names = {ir.Distinct: "DISTINCT", ir.Union: "UNION ALL", ir.Project: "SELECT list"}
+        return names.get(type(n), type(n).__name__)
 
 
 def subtree_attrs(n: ir.Node) -> list[str]:
@@ -122,6 +123,8 @@ class _Checker:
         self.notes: list[str] = []
         self.origin: dict[str, tuple[str, str]] = {}  # attr -> (aggregate it comes from, relation)
         self.xs = [self.lab(x) for x in sorted(self.X)]
+        self.passed: list[str] = []  # monotone operators above a sketched scan
+        self.loose: list[tuple[str, str]] = []  # (aggregate, note) changed by the sketch
 
     # ---------- helpers ----------
     def valid(self, hyps: list, goal, what: str) -> bool:
@@ -158,7 +161,8 @@ class _Checker:
         xs = ", ".join(self.xs)
         if ok:
             kind = how or {"≤": "keep-large", "≥": "keep-small"}.get(rel, "")
-            return f"{xs} is not a group-by attribute and {desc} feeds {self.lab.op(n)} ({kind + ': ' if kind else ''}safe)"
+            tag = f"{kind}: safe" if kind else "safe"
+            return f"{xs} is not a group-by attribute and {desc} feeds {self.lab.op(n)} ({tag})"
         if rel == "?":
             return f"{desc} over a non-group-by attribute ({xs}) feeds {self.lab.op(n)}"
         return f"{desc} over a non-group-by attribute ({xs}) {grow} on the sketched data and feeds {self.lab.op(n)}"
@@ -170,6 +174,8 @@ class _Checker:
             return [f for a in subtree_attrs(n) if (f := eq(self.P(a), self.D(a))) is not None]
         if isinstance(n, ir.Scan):
             return [self.P(c.name) == self.D(c.name) for c in n.cols]
+        if isinstance(n, (ir.Select, ir.Join, ir.Project, ir.Union)):
+            self.passed.append(self.lab.op(n))
         if isinstance(n, (ir.Select, ir.Join)):
             if n.cond is not None:
                 self._filter(n, kids)
@@ -242,6 +248,9 @@ class _Checker:
             elif rel == "≥":
                 psi.append(le(self.D(b), self.P(b), self.enc))
             self.origin[b] = (agg_desc(a, self.lab.sql), rel or "?")
+            d = self.origin[b][0]
+            self.loose.append((d, f"{op}: {d} is computed over a non-group-by attribute ({', '.join(self.xs)}) "
+                                  f"but no filter or order depends on it"))
         return psi
 
     def _agg_case(self, a: ir.AggCall, whole: bool, h: list, condsD: list, op: str) -> Optional[str]:
@@ -294,7 +303,8 @@ class _Checker:
         for a in n.child.names:
             if a in keys:
                 continue
-            if not self.valid(h, le(self.D(a), self.P(a), self.enc), f"{op}: tie-break {self.lab(a)} ≤ {self.lab(a)}^PS"):
+            what = f"{op}: tie-break {self.lab(a)} ≤ {self.lab(a)}^PS"
+            if not self.valid(h, le(self.D(a), self.P(a), self.enc), what):
                 raise _Unsafe(f"{op}: ties are broken by {self.lab(a)}{self.why(a)}, which may differ on the "
                               f"sketched data")
 
@@ -322,9 +332,10 @@ class _Checker:
         except _Unsafe as e:
             return Verdict(False, str(e), self.checks, self.details)
         notes = list(dict.fromkeys(x for x in self.notes if x))
-        reason = "; ".join(notes) or (
-            f"{', '.join(self.xs)} only passes through selection, projection, join or union "
-            f"(monotone: safe)")
+        notes += [note for d, note in self.loose if not any(d in x for x in notes)]
+        ops = ", ".join(dict.fromkeys(self.passed))
+        reason = "; ".join(notes) or (f"{', '.join(self.xs)} only passes through {ops} (monotone: safe)" if ops
+                                      else f"{', '.join(self.xs)}: the query is a plain scan (monotone: safe)")
         return Verdict(True, reason, self.checks, self.details)
 
 

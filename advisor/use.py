@@ -86,7 +86,7 @@ def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = 
             views[p.table] = table_view(catalog, p.table, v)
             continue
         files = overlapping_files(lay["manifest"], part, p.fragments)
-        name = f"__use_{sketch.id}_{p.table}_v{v}_l{lay['id']}"
+        name = catalog.view_name(p.table, v, f"_use{sketch.id}_l{lay['id']}")
         base = catalog.spark.read.parquet(lay["path"]).limit(0) if not files else None
         if base is None:
             schema = catalog.spark.read.parquet(lay["path"]).schema

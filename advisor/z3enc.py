@@ -197,17 +197,23 @@ class Encoder:
         if isinstance(e, (exp.Add, exp.Sub, exp.Mul)):
             a, b = self.static_kind(e.left), self.static_kind(e.right)
             return "int" if a == b == "int" else ("real" if a in NUMERIC and b in NUMERIC else None)
-        if isinstance(e, (exp.Neg, exp.Abs, exp.Coalesce)):
+        if isinstance(e, (exp.Neg, exp.Abs)):
             return self.static_kind(e.this)
         if isinstance(e, (exp.Upper, exp.Lower, exp.Substring, exp.Concat, exp.Trim)):
             return "str"
         if isinstance(e, (exp.Length, exp.Year, exp.Month, exp.Day)):
             return "int"
-        if isinstance(e, exp.Case):
-            ifs = e.args.get("ifs") or []
-            return self.static_kind(ifs[0].args["true"]) if ifs else None
-        if isinstance(e, exp.If):
-            return self.static_kind(e.args["true"])
+        if isinstance(e, (exp.Coalesce, exp.Case, exp.If)):  # the common kind of all values, if any
+            if isinstance(e, exp.Coalesce):
+                vals = [e.this, *e.expressions]
+            elif isinstance(e, exp.If):
+                vals = [e.args.get("true"), e.args.get("false")]
+            else:
+                vals = [i.args["true"] for i in e.args.get("ifs") or []] + [e.args.get("default")]
+            kinds = {self.static_kind(v) for v in vals if v is not None and not isinstance(v, exp.Null)}
+            if len(kinds) == 1:
+                return kinds.pop()
+            return "real" if kinds and kinds <= set(NUMERIC) else None
         return None
 
     def _enc(self, e, var, want) -> tuple[z3.ExprRef, str]:
@@ -268,22 +274,17 @@ class Encoder:
         raise _Fallback()
 
     def _cast(self, e: exp.Cast, var) -> tuple[z3.ExprRef, str]:
-        to = _kind_of_datatype(e.to)
-        inner = e.this
-        if isinstance(inner, exp.Literal) and inner.is_string and to in ("date", "ts"):
-            return _temporal_literal(inner.this, to), to
-        if isinstance(inner, exp.Literal) and not inner.is_string and to in NUMERIC:
-            t, k = _literal(inner)
-            if to == "int" and k != "int":
-                raise _Fallback()
-            return (z3.ToReal(t) if to == "real" and k == "int" else t), to
-        if isinstance(inner, exp.Literal) and inner.is_string and to == "str":
-            return _literal(inner)
-        if isinstance(inner, exp.Literal) and inner.is_string and to in NUMERIC:
+        to, inner = _kind_of_datatype(e.to), e.this
+        if isinstance(inner, exp.Literal):
+            if inner.is_string and to in ("date", "ts"):
+                return _temporal_literal(inner.this, to), to
             try:
-                return self._cast(exp.Cast(this=exp.Literal.number(inner.this), to=e.to), var)
+                t, k = _literal(exp.Literal.number(inner.this) if inner.is_string and to in NUMERIC else inner)
             except (ValueError, ArithmeticError):
                 raise _Fallback() from None
+            if to == k or (to == "real" and k == "int"):
+                return (t if to == k else z3.ToReal(t)), to
+            raise _Fallback()
         sk = self.static_kind(inner)
         if to == "real" and sk in NUMERIC:   # widening to decimal/double keeps the value
             t, k = self._enc(inner, var, sk)
@@ -351,9 +352,9 @@ class Encoder:
         pos = {n: i for i, n in enumerate(names)}
         shape = e.copy().transform(
             lambda n: exp.column(f"_c{pos[n.name]}") if isinstance(n, exp.Column) else n)
-        k = self.static_kind(e) or want or "real"
-        if isinstance(e, _PRED_CLASSES):
-            k = "bool"
+        # an unknown numeric/temporal result is Real: claiming integrality could prove false things
+        k = "bool" if isinstance(e, _PRED_CLASSES) else (
+            self.static_kind(e) or ("real" if want in (None, "int", "date", "ts") else want))
         args = [var(n) for n in names]
         text = shape.sql(dialect="spark")
         f = self._func(("uf", text, k), [a.sort() for a in args], sort_of(k))

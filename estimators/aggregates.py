@@ -46,6 +46,7 @@ Rules worth knowing:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence, Union
 
@@ -141,6 +142,7 @@ class GroupEstimates:
 
     @property
     def n_groups(self) -> int:
+        """Number of groups (rows of ``frame``)."""
         return len(self.frame)
 
     def resolve(self, agg: Union[int, str]) -> str:
@@ -161,17 +163,21 @@ class GroupEstimates:
         raise KeyError(f"unknown aggregate {agg!r}; known: {self.names}")
 
     def func_of(self, agg: Union[int, str]) -> str:
+        """Aggregate function (``sum``, ``max``, ...) of an aggregate index or name."""
         name = self.resolve(agg)
         return name.split("(", 1)[0]
 
     def point(self, agg: Union[int, str]) -> np.ndarray:
+        """Point estimates of one aggregate, one per group (NaN = SQL NULL)."""
         return self.frame[self.resolve(agg)].to_numpy(dtype=float)
 
     def stderr(self, agg: Union[int, str]) -> np.ndarray:
+        """Standard errors of one aggregate, one per group (0 for exact groups)."""
         return self.frame[self.resolve(agg) + "_se"].to_numpy(dtype=float)
 
     @property
     def point_exists(self) -> np.ndarray:
+        """Whether each group has a sampled row passing WHERE (it certainly exists in the table)."""
         return self.frame["exists"].to_numpy(dtype=bool)
 
 
@@ -185,20 +191,19 @@ def _group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.Dat
 
 
 def _interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of replicates per group (NaN where every replicate is NULL)."""
     a = (1.0 - confidence) / 2.0
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            q = np.nanquantile(reps, [a, 1.0 - a], axis=0)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        q = np.nanquantile(reps, [a, 1.0 - a], axis=0)
     return q[0], q[1]
 
 
 def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence[tuple],
                     method: str = "bootstrap", B: int = 50, seed: int = 0,
                     where: Union[str, np.ndarray, None] = None, confidence: float = 0.95,
-                    fpc: bool = True, n_col: str = "_n_g", strata_col: str = "_stratum") -> GroupEstimates:
+                    fpc: bool = True, n_col: str = "_n_g", strata_col: str = "_stratum",
+                    block_cells: int = 4_000_000) -> GroupEstimates:
     """Estimate every aggregate for every group of a stratified sample (Algorithm 1, made probabilistic).
 
     ``aggs`` is a list of ``(func, col)`` with func in sum/count/avg/min/max and ``col=None`` (or
@@ -206,7 +211,8 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
     for predicates that are not on the group-by columns.  Groups are the distinct values of
     ``group_cols`` in the sample; rows are weighted by their stratum's ``N_h/n_h`` (see module
     docstring).  Deterministic for a seed: rows are put in a canonical order before resampling,
-    so the same sample in any row order gives the same replicates.
+    so the same sample in any row order gives the same replicates.  Replicates are drawn in blocks of
+    about ``block_cells / n`` to bound memory (the stream depends on the block size).
     """
     method = str(method).lower()
     if method not in ("bootstrap", "clt"):
@@ -264,6 +270,9 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
     w0 = point_weights(si, N_h)
     ones = np.ones(len(si), dtype=np.int64)
     exact_h = n_h >= N_h
+    # aligned: every stratum belongs to one group (strata equal to or nested in groups), so a group's
+    # rows can only be in its own strata; otherwise (e.g. a uniform sample) an unsampled row of any
+    # incomplete stratum may belong to the group
     groups_per_stratum = np.bincount(np.unique(si * G + gi) // G, minlength=H)
     aligned = bool((groups_per_stratum <= 1).all())
     exact = gidx.reduce(np.minimum, exact_h[si].astype(np.int64)) > 0
@@ -282,9 +291,22 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         prepared[name] = (f, y, m)
 
     rng = np.random.default_rng(seed)
-    need_boot = method == "bootstrap" or any(f in ("min", "max") for f, _ in aggs_n)
-    if need_boot:
-        w, c = replicate_weights(si, N_h, B, rng, fpc=fpc)
+    boot_names = [n for n, (f, _, _) in prepared.items() if method == "bootstrap" or f in ("min", "max")]
+    boot_reps: dict = {}
+    boot_exists = None
+    if boot_names or method == "bootstrap":
+        # replicates in blocks so that the (block, n) weight matrices stay small for big samples
+        block = max(1, int(block_cells) // max(len(si), 1))
+        parts: dict = {n: [] for n in boot_names}
+        ex_parts = []
+        for b0 in range(0, B, block):
+            w, c = replicate_weights(si, N_h, min(block, B - b0), rng, fpc=fpc)
+            for name in boot_names:
+                f, y, m = prepared[name]
+                parts[name].append(aggregate_weighted(f, y, m, w, c, gidx))
+            ex_parts.append(group_exists(u, c, gidx))
+        boot_reps = {n: np.concatenate(v, axis=0) for n, v in parts.items()}
+        boot_exists = np.concatenate(ex_parts, axis=0)
     z = z_value(confidence)
     out = keys.reset_index(drop=True).copy()
     out["n"] = gidx.sizes.astype(np.int64)
@@ -296,7 +318,7 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
     for name, (f, y, m) in prepared.items():
         point = aggregate_weighted(f, y, m, w0, ones, gidx)
         if method == "bootstrap" or f in ("min", "max"):
-            reps = aggregate_weighted(f, y, m, w, c, gidx)
+            reps = boot_reps[name]
             se = replicate_stderr(reps, axis=0)
             lo, hi = _interval(reps, confidence)
         else:
@@ -315,7 +337,7 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         out[name], out[name + "_se"], out[name + "_lo"], out[name + "_hi"] = point, se, lo, hi
         replicates[name] = reps
     if method == "bootstrap":
-        exists = group_exists(u, c, gidx)
+        exists = boot_exists
     else:
         exists = np.broadcast_to(pexists, (B, G)).copy()
     bound = frozenset(n for n, (f, _, _) in prepared.items() if f in ("min", "max"))

@@ -47,7 +47,6 @@ the answer does not depend on how Spark splits the groups among tasks.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import sys
@@ -348,8 +347,10 @@ def bootstrap_on_spark(sample_df, group_cols: Sequence[str], value_col: str | No
         + [T.StructField("n", T.LongType()), T.StructField("N", T.LongType()),
            T.StructField("point", T.DoubleType()), T.StructField("stderr", T.DoubleType()),
            T.StructField("replicates", T.ArrayType(T.DoubleType()))])
-    fn = functools.partial(bootstrap_groups_pandas, group_cols=group_cols, value_col=value_col,
-                           agg=agg, B=B, seed=seed, n_col=n_col, fpc=fpc, mask_col=mask_col)
+    def fn(pdf: pd.DataFrame) -> pd.DataFrame:
+        return bootstrap_groups_pandas(pdf, group_cols=group_cols, value_col=value_col, agg=agg, B=B,
+                                       seed=seed, n_col=n_col, fpc=fpc, mask_col=mask_col)
+
     needed = list(dict.fromkeys(group_cols + [c for c in (value_col, n_col, mask_col)
                                               if c not in (None, "*")]))
     return sample_df.select(*needed).groupBy(*group_cols).applyInPandas(fn, schema)

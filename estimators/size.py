@@ -41,25 +41,37 @@ distribution ``q_g`` (a probability vector over fragments).
 * Given the sample: a fragment holding a sampled row (``m_gr > 0``) is touched for certain; only the
   ``K_g = N_g - n_g`` unsampled rows are unknown, so ``t_gr = 1 - (1 - q_gr)^{K_g}`` for unobserved
   fragments.  Using all ``N_g`` rows would double count the observed ones.
-* ``q_gr`` is unknown; the empirical ``m_gr / n_g`` puts zero mass on every unobserved fragment and
-  reproduces the sample-only lower bound.  We put a Dirichlet prior ``q_g ~ Dir(alpha * pi)`` on it,
-  ``pi_r = |R_r| / |R|`` ("a group's rows are spread like the table's rows"), so the posterior
-  of ``q_gr`` for an unobserved fragment is ``Beta(a, b)`` with ``a = alpha*pi_r``,
-  ``b = alpha*(1 - pi_r) + n_g``, and ``P(no unseen row in r) = E[(1-q)^K] = B(a, b+K) / B(a, b)``
-  (the Polya-urn predictive; checked by enumeration).  Hence
-  ``t_gr = 1 - exp(lnG(b+K) + lnG(a+b) - lnG(b) - lnG(a+b+K))``.
-* ``alpha`` measures how concentrated groups are: ``alpha -> 0`` means each group lives in the
-  fragments it was seen in (candidate correlated with the group), ``alpha -> inf`` means ``q_g = pi``
-  (candidate independent of the group), ``t = 1 - (1 - pi_r)^K``.  It is estimated by the method of
-  moments from the sample itself: under the model two distinct rows of one group share a fragment
-  with probability ``s = (alpha * sum_r pi_r^2 + 1) / (alpha + 1)``; with the observed pair rate
-  ``s^ = sum_{g,r} m_gr (m_gr - 1) / sum_g n_g (n_g - 1)`` this gives
-  ``alpha = (1 - s^) / (s^ - sum pi^2)`` (0 if ``s^ = 1``, inf if ``s^ <= sum pi^2``).  If no group
-  has two sampled rows there is no information; we then use ``alpha = inf`` -- the conservative
-  choice (it over- rather than under-estimates sketch sizes, so a useless sketch is not chosen on
-  false hope) -- and say so in ``SizeEstimate.alpha``.
-* One ``alpha`` for all groups is a simplification (heterogeneous groups); the pair rate treats the
-  finite group as an infinite one.  Both are [INFERRED] choices, documented here.
+* ``q_gr`` is unknown.  Plugging in the empirical ``m_gr / n_g`` puts zero mass on every unobserved
+  fragment and reproduces the sample-only lower bound (it underestimated the number of fragments by
+  14-79 % on our synthetic tables).  Instead we put a Dirichlet prior ``q_g ~ Dir(alpha * pi_g)``
+  on it.  For an unobserved fragment the posterior of ``q_gr`` is ``Beta(a, b)`` with
+  ``a = alpha*pi_gr``, ``b = alpha*(1 - pi_gr) + n_g``, and
+  ``P(no unseen row in r) = E[(1-q)^K] = B(a, b+K) / B(a, b)`` (the Polya-urn predictive; checked
+  by enumeration), hence ``t_gr = 1 - exp(lnG(b+K) + lnG(a+b) - lnG(b) - lnG(a+b+K))``.
+* Prior mean ``pi_g`` -- where unseen rows may go.  Fragments of a range partition are ordered, and
+  a candidate that makes a good sketch is correlated with the group, so a group's rows sit in a run
+  of neighbouring fragments.  ``pi_g`` is the table's row distribution ``|R_r| / |R|`` restricted to
+  a *window* of fragment positions around the group's sampled fragments and renormalised
+  (``group_windows``: the observed span widened by the German-tank estimate of the unseen part,
+  ``span/(n_g-1)`` per side; one-row groups use the median estimated width).  With ``window=False``
+  ``pi_g`` is the whole table's distribution; that variant behaves like a Chinese-restaurant
+  process whose number of fragments keeps growing with ``K`` and overestimated 2x on concentrated
+  groups in our synthetic tests.  An independent candidate is handled too: the sampled rows then
+  span the table, and so does the window.
+* ``alpha`` -- how concentrated a group is *within* its window: ``alpha -> 0`` means each group lives
+  in the fragments it was seen in, ``alpha -> inf`` means ``q_g = pi_g``.  Estimated by the method of
+  moments from the sample: under the model two distinct rows of one group share a fragment with
+  probability ``(alpha * S_g + 1) / (alpha + 1)``, ``S_g = sum_r pi_gr^2``; matching the observed
+  pooled pair count ``sum_{g,r} m_gr (m_gr - 1)`` against ``sum_g n_g (n_g - 1)`` gives a closed form
+  (``estimate_alpha``).  No group with two sampled rows means no information: ``alpha = inf``, the
+  conservative choice (over- rather than under-estimates sizes, so a useless sketch is not chosen on
+  false hope).  ``SizeEstimate.alpha`` reports the value used.
+* Assumptions [INFERRED]: one ``alpha`` for all groups; contiguous groups (a bimodal group's window
+  covers the gap between its modes -- overestimate); a skewed group's long tail beyond the window
+  is missed (underestimate); pair rates treat the finite group as infinite.  On synthetic tables
+  (uniform, skewed, bimodal, independent; groups of 5-300 rows, theta = 0.1) the expected fragment
+  count was within -26 %..+54 % of the truth (the +54 % on bimodal groups), versus -14 %..-79 % for
+  the sample-only count.
 """
 
 from __future__ import annotations
@@ -104,6 +116,7 @@ class SizeEstimate:
 
     @property
     def selectivity_ci(self) -> tuple[float, float]:
+        """The row interval as fractions of the table."""
         t = self.total_rows or 1.0
         return self.ci_lo / t, self.ci_hi / t
 
@@ -143,6 +156,17 @@ def _lookup_frags(ids: pd.Index, values: pd.Series, what: str) -> np.ndarray:
     if (pos < 0).any():
         bad = pd.Series(values).iloc[np.flatnonzero(pos < 0)[0]]
         raise ValueError(f"{what} has fragment id {bad!r} that is not in fragment_sizes")
+    return pos
+
+
+def _positions(ids: pd.Index) -> np.ndarray:
+    """Rank of every fragment id in sorted order (range order); input order if ids do not sort."""
+    try:
+        order = np.argsort(np.asarray(ids), kind="stable")
+    except TypeError:
+        return np.arange(len(ids))
+    pos = np.empty(len(ids), dtype=np.int64)
+    pos[order] = np.arange(len(ids))
     return pos
 
 
@@ -191,22 +215,20 @@ def touch_probability(m_g: np.ndarray, n_g: int, N_g: float, pi: np.ndarray, alp
     return np.where(m_g > 0, 1.0, t)
 
 
-def estimate_alpha(cell_group: np.ndarray, cell_count: np.ndarray, n_g: np.ndarray, pi: np.ndarray) -> float:
+def estimate_alpha(cell_count: np.ndarray, n_g: np.ndarray, pi_sq: np.ndarray | float) -> float:
     """Method-of-moments Dirichlet concentration from the within-group pair rate (module docstring).
 
-    ``cell_group``/``cell_count``: the group and sample row count of every observed (group,
-    fragment) cell; ``n_g``: sample rows per group; ``pi``: the prior mean, ``(F,)`` or one row per
-    group ``(G, F)``.  Solves ``sum_g w_g (alpha * S2_g + 1) / (alpha + 1) = sum m (m - 1)`` with
-    ``w_g = n_g (n_g - 1)``, ``S2_g = sum_r pi_gr^2``.  Returns ``inf`` when no group has two rows.
+    ``cell_count``: sampled rows of every observed (group, fragment) cell; ``n_g``: sampled rows per
+    group; ``pi_sq``: ``sum_r pi_gr^2`` of each group's prior mean (a scalar if all groups share
+    it).  Solves ``sum_g w_g (alpha * pi_sq_g + 1) / (alpha + 1) = sum m (m - 1)`` with
+    ``w_g = n_g (n_g - 1)``.  Returns ``inf`` when no group has two sampled rows.
     """
     n_g = np.asarray(n_g, dtype=float)
     w = n_g * (n_g - 1.0)
     A = float(np.sum(w))
     if A <= 0:
         return float("inf")
-    pi = np.asarray(pi, dtype=float)
-    s2 = np.full(n_g.shape[0], float(np.sum(pi ** 2))) if pi.ndim == 1 else np.sum(pi ** 2, axis=1)
-    Pm = float(np.sum(w * s2))
+    Pm = float(np.sum(w * np.broadcast_to(np.asarray(pi_sq, dtype=float), n_g.shape)))
     m = np.asarray(cell_count, dtype=float)
     S = float(np.sum(m * (m - 1.0)))
     if S >= A:
@@ -249,7 +271,7 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
                   total_rows: float | None = None, pass_replicates: np.ndarray | None = None,
                   point_pass: np.ndarray | None = None, mapping: pd.DataFrame | None = None,
                   determined: bool = False, alpha: float | None = None, n_col: str = "_n_g",
-                  N_col: str = "N", confidence: float = 0.95, seed: int = 0,
+                  N_col: str = "N", window: bool = True, confidence: float = 0.95, seed: int = 0,
                   chunk_cells: int = 2_000_000) -> SizeEstimate:
     """Point, expected and interval sketch size for one candidate (see the module docstring).
 
@@ -260,8 +282,10 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     booleans aligned with ``groups`` (enables the replicate interval).  ``point_pass``: optional
     ``(G,)`` booleans for the point estimate (default ``p >= 0.5``).  ``mapping``: optional exact
     group -> fragment table (``group_cols`` + ``frag_col``).  ``determined``: the candidate is a
-    group-by attribute or functionally determined by the group key.  ``alpha``: fix the unseen-row
-    model's concentration instead of estimating it.
+    group-by attribute or functionally determined by the group key.  Otherwise unseen rows are
+    modelled (``touch='model'``): ``alpha`` fixes the concentration instead of estimating it
+    (``alpha=0`` is the sample-only lower bound), ``window=False`` drops the locality window.
+    Group -> fragment probabilities are built in dense blocks of about ``chunk_cells`` cells.
     """
     group_cols = list(group_cols)
     ids, sizes = _fragments(fragment_sizes)
@@ -307,7 +331,22 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
         touch, cert, alpha_used = "determined", codes, float("nan")
     else:
         touch, cert = "model", codes
-        alpha_used = float(alpha) if alpha is not None else estimate_alpha(obs_g, m_cell, n_g, pi)
+        pos = _positions(ids)
+        if window:
+            wlo, whi = group_windows(obs_g, pos[obs_r], n_g, G)
+        else:
+            wlo, whi = np.full(G, -np.inf), np.full(G, np.inf)
+        # prefix sums in position order give each window's prior mass and sum of squares
+        by_pos = np.zeros(F)
+        by_pos[pos] = pi
+        c1 = np.concatenate([[0.0], np.cumsum(by_pos)])
+        c2 = np.concatenate([[0.0], np.cumsum(by_pos ** 2)])
+        i0 = np.clip(np.ceil(wlo), 0, F).astype(np.int64)
+        i1 = np.clip(np.floor(whi) + 1, 0, F).astype(np.int64)
+        mass = np.maximum(c1[i1] - c1[i0], 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pi_sq = np.where(mass > 0, (c2[i1] - c2[i0]) / mass ** 2, 1.0)
+        alpha_used = float(alpha) if alpha is not None else estimate_alpha(m_cell, n_g, pi_sq)
     cert_g, cert_r = cert // F, cert % F
 
     # point estimate (Algorithm 2)
@@ -331,7 +370,10 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     for lo in range(0, gl.shape[0], step):
         chunk = gl[lo:lo + step]
         if use_model:
-            T = unseen_touch_probability(n_g[chunk], K_g[chunk], pi, alpha_used)
+            inside = (pos[None, :] >= wlo[chunk, None]) & (pos[None, :] <= whi[chunk, None])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                pi_g = np.where(inside, pi[None, :] / mass[chunk, None], 0.0)
+            T = unseen_touch_probability(n_g[chunk], K_g[chunk], np.nan_to_num(pi_g), alpha_used)
         else:
             T = np.zeros((chunk.shape[0], F))
         a = np.searchsorted(cg_sorted, chunk, side="left")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.stats import norm
 
 from estimators.aggregates import (And, Cmp, Not, Or, estimate_groups, estimate_nested, pass_matrix,
@@ -268,3 +270,51 @@ def test_nested_sampled_propagates_replicates():
     osum = pd.Series(np.where(pt, inner.point(0), 0)).groupby(reg).sum()
     want_pt = pt & (osum.to_numpy()[reg] > 1500.0)
     np.testing.assert_array_equal(nest.inner_frame["point_pass"].to_numpy(), want_pt)
+
+
+# --- properties -----------------------------------------------------------------------------------
+
+
+_OPS = [">", ">=", "<", "<=", "=", "!=", "between"]
+
+
+@st.composite
+def _samples_and_predicates(draw):
+    n = draw(st.integers(1, 25))
+    g = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    x = draw(st.lists(st.one_of(st.floats(-100, 100), st.just(float("nan"))), min_size=n, max_size=n))
+    ok = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    pdf = pd.DataFrame({"g": g, "x": x, "ok": ok})
+    extra = draw(st.lists(st.integers(0, 30), min_size=4, max_size=4))
+    pdf["_n_g"] = pdf.groupby("g")["g"].transform("size") + pdf["g"].map(dict(enumerate(extra)))
+
+    def cmp_():
+        agg = draw(st.integers(0, 4))
+        op = draw(st.sampled_from(_OPS))
+        v = draw(st.floats(-500, 500))
+        return Cmp(agg, op, v, v + draw(st.floats(0, 300)) if op == "between" else None)
+
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        pred = cmp_()
+    elif kind == 1:
+        pred = And([cmp_(), cmp_()])
+    elif kind == 2:
+        pred = Or([cmp_(), cmp_()])
+    else:
+        pred = Not(And([cmp_(), cmp_()]))
+    return pdf, pred, draw(st.booleans())
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_samples_and_predicates(), method=st.sampled_from(["bootstrap", "clt"]))
+def test_pass_probability_is_a_probability(case, method):
+    pdf, pred, use_where = case
+    aggs = [("sum", "x"), ("avg", "x"), ("count", None), ("min", "x"), ("max", "x")]
+    est = estimate_groups(pdf, ["g"], aggs, method=method, B=20, where="ok" if use_where else None)
+    p = pass_probability(est, pred).to_numpy()
+    assert ((p >= 0) & (p <= 1)).all()
+    # absent groups never pass; fully sampled groups are decided exactly, as by the point estimate
+    assert (p[~est.frame["exists"].to_numpy()] == 0).all()
+    exact = est.frame["exact"].to_numpy()
+    np.testing.assert_array_equal(p[exact], point_pass(est, pred)[exact].astype(float))

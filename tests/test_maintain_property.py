@@ -179,6 +179,10 @@ def draw_batch(data, tables, next_rid):
         t = tables[name]
         ins_rows = data.draw(st.lists(gen, max_size=4))
         rids = t["_rid"].tolist()
+        bias = data.draw(st.sampled_from([None, None] + [(c, asc) for c in cols for asc in (True, False)]))
+        if bias and len(t):  # aim deletions at the rows a top-k or min/max most likely uses
+            srt = t.assign(_k=t[bias[0]].astype(float)).sort_values("_k", ascending=bias[1], na_position="first")
+            rids = srt["_rid"].tolist()[:5]
         del_rids = data.draw(st.lists(st.sampled_from(rids), unique=True, max_size=4)) if rids else []
         ins = make_table(ins_rows, cols, next_rid)
         next_rid += len(ins)

@@ -154,3 +154,16 @@ def test_reuse_implies_provenance_containment(rows, cap, new, func):
     stats = {("cities", "popden"): (0, 20)}
     if check_reuse(interval(*cap, func), interval(*new, func), stats).safe:
         assert _lineage(rows, *new, func) <= _lineage(rows, *cap, func)
+
+
+def test_parser_instances():
+    import pytest
+    import advisor.plan.parse as parse
+    schema = lambda t: [("popden", "int"), ("city", "string"), ("state", "string")]  # noqa: E731
+    q = lambda sql: parse.parse_sql(sql, schema).root  # noqa: E731
+    t = "SELECT state, count(*) AS cnt FROM cities WHERE popden > {} GROUP BY state HAVING count(*) > {}"
+    assert check_reuse(q(t.format(100, 10)), q(t.format(100, 15)), STATS).safe
+    assert not check_reuse(q(t.format(100, 15)), q(t.format(100, 10)), STATS).safe
+    k = "SELECT state, sum(popden) AS s FROM cities GROUP BY state ORDER BY s DESC LIMIT {}"
+    assert check_reuse(q(k.format(5)), q(k.format(3)), STATS).safe
+    assert not check_reuse(q(k.format(3)), q(k.format(5)), STATS).safe

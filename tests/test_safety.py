@@ -210,3 +210,43 @@ def test_accepted_sketches_are_safe(rows, bounds, c, shape):
     kept = [r for r in rows if frag(r[0]) in sketch]
     got = _run(shape, c, kept)[0] if kept else []
     assert got == want
+
+
+# ---------------- encoder ----------------
+def test_encoder_semantics():
+    from advisor.z3enc import Encoder, valid
+    enc = Encoder({"a": "int", "b": "decimal(10,2)", "s": "string", "d": "date", "t": "timestamp"})
+    D, P = enc.side(""), enc.side("__ps")
+    f = lambda sql, v=D: enc.encode_bool(E(sql), v)  # noqa: E731
+    assert valid([f("d >= DATE '2020-01-02'")], f("d > '2020-01-01'"))
+    assert valid([f("t >= TIMESTAMP '2020-01-01 00:00:01'")], f("t > DATE '2020-01-01'"))
+    assert valid([f("a BETWEEN 2 AND 3")], f("a IN (2, 3)"))
+    assert valid([f("a > 1")], f("CASE WHEN a > 1 THEN b ELSE 0 END = b"))
+    assert valid([f("a / 2 > 1")], f("a > 2"))
+    # opaque parts: congruence across sides, nothing else
+    for sql in ("s LIKE 'C%'", "upper(s) = 'CA'", "s IS NOT NULL", "s < 'M'", "abs(a) > 3"):
+        assert valid([D("s") == P("s"), D("a") == P("a"), f(sql, P)], f(sql)), sql
+        assert not valid([f(sql, P)], f(sql)), sql
+    assert not valid([f("s < 'M'")], f("s < 'N'"))   # str order is uninterpreted: sound, incomplete
+    assert not valid([f("myf(a) > 0")], f("myf(a) >= 1"))  # unknown result type is not assumed integral
+
+
+# ---------------- with the SQL parser, when present ----------------
+def test_parser_running_example():
+    import pytest
+    import advisor.plan.parse as parse
+    schema = lambda t: [("popden", "int"), ("city", "string"), ("state", "string")]  # noqa: E731
+
+    def verdicts(sql):
+        q = parse.parse_sql(sql, schema)
+        s = q.scans()[0]
+        by_src = {c.name: c.source for c in s.cols}
+        return {by_src[k]: v.safe for k, v in safe_candidates(q.root, STATS, {s.scan_id: s.names}).items()}
+
+    base = "SELECT state, {f}(popden) AS v FROM cities GROUP BY state ORDER BY v DESC LIMIT 1"
+    assert verdicts(base.format(f="avg")) == {"popden": False, "city": False, "state": True}
+    assert verdicts(base.format(f="sum"))["popden"]
+    assert verdicts("SELECT city, popden FROM cities WHERE state = 'CA'") == dict.fromkeys(
+        ["popden", "city", "state"], True)
+    assert verdicts("SELECT state FROM cities GROUP BY state HAVING count(*) > 1")["popden"]
+    assert not verdicts("SELECT state FROM cities GROUP BY state HAVING count(*) < 3")["popden"]

@@ -1,0 +1,78 @@
+"""A real standalone Spark cluster (master + worker from pyspark's own jars on 127.0.0.1),
+driven through the same session factory via the CLI's --master flag."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import pyspark
+
+pytestmark = pytest.mark.cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"port {port} did not open")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    home = Path(pyspark.__file__).parent
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_LOG_DIR=str(tmp_path_factory.mktemp("logs")), SPARK_NO_DAEMONIZE="1")
+    port = _free_port()
+    cls = str(home / "bin" / "spark-class")
+    master = subprocess.Popen([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(port), "--webui-port", str(_free_port())],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"spark://127.0.0.1:{port}"
+    worker = None
+    try:
+        _wait_port(port)
+        worker = subprocess.Popen([cls, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                                   "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
+                                   "--work-dir", str(tmp_path_factory.mktemp("work"))],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        yield url
+    finally:
+        for p in (worker, master):
+            if p is not None:
+                p.terminate()
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def test_query_runs_on_standalone_cluster(cluster, tmp_path):
+    adv = [sys.executable, "-m", "advisor.cli", "--warehouse", str(tmp_path / "wh"), "--master", cluster,
+           "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=1"]
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    r = subprocess.run(adv + ["data", "load", "crimes", "--rows", "5000", "--seed", "3"], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = subprocess.run(adv + ["run", "--json", "SELECT district, count(*) AS n FROM crimes GROUP BY district "
+                              "HAVING count(*) > 0 ORDER BY n DESC LIMIT 3"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+
+    res = json.loads(r.stdout)
+    assert len(res["rows"]) == 3 and res["metrics"]["rows_read"] == 5000
+    assert res["rows"][0][1] >= res["rows"][1][1] >= res["rows"][2][1]
