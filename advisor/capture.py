@@ -60,6 +60,56 @@ def ensure_partition(catalog, table: str, attr: str, fragments: int, version: in
     return part
 
 
+def _capture_views(catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int]):
+    """Source function for an instrumented query: sketched tables get a fragment-id column."""
+    views: dict[str, str] = {}
+    for t, a in on.items():
+        name = catalog.view_name(t, versions[t], f"_cap{parts[t].id}")
+        if not catalog.spark.catalog.tableExists(name):
+            df = catalog.read(t, versions[t])
+            assign_column(df, a, parts[t], FRAG).createOrReplaceTempView(name)
+        views[t] = name
+
+    def source(scan: ir.Scan) -> Source:
+        if scan.table in views:
+            return Source(views[scan.table], FRAG)
+        return Source(table_view(catalog, scan.table, versions.get(scan.table)))
+
+    return source
+
+
+def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "") -> dict:
+    scan_table = {s.scan_id: s.table for s in query.scans()}
+    frags: dict[str, set] = {t: set() for t in on}
+    for lam, sid in lam_scans.items():
+        frags[scan_table[sid]] |= decode_bitmap(row[prefix + lam])
+    return frags
+
+
+def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str, RangePartition]]],
+                  versions: dict[str, int], save: bool = False) -> tuple[list[Sketch], float]:
+    """Capture many (query, table->attr, partitions) at once in ONE Spark job (a cross join of the
+    one-row capture queries). No safety check: callers (the OPT oracle, harnesses) check first.
+    Returns the sketches in item order and the job's seconds."""
+    selects, metas = [], []
+    for i, (q, on, parts) in enumerate(items):
+        sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions))
+        cols = ", ".join(f"`{lam}` AS `c{i}_{lam}`" for lam in lam_scans)
+        selects.append(f"(SELECT {cols} FROM ({sql}) s{i}) j{i}")
+        metas.append((q, on, parts, lam_scans))
+    t0 = time.perf_counter()
+    row = catalog.spark.sql("SELECT * FROM " + " CROSS JOIN ".join(selects)).first()
+    secs = time.perf_counter() - t0
+    out = []
+    for i, (q, on, parts, lam_scans) in enumerate(metas):
+        frags = _decode(q, on, row, lam_scans, f"c{i}_")
+        sk = Sketch(0, q.template, q.bindings, q.sql,
+                    [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
+                    {t: versions[t] for t in on})
+        out.append(save_sketch(catalog.store, sk) if save else sk)
+    return out, secs
+
+
 def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
             versions: dict[str, int] | None = None, check: bool = True,
             partitions: dict[str, RangePartition] | None = None) -> CaptureResult:
@@ -77,27 +127,11 @@ def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
     for t, a in on.items():
         if t not in parts:
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
-    views: dict[str, str] = {}
-    for t, a in on.items():
-        name = catalog.view_name(t, versions[t], f"_cap{parts[t].id}")
-        if not catalog.spark.catalog.tableExists(name):
-            df = catalog.read(t, versions[t])
-            assign_column(df, a, parts[t], FRAG).createOrReplaceTempView(name)
-        views[t] = name
-
-    def source(scan: ir.Scan) -> Source:
-        if scan.table in views:
-            return Source(views[scan.table], FRAG)
-        return Source(table_view(catalog, scan.table, versions.get(scan.table)))
-
-    sql, lam_scans = capture_sql(query, source)
+    sql, lam_scans = capture_sql(query, _capture_views(catalog, on, parts, versions))
     t0 = time.perf_counter()
     row = catalog.spark.sql(sql).first()
     secs = time.perf_counter() - t0
-    scan_table = {s.scan_id: s.table for s in query.scans()}
-    frags: dict[str, set] = {t: set() for t in on}
-    for lam, sid in lam_scans.items():
-        frags[scan_table[sid]] |= decode_bitmap(row[lam])
+    frags = _decode(query, on, row, lam_scans)
     sk = Sketch(0, query.template, query.bindings, query.sql,
                 [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
                 {t: versions[t] for t in on})

@@ -29,6 +29,7 @@ def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=
              conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable).")):
     from advisor.session import parse_conf
 
+    STATE.clear()  # in-process callers (tests) may invoke the app several times
     STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf))
 
 
@@ -51,8 +52,10 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes")
               rows: int = typer.Option(100_000, "--rows", help="crimes: number of rows."),
               seed: int = typer.Option(7, "--seed", help="crimes: generator seed.")):
     """Generate a dataset and store its tables as version 1."""
-    from workloads.datasets import load_dataset
+    from workloads.datasets import DATASETS, load_dataset
 
+    if dataset.lower() not in DATASETS:
+        raise BadInput(f"unknown dataset {dataset!r} (choose one of: {', '.join(DATASETS)})")
     if dataset.lower() == "tpch" and not (0.01 <= sf <= 10):
         raise BadInput(f"--sf must be between 0.01 and 10, got {sf}")
     if dataset.lower() == "crimes" and (rows < 1 or seed < 0):
@@ -270,6 +273,27 @@ def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline")):
     _not_yet("gate", "the CI gate lands with issue 6")
 
 
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side ratios and counters).")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("use")
+def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.Option(1000, "--fragments"),
+                  reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out")):
+    """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
+    from workloads.bench_use import bench_use, render
+    from workloads.datasets import load_dataset
+    from workloads.suites import TPCH
+
+    c = ctx()
+    if not c.catalog.exists("lineitem"):
+        load_dataset(c.catalog, "tpch", sf=sf)
+    res = bench_use(c, TPCH, fragments, reps, out)
+    render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
 @app.command("demo")
 def demo_cmd():
     """The main job: load data, build partitions, capture and use sketches, print a summary."""
@@ -278,9 +302,9 @@ def demo_cmd():
     run_demo(ctx(), out)
 
 
-def main() -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     try:
-        rv = app(standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
     except BadInput as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -167,3 +167,37 @@ def rs_tables() -> dict:
 
 def rows(cols: Sequence[str], *vals) -> pd.DataFrame:
     return pd.DataFrame(list(vals), columns=list(cols))
+
+
+# ---------- looking inside a running state ----------
+def record(state) -> dict:
+    """Make every operator of `state` remember its last emitted delta: returns {op: frame}."""
+    rec: dict = {}
+    for op in state.root_op.walk():
+        orig = op.step
+
+        def wrapped(ctx, _op=op, _orig=orig):
+            out = _orig(ctx)
+            rec[_op] = out
+            return out
+
+        op.step = wrapped
+    return rec
+
+
+def ops_of(state, cls_name: str) -> list:
+    """Operators of `state` bound to IR nodes of class `cls_name`, in pre-order from the root."""
+    return [op for op in state.root_op.walk() if type(op.node).__name__ == cls_name]
+
+
+def emitted(frame, names=None) -> set:
+    """A delta frame as a set of (row tuple, annotation tuple, multiplicity)."""
+    from advisor.maintain.frames import M, annotations, row_values
+
+    names = names or [c for c in frame.columns if c != M and not c.startswith("__f")]
+    sids = sorted(int(c[3:]) for c in frame.columns if c.startswith("__f"))
+    return set(zip(row_values(frame, names), annotations(frame, sids), frame[M].tolist()))
+
+
+def fs(*xs) -> frozenset:
+    return frozenset(xs)

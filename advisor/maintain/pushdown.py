@@ -90,16 +90,20 @@ def _and(preds: list[exp.Expression]) -> Optional[exp.Expression]:
 
 
 def rewrite(root: ir.Node) -> ir.Node:
-    """An equivalent tree with each scan wrapped in a Select of its pushed-down conjuncts."""
+    """An equivalent tree with each scan wrapped in a Select of its pushed-down conjuncts
+    (minus those a Select directly above the scan already applies)."""
     pushed = pushdown_predicates(root)
 
-    def build(node: ir.Node) -> ir.Node:
+    def build(node: ir.Node, applied: frozenset = frozenset()) -> ir.Node:
         if isinstance(node, ir.Scan):
-            cond = _and(pushed.get(node.scan_id, []))
+            cond = _and([p for p in pushed.get(node.scan_id, []) if p.sql() not in applied])
             return ir.Select(node, cond) if cond is not None else node
+        if isinstance(node, ir.Select):
+            own = frozenset(p.sql() for p in conjuncts(node.cond))
+            return dataclasses.replace(node, child=build(node.child, applied | own))
         if isinstance(node, (ir.Join, ir.Union)):
             return dataclasses.replace(node, left=build(node.left), right=build(node.right))
-        if isinstance(node, (ir.Select, ir.Project, ir.Aggregate, ir.Distinct, ir.TopK)):
+        if isinstance(node, (ir.Project, ir.Aggregate, ir.Distinct, ir.TopK)):
             return dataclasses.replace(node, child=build(node.child))
         return node
 

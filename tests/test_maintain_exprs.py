@@ -1,0 +1,143 @@
+"""The pandas expression evaluator (SQL three-valued logic, Spark-like functions) and fragment
+assignment."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from advisor.errors import Unsupported
+from advisor.maintain.exprs import evaluate, like_to_regex, mask, spark_substring
+from advisor.maintain.fragments import assign
+from advisor.maintain.frames import coerce_to, normalize_frame
+from maintain_helpers import E, part
+
+NA = pd.NA
+
+
+@pytest.fixture
+def df():
+    return normalize_frame(pd.DataFrame({
+        "a": pd.array([1, 2, None, 4], dtype="Int64"),
+        "b": pd.array([0, 2, 3, None], dtype="Int64"),
+        "x": [1.5, -2.5, None, 0.125],
+        "s": ["abc", "Xyz", None, "a_%"],
+        "d": pd.to_datetime(["2020-01-05", "2021-03-01", None, "2019-12-31"]),
+    }))
+
+
+def ev(sql, df):
+    return evaluate(E(sql), df).tolist()
+
+
+@pytest.mark.parametrize("sql,want", [
+    ("a + b", [1, 4, NA, NA]),
+    ("a - b * 2", [1, -2, NA, NA]),
+    ("a / b", [NA, 1.0, NA, NA]),            # division by zero is NULL
+    ("a % 3", [1, 2, NA, 1]),
+    ("-a", [-1, -2, NA, -4]),
+    ("x * 2", [3.0, -5.0, NA, 0.25]),
+    ("a > 1", [False, True, NA, True]),
+    ("a = b", [False, True, NA, NA]),
+    ("a <> b", [True, False, NA, NA]),
+    ("a > 1 AND b > 1", [False, True, NA, NA]),
+    ("a > 1 OR b > 1", [False, True, True, True]),
+    ("NOT a > 1", [True, False, NA, False]),
+    ("a BETWEEN 1 AND 2", [True, True, NA, False]),
+    ("a IN (1, 4)", [True, False, NA, True]),
+    ("a IN (1, NULL)", [True, NA, NA, NA]),
+    ("a NOT IN (1, NULL)", [False, NA, NA, NA]),
+    ("a IS NULL", [False, False, True, False]),
+    ("b IS NOT NULL", [True, True, True, False]),
+    ("a <=> b", [False, True, False, False]),
+    ("s LIKE 'ab%'", [True, False, NA, False]),
+    ("s LIKE 'a\\\\_%'", [False, False, NA, True]),
+    ("s NOT LIKE '_yz'", [True, False, NA, True]),
+    ("s ILIKE 'x%'", [False, True, NA, False]),
+    ("CASE WHEN a > 1 THEN 'big' WHEN a = 1 THEN 'one' END", ["one", "big", NA, "big"]),
+    ("CASE a WHEN 1 THEN 10 ELSE 20 END", [10, 20, 20, 20]),
+    ("if(a > 1, a, 0)", [0, 2, 0, 4]),
+    ("CAST(a AS STRING)", ["1", "2", NA, "4"]),
+    ("CAST(x AS INT)", [1, -2, NA, 0]),
+    ("CAST('12' AS INT) + a", [13, 14, NA, 16]),
+    ("CAST('zz' AS INT)", [NA, NA, NA, NA]),
+    ("CAST(x AS DECIMAL(10,1))", [1.5, -2.5, NA, 0.1]),
+    ("abs(x)", [1.5, 2.5, NA, 0.125]),
+    ("round(x)", [2.0, -3.0, NA, 0.0]),        # half away from zero, like Spark
+    ("round(x, 2)", [1.5, -2.5, NA, 0.13]),
+    ("year(d)", [2020, 2021, NA, 2019]),
+    ("month(d)", [1, 3, NA, 12]),
+    ("substring(s, 2, 1)", ["b", "y", NA, "_"]),
+    ("substr(s, -2)", ["bc", "yz", NA, "_%"]),
+    ("coalesce(a, b, 99)", [1, 2, 3, 4]),
+    ("lower(s)", ["abc", "xyz", NA, "a_%"]),
+    ("upper(s)", ["ABC", "XYZ", NA, "A_%"]),
+    ("d >= DATE '2020-01-01'", [True, True, NA, False]),
+    ("d < '2020-01-01'", [False, False, NA, True]),
+    ("TRUE AND a > 0", [True, True, NA, True]),
+    ("a = NULL", [NA, NA, NA, NA]),
+])
+def test_expressions(df, sql, want):
+    got = ev(sql, df)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if w is NA:
+            assert g is NA or g is None or (isinstance(g, float) and np.isnan(g)), (sql, got)
+        elif isinstance(w, float):
+            assert g == pytest.approx(w), (sql, got)
+        else:
+            assert g == w, (sql, got)
+
+
+def test_where_keeps_only_true(df):
+    assert mask(E("a > 1 OR b > 1"), df).tolist() == [False, True, True, True]
+    assert mask(E("NOT (a > 1 AND b > 1)"), df).tolist() == [True, False, False, False]
+    assert mask(E("a > 1"), df.iloc[:0]).tolist() == []
+
+
+@pytest.mark.parametrize("sql", ["rand()", "a || 'x'", "EXISTS (SELECT 1)", "a IN (SELECT 1)", "sha1(s)"])
+def test_unsupported_is_clear(df, sql):
+    with pytest.raises(Unsupported):
+        evaluate(E(sql), df)
+
+
+def test_unknown_column(df):
+    with pytest.raises(Unsupported, match="unknown attribute"):
+        evaluate(E("zz + 1"), df)
+
+
+def test_like_and_substring_helpers():
+    assert like_to_regex("a%b_c") == "a.*b.c"
+    assert like_to_regex("50\\%") == "50%"
+    assert spark_substring("hello", 0, 2) == "he"
+    assert spark_substring("hello", -3, 2) == "ll"
+    assert spark_substring("hello", 2, None) == "ello"
+
+
+def test_assign_half_open_ranges_and_nulls():
+    p = part("t", "v", (601, 1001, 1501))
+    vals = pd.Series(pd.array([1, 600, 601, 1000, 1001, 1500, 1501, 10**6, None], dtype="Int64"))
+    assert assign(vals, p).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4]
+    assert assign(pd.Series([0.5, np.nan, 601.0]), p).tolist() == [0, 4, 1]
+    assert assign(pd.Series([], dtype="Int64"), p).tolist() == []
+    assert assign(pd.Series([5, 7]), part("t", "v", ())).tolist() == [0, 0]
+
+
+def test_assign_strings_and_dates():
+    ps = part("t", "s", ("b", "d"), dtype="string")
+    assert assign(pd.Series(["a", "b", "c", "d", "zz", None]), ps).tolist() == [0, 1, 1, 2, 2, 3]
+    pdt = part("t", "d", ("2020-01-01", "2021-01-01"), dtype="date")
+    dates = coerce_to(pd.Series([dt.date(2019, 5, 1), dt.date(2020, 1, 1), None, dt.date(2022, 1, 1)]), "date")
+    assert assign(dates, pdt).tolist() == [0, 1, 3, 2]
+    pdec = part("t", "p", ("10.5",), dtype="decimal(10,2)")
+    assert assign(pd.Series([10.49, 10.5, None]), pdec).tolist() == [0, 1, 2]
+
+
+def test_coerce_types():
+    assert str(coerce_to(pd.Series([1.0, None]), "int").dtype) == "Int64"
+    assert coerce_to(pd.Series([1.0, None]), "int").tolist() == [1, NA]
+    assert str(coerce_to(pd.Series(["x", None]), "string").dtype).startswith("string")
+    assert str(coerce_to(pd.Series([1, 2]), "double").dtype) == "Float64"
