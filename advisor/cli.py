@@ -95,6 +95,29 @@ def data_apply(batch: Path = typer.Argument(..., help="Parquet or CSV file with 
     out.print(f"{v.table} version {v.version}: +{v.n_ins:,} -{v.n_del:,} rows, now {v.rows:,} rows")
 
 
+@data_app.command("make-batch")
+def data_make_batch(table: str, out_path: Path = typer.Option(..., "--out"),
+                    inserts: int = typer.Option(1000, "--inserts"), deletes: int = typer.Option(0, "--deletes"),
+                    seed: int = typer.Option(0, "--seed")):
+    """Write an update batch for TABLE (copies of existing rows as inserts, random deletes)."""
+    from workloads.updates import make_batch
+
+    p = make_batch(ctx().catalog, table, inserts, deletes, str(out_path), seed)
+    out.print(f"wrote {p}: {inserts} insert(s), {deletes} delete(s)")
+
+
+@data_app.command("delta")
+def data_delta(table: str, v_from: int = typer.Option(..., "--from"), v_to: Optional[int] = typer.Option(None, "--to"),
+               as_json: bool = typer.Option(False, "--json")):
+    """Net inserted and deleted rows between two versions of TABLE."""
+    ins, dels = ctx().catalog.delta(table, v_from, v_to)
+    rec = {"table": table, "from": v_from, "to": v_to or ctx().catalog.current_version(table),
+           "inserted": ins.count(), "deleted": dels.count()}
+    if as_json:
+        return emit_json(rec)
+    out.print(f"{table} {rec['from']} -> {rec['to']}: {rec['inserted']:,} inserted, {rec['deleted']:,} deleted")
+
+
 @data_app.command("compact")
 def data_compact(table: str):
     """Fold a table's batches into a new base version."""
@@ -187,7 +210,8 @@ def capture_cmd(sql: str, on: List[str] = typer.Option(..., "--on", help="TABLE.
 
 @app.command("run")
 def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use a stored sketch if one is usable."),
-            as_json: bool = typer.Option(False, "--json"), limit_rows: int = typer.Option(50, "--show")):
+            as_json: bool = typer.Option(False, "--json"), limit_rows: int = typer.Option(50, "--show"),
+            as_of: List[str] = typer.Option([], "--as-of", help="TABLE=VERSION: read an older version.")):
     """Run SQL (with a usable sketch unless --no-use); result rows and scan metrics."""
     from advisor.errors import Unsupported
     from advisor.execute import run_plain_sql, run_query, versions_now
@@ -201,6 +225,11 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
         print(f"note: {res.note}", file=sys.stderr)
     else:
         versions = versions_now(c.catalog, q)
+        for spec in as_of:
+            t, _, v = spec.partition("=")
+            if t.lower() not in versions or not v.isdigit():
+                raise BadInput(f"--as-of expects TABLE=VERSION for a table the query reads, got {spec!r}")
+            versions[t.lower()] = c.catalog.version(t.lower(), int(v)).version
         sketch = None
         if use:
             good, _ = usable_sketches(c.catalog, q, versions)

@@ -33,7 +33,7 @@ from advisor.plan import ir
 
 from . import pushdown, relops
 from .base import BaseSide, PandasBase, empty_like
-from .frames import EMPTY, M, annotations, deep_size, empty_frame
+from .frames import M, annotations, deep_size, empty_frame
 from .ops_agg import AggOp
 from .ops_base import Ctx, MaintenanceError, NeedsRecapture, Op
 from .ops_join import JoinOp
@@ -227,6 +227,3 @@ class Maintainer:
         st.apply({t: (df, None) for t, df in used.items()}, PandasBase(empty_like(used), used, st.sketched))
         return st
 
-
-def no_sketch(sketched: Sketched) -> dict[int, frozenset]:
-    return {s: EMPTY for s in sketched}

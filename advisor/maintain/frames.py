@@ -259,6 +259,10 @@ def deep_size(obj: Any, _seen: set | None = None) -> int:
     elif isinstance(obj, (list, tuple, set, frozenset)):
         for v in obj:
             size += deep_size(v, seen)
+    elif hasattr(obj, "__slots__") and not isinstance(obj, type):
+        for a in obj.__slots__:
+            if hasattr(obj, a):
+                size += deep_size(getattr(obj, a), seen)
     elif hasattr(obj, "__dict__") and not isinstance(obj, type):
         size += deep_size(vars(obj), seen)
     return size

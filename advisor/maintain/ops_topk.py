@@ -47,6 +47,7 @@ class TopKOp(Op):
         self.n_total = 0
         self.complete = True
         self.refills = 0
+        self.bad = False  # set when a batch deleted entries the buffer did not hold
 
     def _key(self):
         return topk_sort_key(self.names, self.node.order)
