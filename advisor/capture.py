@@ -78,6 +78,11 @@ def _capture_views(catalog, on: dict[str, str], parts: dict[str, RangePartition]
     return source
 
 
+def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
+    """Versions of every table the query reads: a change to any of them can change the sketch."""
+    return {t: versions[t] for t in sorted({s.table for s in query.scans()})}
+
+
 def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "") -> dict:
     scan_table = {s.scan_id: s.table for s in query.scans()}
     frags: dict[str, set] = {t: set() for t in on}
@@ -105,7 +110,7 @@ def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str,
         frags = _decode(q, on, row, lam_scans, f"c{i}_")
         sk = Sketch(0, q.template, q.bindings, q.sql,
                     [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
-                    {t: versions[t] for t in on})
+                    _all_versions(q, versions))
         out.append(save_sketch(catalog.store, sk) if save else sk)
     return out, secs
 
@@ -134,6 +139,6 @@ def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
     frags = _decode(query, on, row, lam_scans)
     sk = Sketch(0, query.template, query.bindings, query.sql,
                 [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
-                {t: versions[t] for t in on})
+                _all_versions(query, versions))
     save_sketch(catalog.store, sk)
     return CaptureResult(sk, secs, verdicts)

@@ -208,6 +208,35 @@ class Catalog:
             return net_ins, net_del
         return ins, dels
 
+    def delta_pandas(self, name: str, v_from: int, v_to: int | None = None):
+        """Same as `delta`, read straight from the batch files with pyarrow (no Spark job): the
+        fast path for maintenance, whose deltas are small. Returns pandas frames without `_rid`."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        name = self.require(name)
+        to = self.version(name, v_to).version
+        batches = [x for x in self.versions(name) if v_from < x.version <= to]
+        cols = [c for c, _ in self.schema(name)]
+
+        def load(paths):
+            if not paths:
+                return None
+            return ds.dataset(paths, format="parquet").to_table(columns=[RID] + cols)
+
+        ins = load([b.ins_path for b in batches if b.ins_path])
+        dels = load([b.del_path for b in batches if b.del_path])
+        if ins is not None and dels is not None:
+            import pyarrow.compute as pc
+
+            i_ids, d_ids = ins.column(RID), dels.column(RID)
+            ins, dels = (ins.filter(pc.invert(pc.is_in(i_ids, value_set=d_ids))),
+                         dels.filter(pc.invert(pc.is_in(d_ids, value_set=i_ids))))
+        out = []
+        for t in (ins, dels):
+            out.append(None if t is None or t.num_rows == 0 else t.drop_columns([RID]).to_pandas())
+        return out[0], out[1]
+
     # ---------- batches ----------
     def apply_batch(self, name: str, path: str) -> Version:
         """Apply an insert/delete batch file (Parquet, or CSV with header) as a new version."""

@@ -19,7 +19,7 @@ data_app = typer.Typer(no_args_is_help=True, help="Load datasets, list tables, a
 part_app = typer.Typer(no_args_is_help=True, help="Range partitions per table attribute.")
 app.add_typer(data_app, name="data")
 app.add_typer(part_app, name="partitions")
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 160)
 STATE: dict = {}
 
 
@@ -91,8 +91,13 @@ def data_list(as_json: bool = typer.Option(False, "--json")):
 def data_apply(batch: Path = typer.Argument(..., help="Parquet or CSV file with an op column."),
                table: str = typer.Option(..., "--table")):
     """Apply an insert/delete batch as a new table version."""
-    v = ctx().catalog.apply_batch(table, str(batch))
+    from advisor.maintain.hooks import after_apply
+
+    c = ctx()
+    v = c.catalog.apply_batch(table, str(batch))
     out.print(f"{v.table} version {v.version}: +{v.n_ins:,} -{v.n_del:,} rows, now {v.rows:,} rows")
+    for r in after_apply(c.catalog, v.table, v.n_ins + v.n_del):
+        out.print(f"maintained sketch {r.old_id} -> {r.new_id} ({r.how}, {r.seconds:.2f}s)")
 
 
 @data_app.command("make-batch")
@@ -232,6 +237,10 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
             versions[t.lower()] = c.catalog.version(t.lower(), int(v)).version
         sketch = None
         if use:
+            from advisor.maintain.hooks import before_use
+
+            if not as_of:
+                before_use(c.catalog, q)
             good, _ = usable_sketches(c.catalog, q, versions)
             sketch = good[0] if good else None
         try:
@@ -279,9 +288,33 @@ def recommend_cmd(sql: str):
 
 
 @app.command("maintain")
-def maintain_cmd(policy: str = typer.Option("eager", "--policy")):
-    """Bring stored sketches up to date with the table versions."""
-    _not_yet("maintain", "incremental maintenance lands with issue 5")
+def maintain_cmd(policy: Optional[str] = typer.Option(None, "--policy",
+                                                      help="Set the policy: eager | lazy | batched:N[,Ts] | arrival."),
+                 sketch: Optional[int] = typer.Option(None, "--sketch", help="Maintain only this sketch."),
+                 all_: bool = typer.Option(True, "--all/--none", help="Maintain every stale sketch now."),
+                 as_json: bool = typer.Option(False, "--json")):
+    """Set the maintenance policy and bring stale sketches up to date incrementally (IMP)."""
+    from advisor.maintain.hooks import policy_spec, set_policy
+    from advisor.maintain.service import maintain_sketch, stale_heads
+
+    c = ctx()
+    if policy is not None:
+        set_policy(c.store, policy)
+    if sketch is not None:
+        results = [maintain_sketch(c.catalog, sketch)]
+    elif all_:
+        results = [maintain_sketch(c.catalog, s.id) for s in stale_heads(c.catalog)]
+    else:
+        results = []
+    rec = {"policy": policy_spec(c.store), "maintained": [r.to_json() for r in results]}
+    if as_json:
+        return emit_json(rec)
+    out.print(f"policy: {rec['policy']}")
+    for r in results:
+        ch = "; ".join(f"{t}: +{len(a)} -{len(d)} fragments" for t, (a, d) in r.changed.items())
+        out.print(f"sketch {r.old_id} -> {r.new_id}: {r.how} over {r.delta_rows:,} delta rows in {r.seconds:.2f}s ({ch})")
+    if not results:
+        out.print("every sketch is current")
 
 
 @app.command("replay")

@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE TABLE IF NOT EXISTS states (
   sketch_id INTEGER PRIMARY KEY, path TEXT NOT NULL, meta_json TEXT NOT NULL, created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS policy_state (chain TEXT PRIMARY KEY, spec TEXT NOT NULL, blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, sql TEXT, record_json TEXT NOT NULL,
   created REAL NOT NULL
@@ -100,6 +102,14 @@ class Store:
         with self.tx() as c:
             c.execute("INSERT INTO runs(kind, sql, record_json, created) VALUES (?,?,?,?)",
                       (kind, sql, json.dumps(record, default=str), time.time()))
+
+    def setting(self, key: str, default: str | None = None) -> str | None:
+        r = self.one("SELECT value FROM settings WHERE key=?", (key,))
+        return r["value"] if r else default
+
+    def set_setting(self, key: str, value: str) -> None:
+        with self.tx() as c:
+            c.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?,?)", (key, value))
 
     def close(self) -> None:
         self.conn.close()

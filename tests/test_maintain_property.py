@@ -3,8 +3,8 @@ insert/delete batches, the incrementally maintained sketch equals the lineage sk
 from scratch by the reference evaluator, and every operator state equals the state rebuilt from
 scratch on the new tables.
 
-Five tests x 110 derandomized examples = 550 generated batch sequences in the normal run; the
-`soak` variants run ten times as many (`make soak` or `pytest -m soak`).
+Five tests x 110 derandomized examples = 550 generated batch sequences in the normal run (about
+70 s); the `soak` variant runs ten times as many, 1100 per family (`make soak` / `pytest -m soak`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from advisor.maintain import reference as ref
 from advisor.maintain.base import PandasBase
 from advisor.maintain.engine import Maintainer, MaintState
+from advisor.plan import ir
 from maintain_helpers import agg, distinct, join, part, project, scan, select, topk, union
 
 N_EXAMPLES = 110
-RUNS = {"sequences": 0, "batches": 0}
+RUNS = {"sequences": 0, "batches": 0}  # executed counts, for reporting
 
 COMMON = dict(derandomize=True, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -159,14 +160,11 @@ def q_topk(draw):
 
 
 def sketched_for(draw, root):
+    """Sketch most scans (at least one) on a random attribute with random boundaries."""
+    scans = [n for n in root.walk() if isinstance(n, ir.Scan)]
+    chosen = [s for s in scans if draw(st.integers(0, 5))] or scans[:1]
     out = {}
-    for n in root.walk():
-        if getattr(n, "scan_id", None) is None or n.__class__.__name__ != "Scan" or not draw(st.integers(0, 5)):
-            continue
-        attr = draw(st.sampled_from(n.cols)).name
-        out[n.scan_id] = (attr, part(n.table, attr, draw(bounds), pid=n.scan_id))
-    if not out:
-        s = next(n for n in root.walk() if n.__class__.__name__ == "Scan")
+    for s in chosen:
         attr = draw(st.sampled_from(s.cols)).name
         out[s.scan_id] = (attr, part(s.table, attr, draw(bounds), pid=s.scan_id))
     return out
@@ -219,9 +217,6 @@ def run_sequence(data, query_strategy, vary_options: bool = False):
     RUNS["sequences"] += 1
 
 
-QUERIES = {"spj": q_spj, "agg": q_agg, "join_agg": q_join_agg, "topk": q_topk}
-
-
 def _mixed():
     return st.one_of(q_spj(), q_agg(), q_join_agg(), q_topk())
 
@@ -256,22 +251,23 @@ def test_mixed_with_options_and_round_trips(data):
     run_sequence(data, _mixed(), vary_options=True)
 
 
-@SOAK
-@given(st.data())
-def _soak_any(data):
-    run_sequence(data, _mixed(), vary_options=True)
+def _soak(strategy_fn, vary: bool):
+    @SOAK
+    @given(st.data())
+    def run(data):
+        run_sequence(data, strategy_fn(), vary_options=vary)
+
+    return run
 
 
-@SOAK
-@given(st.data())
-def _soak_join_agg(data):
-    run_sequence(data, q_join_agg(), vary_options=True)
+SOAK_RUNS = {"spj": _soak(q_spj, False), "agg": _soak(q_agg, False), "join_agg": _soak(q_join_agg, True),
+             "topk": _soak(q_topk, True), "mixed": _soak(_mixed, True)}
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize("fn", [_soak_any, _soak_join_agg], ids=["mixed", "join_agg"])
-def test_soak(request, fn):
-    """Ten times the normal number of sequences (runs only when soak is selected)."""
+@pytest.mark.parametrize("family", sorted(SOAK_RUNS))
+def test_soak(request, family):
+    """Ten times the normal number of sequences per family (runs only when soak is selected)."""
     if not soak_selected(request):
         pytest.skip("soak runs only with -m soak (or ADVISOR_SOAK=1)")
-    fn()
+    SOAK_RUNS[family]()

@@ -1,0 +1,84 @@
+"""Where maintenance policies meet the commands: after an update batch is applied and before a
+query uses a sketch. One policy object per sketch chain (template + bindings) is persisted in the
+store, so arrival-aware and batched policies see the history across CLI invocations."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+
+from advisor.errors import BadInput
+
+from .policy import make_policy
+
+DEFAULT_POLICY = "lazy"
+
+
+def policy_spec(store) -> str:
+    return store.setting("policy", DEFAULT_POLICY)
+
+
+def set_policy(store, spec: str) -> str:
+    try:
+        make_policy(spec)
+    except (ValueError, KeyError) as e:
+        raise BadInput(f"unknown maintenance policy {spec!r}: {e} (use eager, lazy, batched:N, batched:Ns or arrival)")
+    store.set_setting("policy", spec)
+    return spec
+
+
+def _chain(sk) -> str:
+    return json.dumps([sk.template, list(sk.bindings)], default=str)
+
+
+def _load(store, sk, spec: str):
+    r = store.one("SELECT spec, blob FROM policy_state WHERE chain=?", (_chain(sk),))
+    if r is not None and r["spec"] == spec:
+        try:
+            return pickle.loads(r["blob"])
+        except Exception:
+            pass
+    return make_policy(spec)
+
+
+def _save(store, sk, spec: str, pol) -> None:
+    with store.tx() as c:
+        c.execute("INSERT OR REPLACE INTO policy_state(chain, spec, blob) VALUES (?,?,?)",
+                  (_chain(sk), spec, pickle.dumps(pol)))
+
+
+def after_apply(catalog, table: str, n_tuples: int) -> list:
+    """Tell every sketch reading `table` about the batch; maintain those whose policy says so."""
+    from .service import maintain_sketch, stale_heads
+
+    spec = policy_spec(catalog.store)
+    done = []
+    for sk in stale_heads(catalog, {table}):
+        pol = _load(catalog.store, sk, spec)
+        now = time.time()
+        if pol.on_update(now, n_tuples):
+            res = maintain_sketch(catalog, sk.id)
+            pol.on_maintained(time.time(), res.seconds, res.delta_rows)
+            done.append(res)
+        _save(catalog.store, sk, spec, pol)
+    return done
+
+
+def before_use(catalog, query) -> list:
+    """Lazy catch-up: maintain stale sketches of this query's template before choosing one."""
+    from .service import maintain_sketch, stale_heads
+
+    spec = policy_spec(catalog.store)
+    done = []
+    tables = {s.table for s in query.scans()}
+    for sk in stale_heads(catalog, tables):
+        if sk.template != query.template:
+            continue
+        pol = _load(catalog.store, sk, spec)
+        pol.on_query(time.time())
+        res = maintain_sketch(catalog, sk.id)
+        pol.on_maintained(time.time(), res.seconds, res.delta_rows)
+        _save(catalog.store, sk, spec, pol)
+        done.append(res)
+    return done

@@ -1,0 +1,174 @@
+"""Maintaining stored sketches on Spark data: state persistence, deltas, recapture fallback.
+
+A sketch row is immutable and tied to the data versions it is correct for. `maintain_sketch`
+brings one sketch head from its versions V to the current versions V' in one step (this is also
+how the lazy policy catches up): it loads the operator state persisted for that sketch (or
+initialises it by feeding the tables at V as one insert batch), feeds the net deltas V -> V'
+through the IMP engine (the non-delta join sides are evaluated by Spark, `SparkBase`), stores the
+result as a new sketch version whose parent is the old one, and persists the new state next to
+it (temp file + rename, then the SQLite row). If the engine cannot continue (a top-k buffer ran
+dry), the sketch is recaptured instead. The previous version is never modified.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.errors import BadInput
+from advisor.partitions import load_partition
+from advisor.plan.parse import parse_sql
+from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
+
+from .base import NEW, OLD, PandasBase, empty_like
+from .engine import Maintainer, MaintState
+from .ops_base import NeedsRecapture
+from .spark_base import SparkBase
+
+
+@dataclass
+class MaintResult:
+    old_id: int
+    new_id: int
+    how: str                 # "incremental" | "recapture" | "current"
+    seconds: float
+    delta_rows: int
+    changed: dict            # table -> (added fragments, removed fragments)
+    state_bytes: int = 0
+
+    def to_json(self) -> dict:
+        return {"old": self.old_id, "new": self.new_id, "how": self.how, "seconds": round(self.seconds, 4),
+                "delta_rows": self.delta_rows, "state_bytes": self.state_bytes,
+                "changed": {t: {"added": sorted(a), "removed": sorted(r)} for t, (a, r) in self.changed.items()}}
+
+
+def _sketched(catalog, query, sk: Sketch) -> dict:
+    """scan_id -> (internal attribute name, RangePartition) for every access of a sketched table."""
+    out = {}
+    for p in sk.parts:
+        part = load_partition(catalog.store, p.partition_id)
+        for s in query.scans():
+            if s.table == p.table:
+                out[s.scan_id] = (next(c.name for c in s.cols if c.source == p.attr), part)
+    return out
+
+
+def _state_dir(catalog) -> Path:
+    d = catalog.store.warehouse / "states"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def save_state(catalog, sketch_id: int, state: MaintState) -> int:
+    data = state.to_bytes()
+    path = _state_dir(catalog) / f"sketch_{sketch_id}.state"
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
+    tmp.write_bytes(data)
+    tmp.rename(path)
+    with catalog.store.tx() as c:
+        c.execute("INSERT OR REPLACE INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
+                  (sketch_id, str(path), json.dumps({"bytes": len(data), "memory": state.memory_bytes()}),
+                   time.time()))
+    return len(data)
+
+
+def load_state(catalog, sketch_id: int) -> MaintState | None:
+    r = catalog.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
+    if r is None or not Path(r["path"]).exists():
+        return None
+    try:
+        return MaintState.from_bytes(Path(r["path"]).read_bytes())
+    except (ValueError, pickle.UnpicklingError, EOFError):
+        return None  # damaged state: fall back to re-initialisation
+
+
+def _pandas_tables(catalog, tables: list[str], versions: dict[str, int]) -> dict:
+    return {t: catalog.read(t, versions[t]).toPandas() for t in tables}
+
+
+def init_state(catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | None = None) -> MaintState:
+    """Initialise operator state by feeding the tables at the sketch's versions as one insert batch."""
+    tables = sorted({s.table for s in query.scans()})
+    versions = _versions_for(catalog, sk, tables)
+    data = _pandas_tables(catalog, tables, versions)
+    return Maintainer.init(query.root, sketched, data, topk_buffer=topk_buffer)
+
+
+def _versions_for(catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:
+    """The sketch's data versions; tables it does not sketch are read at the version current when
+    it was made (recorded for every table the query reads)."""
+    return {t: sk.data_versions.get(t, catalog.current_version(t)) for t in tables}
+
+
+def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> MaintResult:
+    """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened."""
+    from advisor.capture import capture
+
+    sk = load_sketch(catalog.store, sketch_id)
+    if sk is None:
+        raise BadInput(f"no sketch with id {sketch_id}")
+    query = parse_sql(sk.sql, lambda t: catalog.schema(t))
+    tables = sorted({s.table for s in query.scans()})
+    old = _versions_for(catalog, sk, tables)
+    new = {t: catalog.current_version(t) for t in tables}
+    if old == new:
+        return MaintResult(sk.id, sk.id, "current", 0.0, 0, {})
+    t0 = time.perf_counter()
+    sketched = _sketched(catalog, query, sk)
+    state = load_state(catalog, sk.id) or init_state(catalog, sk, query, sketched, topk_buffer)
+    deltas, n_delta = {}, 0
+    for t in tables:
+        if old[t] != new[t]:
+            ins_p, del_p = catalog.delta_pandas(t, old[t], new[t])
+            n_delta += (0 if ins_p is None else len(ins_p)) + (0 if del_p is None else len(del_p))
+            deltas[t] = (ins_p, del_p)
+    scan_table = {s.scan_id: s.table for s in query.scans()}
+    try:
+        per_scan = state.apply(deltas, SparkBase(catalog, sketched, old, new))
+        how = "incremental"
+    except NeedsRecapture:
+        on = {p.table: p.attr for p in sk.parts}
+        parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}
+        res = capture(catalog, query, on, versions=new, check=False, partitions=parts)
+        # the recapture saved its own row; re-link it as the next version of this chain
+        with catalog.store.tx() as c:
+            c.execute("UPDATE sketches SET parent_id=?, how='recapture', data_versions_json=? WHERE id=?",
+                      (sk.id, json.dumps(new), res.sketch.id))
+        state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, sketched, topk_buffer)
+        size = save_state(catalog, res.sketch.id, state)
+        return MaintResult(sk.id, res.sketch.id, "recapture", time.perf_counter() - t0, n_delta,
+                           _changes(sk, load_sketch(catalog.store, res.sketch.id)), size)
+    frags: dict[str, set] = {p.table: set() for p in sk.parts}
+    for sid, fs in per_scan.items():
+        frags[scan_table[sid]] |= set(fs)
+    new_sk = Sketch(0, sk.template, sk.bindings, sk.sql,
+                    [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts],
+                    dict(new), parent_id=sk.id, how="maintain")
+    save_sketch(catalog.store, new_sk)
+    size = save_state(catalog, new_sk.id, state)
+    return MaintResult(sk.id, new_sk.id, how, time.perf_counter() - t0, n_delta, _changes(sk, new_sk), size)
+
+
+def _changes(a: Sketch, b: Sketch) -> dict:
+    out = {}
+    for p in a.parts:
+        q = b.part(p.table)
+        if q is not None:
+            out[p.table] = (q.fragments - p.fragments, p.fragments - q.fragments)
+    return out
+
+
+def stale_heads(catalog, tables: set[str] | None = None) -> list[Sketch]:
+    """Sketch heads whose data versions are behind the current table versions."""
+    out = []
+    for s in latest_versions(catalog.store):
+        query_tables = set(s.data_versions)
+        if tables is not None and not (query_tables & tables):
+            continue
+        if any(catalog.exists(t) and catalog.current_version(t) != v for t, v in s.data_versions.items()):
+            out.append(s)
+    return out

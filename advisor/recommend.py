@@ -1,0 +1,228 @@
+"""`advisor recommend "SQL"`: what-if sketch sizes per candidate attribute, the pick and go/no-go.
+
+Nothing is captured unless ``capture=True``.  Steps: parse, ``estimate.analyze`` (which table to
+sample, HAVING/top-k/nested shape), candidates with Z3 safety verdicts (``select``), sample +
+estimate the strategy's pool at each granularity, ``select.choose`` (strategy + cost model), and,
+for OPT, capture every pool candidate to get real sizes.  The record is logged in the store's
+``runs`` table with kind ``recommend`` (these do not count as executions for reuse prediction).
+
+JSON shape (``--json``; numbers are fractions of the sampled table unless named otherwise)::
+
+    {
+      "sql": str, "supported": bool,          # false: the planner cannot sketch this query at all
+      "estimable": bool,                      # false: no estimate possible ("reason" says why)
+      "reason": str | null,
+      "strategy": "CB-OPT-GB", "sample_rate": 0.05, "method": "bootstrap" | "clt",
+      "table": str | null, "table_rows": int | null,
+      "shape": "having" | "topk" | "nested" | "groupby" | null,
+      "sample": {"strata": [str], "rows": int, "cached": bool, "uniform_fallback": bool,
+                 "seconds": float} | null,
+      "workload": {"predicted_reuses": float, "updates_per_use": float, "scan_rows_per_s": float,
+                   "reason": str} | null,
+      "candidates": [{
+          "attr": str, "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
+          "estimated": bool,                  # false: outside the strategy's pool or unsafe
+          "fragments": int | null,            # fragments of the granularity the cost model chose
+          "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
+          "selectivity": float | null, "ci": [lo, hi] | null, "selectivity_point": float | null,
+          "real_selectivity": float | null,   # OPT only (captured)
+          "capture_s": float | null, "saving_s": float | null, "net_s": float | null,
+          "go": bool | null, "picked": bool,
+          "by_granularity": [{"fragments": int, "n_fragments": int, "selectivity": float,
+                              "ci": [lo, hi], "net_scans": float}]}],
+      "decision": {"attr": str | null, "fragments": int | null, "fragments_target": int | null,
+                   "go": bool, "reason": str,
+                   "figures": {capture/saving/overhead/net in rows and seconds} | null},
+      "captured": {"sketch_id": int, "selectivity": float, "seconds": float} | null,
+      "seconds": {"sampling": s, "partitions": s, "sample_query": s, "groups": s, "sizes": s,
+                  "oracle": s, "total": s}
+    }
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+
+from advisor.errors import BadInput, Unsupported
+from advisor.partitions import MAX_FRAGMENTS
+from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, best_granularity, choose,
+                            enumerate_candidates, granularities_for, oracle, pool_of, predict_workload)
+
+METHODS = ("bootstrap", "clt")
+
+
+def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:
+    """Normalised strategy name, or BadInput with one sentence."""
+    s = str(strategy).strip().upper()
+    if s not in STRATEGIES:
+        raise BadInput(f"unknown strategy {strategy!r} (choose one of: {', '.join(STRATEGIES)})")
+    if not isinstance(sample_rate, (int, float)) or not 0.0 < float(sample_rate) <= 1.0:
+        raise BadInput(f"--sample-rate must be in (0, 1], got {sample_rate}")
+    if fragments is not None and not 1 <= int(fragments) <= MAX_FRAGMENTS:
+        raise BadInput(f"--fragments must be between 1 and {MAX_FRAGMENTS}, got {fragments}")
+    if str(method).lower() not in METHODS:
+        raise BadInput(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    return s
+
+
+def _base(sql, strategy, sample_rate, method) -> dict:
+    return {"sql": sql, "supported": True, "estimable": False, "reason": None, "strategy": strategy,
+            "sample_rate": sample_rate, "method": method, "table": None, "table_rows": None, "shape": None,
+            "sample": None, "workload": None, "candidates": [], "captured": None, "seconds": {},
+            "decision": {"attr": None, "fragments": None, "go": False, "reason": "", "figures": None}}
+
+
+def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05, capture: bool = False,
+              fragments: int | None = None, method: str = "bootstrap", seed: int = 0, progress=None,
+              params: CostParams | None = None) -> dict:
+    """Compute the recommendation record (see the module docstring); no printing."""
+    from advisor.estimate import CannotEstimate, analyze, estimate
+    from advisor.execute import versions_now
+    from advisor.plan.parse import parse_sql
+
+    t_all = time.perf_counter()
+    strategy = validate(strategy, sample_rate, fragments, method)
+    method = method.lower()
+    rec = _base(sql, strategy, float(sample_rate), method)
+    p = params or CostParams()
+    try:
+        q = parse_sql(sql, ctx.schema_lookup())
+    except Unsupported as e:
+        rec.update(supported=False, reason=str(e))
+        rec["decision"]["reason"] = f"no-go: the query cannot use sketches ({e})"
+        return rec
+    cat = ctx.catalog
+    try:
+        shape = analyze(q, lambda t: cat.version(t).rows)
+    except CannotEstimate as e:
+        rec["reason"] = str(e)
+        rec["decision"]["reason"] = f"no-go: cannot estimate sketch sizes ({e})"
+        return rec
+    versions = versions_now(cat, q)
+    table = shape.fact.table
+    T = cat.version(table, versions[table]).rows
+    rec.update(table=table, table_rows=T, shape=shape.kind)
+    cands = enumerate_candidates(cat, q, shape, versions)
+    grans = (int(fragments),) if fragments else GRANULARITIES
+    pool = pool_of("CB-OPT" if strategy == "OPT" else strategy, cands)
+    plan = {c.attr: g for c in pool if (g := granularities_for(c.ndv, grans))}
+    w = predict_workload(ctx.store, q, table, p)
+    rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use,
+                       "scan_rows_per_s": w.scan_rate, "reason": w.reason}
+    est = None
+    if plan:
+        est = estimate(cat, shape, plan, float(sample_rate), seed, method, versions=versions, progress=progress)
+        rec["estimable"] = True
+        rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
+        rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),
+                         "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
+                         "seconds": round(est.sample.seconds, 3)}
+        by = {c.attr: c for c in cands}
+        for (a, n), se in est.sizes.items():
+            by[a].sizes[n] = SizeSummary.of(se, est.partitions[(a, n)])
+        if strategy == "OPT":
+            if progress:
+                progress(f"capturing {len(est.partitions)} candidate sketch(es) (OPT oracle)")
+            real, secs = oracle(cat, q, est.partitions, versions)
+            rec["seconds"]["oracle"] = round(secs, 3)
+            for (a, n), s in real.items():
+                by[a].real[n] = s
+    elif strategy != "NO-PS":
+        rec["reason"] = f"no safe candidate in the {strategy} pool"
+    d = choose(strategy, cands, T, w, p, seed, fragments)
+    rec["decision"] = {"attr": d.attr, "fragments": d.costing.n_fragments if d.costing else None,
+                       "fragments_target": d.n_target, "go": d.go, "reason": d.reason,
+                       "figures": None if d.costing is None else asdict(d.costing) | {
+                           "seconds": d.costing.seconds(w.scan_rate)}}
+    for c in cands:
+        k = best_granularity(c.sizes, c.attr, T, w, p, fragments) if c.sizes else None
+        s = c.sizes.get(k.n_target) if k else None
+        secs_ = k.seconds(w.scan_rate) if k else {}
+        real = c.real.get(k.n_target) if k else None
+        rec["candidates"].append({
+            "attr": c.attr, "safe": c.safe, "safety_reason": c.reason, "ndv": c.ndv, "roles": sorted(c.roles),
+            "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
+            "fragments_target": k.n_target if k else None,
+            "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
+            "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,
+            "capture_s": secs_.get("capture"), "saving_s": secs_.get("saving"), "net_s": secs_.get("net"),
+            "go": k.go if k else None, "picked": c.attr == d.attr,
+            "by_granularity": [{"fragments": n, "n_fragments": x.n_fragments, "selectivity": x.sel,
+                                "ci": [x.sel_lo, x.sel_hi],
+                                "net_scans": best_granularity({n: x}, c.attr, T, w, p).net_rows / max(T, 1)}
+                               for n, x in sorted(c.sizes.items())]})
+    if capture and d.go and d.attr is not None:
+        rec["captured"] = _capture(cat, q, table, d, est, versions)
+    elif capture:
+        rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + "nothing captured: the decision is no-go"
+    rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
+    ctx.store.log_run("recommend", sql, rec)
+    return rec
+
+
+def _capture(cat, q, table, d, est, versions) -> dict:
+    """Capture the picked sketch on the partition it was estimated with (stored if derived)."""
+    from advisor.capture import capture
+    from advisor.estimate import store_partition
+    from advisor.finder import sketch_rows
+
+    part = store_partition(cat, est.partitions[(d.attr, d.n_target)])
+    res = capture(cat, q, {table: d.attr}, part.n_target, versions, check=True, partitions={table: part})
+    sel = sketch_rows(cat, res.sketch) / max(1, cat.version(table, versions[table]).rows)
+    return {"sketch_id": res.sketch.id, "selectivity": sel, "seconds": round(res.seconds, 3)}
+
+
+def render(console, rec: dict) -> None:
+    """The what-if table and the decision line."""
+    from rich.table import Table
+
+    if not rec["supported"] or not rec["estimable"]:
+        console.print(rec["decision"]["reason"] or rec["reason"])
+        return
+    s = rec["sample"]
+    how = "cached" if s["cached"] else f"drawn in {s['seconds']:.1f}s"
+    title = (f"{rec['table']} ({rec['table_rows']:,} rows), {rec['shape']} query, strategy {rec['strategy']}, "
+             f"sample {s['rows']:,} rows ({how})")
+    tab = Table("table", "attribute", "safe?", "est. selectivity [CI]", "fragments", "capture s", "saving s",
+                "net s", "go", "pick", title=title)
+    for c in sorted(rec["candidates"], key=lambda c: (not c["estimated"], c["selectivity"] or 2, c["attr"])):
+        if c["estimated"]:
+            sel = f"{c['selectivity']:.1%} [{c['ci'][0]:.1%}, {c['ci'][1]:.1%}]"
+            if c["real_selectivity"] is not None:
+                sel += f" real {c['real_selectivity']:.1%}"
+            nums = [str(c["fragments"]), f"{c['capture_s']:.2f}", f"{c['saving_s']:.2f}", f"{c['net_s']:+.2f}",
+                    "yes" if c["go"] else "no"]
+        else:
+            sel = "-" if c["safe"] else f"unsafe: {c['safety_reason'][:60]}"
+            nums = ["-"] * 5
+        tab.add_row(rec["table"], c["attr"], "yes" if c["safe"] else "no", sel, *nums, "*" if c["picked"] else "")
+    console.print(tab)
+    if s["uniform_fallback"]:
+        console.print("note: uniform sample (more groups than the sample budget): unsampled groups count as failing")
+    console.print(f"reuse: {rec['workload']['reason']}")
+    console.print(f"[bold]{rec['decision']['reason']}[/bold]")
+    if rec["captured"]:
+        c = rec["captured"]
+        console.print(f"captured sketch {c['sketch_id']}: real selectivity {c['selectivity']:.1%} in {c['seconds']:.2f}s")
+
+
+def recommend_command(ctx, console, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05,
+                      as_json: bool = False, capture: bool = False, fragments: int | None = None,
+                      method: str = "bootstrap") -> dict:
+    """CLI entry: progress bar on stderr while sampling/estimating, then the table (unless as_json)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    validate(strategy, sample_rate, fragments, method)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("planning", total=None)
+
+        def progress(msg: str) -> None:
+            bar.update(task, description=msg, advance=1)
+
+        rec = recommend(ctx, sql, strategy, sample_rate, capture, fragments, method, progress=progress)
+    if not as_json:
+        render(console, rec)
+    return rec

@@ -1,0 +1,307 @@
+"""Candidate attributes, selection strategies and the go/no-go + granularity cost model (seed 002 §3).
+
+Candidates are the columns of the sampled table that the Z3 rules prove safe (``check_safety``) and
+that are not constant.  NDV vs fragments: the paper keeps only attributes with NDV > n; here an
+attribute with NDV <= n is kept with one fragment per value (coarser granularities above its NDV
+collapse into one), because a low-NDV group-by attribute can still make a good sketch (the year of
+the digest's running example); ``strict_ndv=True`` restores the paper's filter.
+
+Strategies (digest §3.3): NO-PS; RAND-ALL/REL/GB/PK/AGG (seeded uniform choice in the pool);
+CB-OPT/-GB/-REL (smallest *estimated* selectivity in the pool); OPT (smallest *real* size, from
+``oracle``: evaluation only).  Pools: ALL = safe candidates, GB = group-by attributes, REL = used
+by group-by, WHERE, joins or aggregate arguments, AGG = aggregate arguments, PK = primary key.
+
+Cost model (beyond the paper; unit = rows of the sketched table, T = its row count):
+  capture      = (1 + instr_overhead) * T                     one instrumented run of the query
+  per use      = saving (1 - sel) * T  minus  filter overhead runs * (term_cost * sel * T + plan_rows)
+               minus maintenance  updates_per_use * (maint_fixed * T + maint_per_delta * delta_rows)
+  net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
+``runs`` (range terms of the sketch filter) ~ E[fragments] * (1 - E[fragments]/n) + 1, fragments
+scattered at random (an upper-ish guess).  The number of fragments is the granularity with the best
+net.  The partition build is a sunk cost by decision time (estimation needed its fragment sizes), so
+it is not charged.  Reuses are predicted from the store's ``runs`` log: a template seen m times is
+expected m more times, plus a prior (default 3).  Updates per use = update batches of the table /
+logged runs reading it (0 without batches).  Two-attribute candidates are not modelled (the core
+stores one attribute per table and sketch).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from dataclasses import dataclass, field
+from typing import Optional
+
+STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
+              "CB-OPT", "CB-OPT-GB", "CB-OPT-REL", "OPT")
+POOLS = {"ALL": None, "REL": "rel", "GB": "gb", "PK": "pk", "AGG": "agg"}
+GRANULARITIES = (100, 1000, 10000)
+KNOWN_PK = {"lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",), "customer": ("c_custkey",),
+            "part": ("p_partkey",), "supplier": ("s_suppkey",), "partsupp": ("ps_partkey", "ps_suppkey"),
+            "nation": ("n_nationkey",), "region": ("r_regionkey",), "crimes": ("id",), "airlines": ("carrier",),
+            "airports": ("faa",), "planes": ("tailnum",), "flights": ("year", "month", "day", "carrier", "flight")}
+
+
+@dataclass(frozen=True)
+class SizeSummary:
+    """Estimated (or real) sketch size at one granularity, as fractions of the table."""
+
+    n_target: int
+    n_fragments: int
+    sel: float
+    sel_lo: float
+    sel_hi: float
+    sel_point: float
+    fragments: float
+
+    @classmethod
+    def of(cls, est, part) -> "SizeSummary":
+        lo, hi = est.selectivity_ci
+        return cls(part.n_target, part.n_fragments, est.selectivity_expected, lo, hi, est.selectivity_point,
+                   est.fragments_expected)
+
+    @classmethod
+    def exact(cls, n_target: int, n_fragments: int, sel: float, fragments: int) -> "SizeSummary":
+        return cls(n_target, n_fragments, sel, sel, sel, sel, float(fragments))
+
+
+@dataclass
+class Candidate:
+    """One attribute of the sampled table: safety, NDV, roles, estimated and (oracle) real sizes."""
+
+    table: str
+    attr: str
+    safe: bool
+    reason: str
+    ndv: int
+    roles: frozenset = frozenset()
+    sizes: dict = field(default_factory=dict)   # n_target -> SizeSummary (estimate)
+    real: dict = field(default_factory=dict)    # n_target -> SizeSummary (captured)
+
+
+@dataclass
+class CostParams:
+    """Knobs of the cost model (module docstring); defaults are rough Spark-on-Parquet ratios."""
+
+    instr_overhead: float = 0.3
+    term_cost: float = 0.002
+    plan_rows: float = 200.0
+    prior_reuses: float = 3.0
+    max_sel: float = 0.8
+    maint_fixed: float = 0.01
+    maint_per_delta: float = 3.0
+    scan_rate: float = 2e6
+
+
+@dataclass
+class Workload:
+    """Predicted future use of the query template and update activity of the table."""
+
+    reuses: float
+    updates_per_use: float = 0.0
+    delta_rows: float = 0.0
+    scan_rate: float = 2e6
+    reason: str = "prior only"
+
+
+@dataclass
+class Costing:
+    """The cost figures of sketching one attribute at one granularity (rows of the table)."""
+
+    attr: str
+    n_target: int
+    n_fragments: int
+    sel: float
+    sel_hi: float
+    table_rows: float
+    runs: float
+    capture_rows: float
+    saving_rows: float       # per use, before overheads
+    overhead_rows: float     # per use: filter terms
+    maintenance_rows: float  # per use
+    reuses: float
+    net_rows: float
+    go: bool
+    reason: str
+
+    def seconds(self, rate: float) -> dict:
+        r = max(rate, 1.0)
+        return {"capture": self.capture_rows / r, "saving": self.reuses * self.saving_rows / r,
+                "overhead": self.reuses * (self.overhead_rows + self.maintenance_rows) / r,
+                "net": self.net_rows / r}
+
+
+@dataclass
+class Decision:
+    """What a strategy picked and whether to capture it; ``reason`` says why with the numbers."""
+
+    strategy: str
+    attr: Optional[str]
+    n_target: Optional[int]
+    go: bool
+    reason: str
+    costing: Optional[Costing] = None
+    pool: list = field(default_factory=list)
+    ranking: list = field(default_factory=list)  # [(attr, sel)] best first (CB/OPT)
+
+
+def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParams) -> Costing:
+    """Net benefit of capturing a sketch of size ``s`` and using it ``w.reuses`` times."""
+    T = float(table_rows)
+    f = max(0.0, s.fragments)
+    runs = min(f, f * (1.0 - f / max(s.n_fragments, 1)) + 1.0) if f else 0.0
+    capture = (1.0 + p.instr_overhead) * T
+    saving = (1.0 - s.sel) * T
+    overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
+    maint = w.updates_per_use * (p.maint_fixed * T + p.maint_per_delta * w.delta_rows)
+    net = w.reuses * (saving - overhead - maint) - capture
+    scans = lambda x: x / T if T else 0.0  # noqa: E731
+    figures = (f"{attr} at {s.n_fragments} fragments covers ~{s.sel:.1%} (upper {s.sel_hi:.1%}) of the table; "
+               f"{w.reuses:g} predicted use(s) save {scans(w.reuses * saving):.2f} scans, cost "
+               f"{scans(w.reuses * (overhead + maint)):.2f} (filter + maintenance) + capture {scans(capture):.2f}"
+               f" -> net {scans(net):+.2f} scans")
+    if s.sel_hi > p.max_sel:
+        go, why = False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data; "
+    elif net <= 0:
+        go, why = False, "no-go: the sketch does not pay off; "
+    else:
+        go, why = True, "go: "
+    return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, T, runs, capture, saving, overhead,
+                   maint, w.reuses, net, go, why + figures)
+
+
+def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: CostParams,
+                     fragments: Optional[int] = None) -> Optional[Costing]:
+    """The granularity with the largest net benefit (or the one fixed by ``fragments``)."""
+    opts = [cost(s, attr, table_rows, w, p) for n, s in sorted(sizes.items()) if fragments in (None, n)]
+    return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
+
+
+def pool_of(strategy: str, candidates: list) -> list:
+    """Safe candidates in the strategy's pool (NO-PS: none)."""
+    if strategy == "NO-PS":
+        return []
+    key = "ALL" if strategy in ("CB-OPT", "OPT") else strategy.split("-")[-1]
+    role = POOLS[key]
+    return [c for c in candidates if c.safe and (role is None or role in c.roles)]
+
+
+def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: Optional[CostParams] = None,
+           seed: int = 0, fragments: Optional[int] = None) -> Decision:
+    """Apply a strategy to candidates with estimated (``sizes``) or, for OPT, real (``real``) sizes."""
+    p = p or CostParams()
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}")
+    if strategy == "NO-PS":
+        return Decision(strategy, None, None, False, "no-go: strategy NO-PS never sketches")
+    pool = pool_of(strategy, candidates)
+    field_ = "real" if strategy == "OPT" else "sizes"
+    costed = [(c, best_granularity(getattr(c, field_), c.attr, table_rows, w, p, fragments)) for c in pool]
+    costed = [(c, k) for c, k in costed if k is not None]
+    names = [c.attr for c in pool]
+    if not costed:
+        what = "with captured sizes" if strategy == "OPT" else "with estimates"
+        return Decision(strategy, None, None, False,
+                        f"no-go: no safe candidate {what} in the {strategy} pool", pool=names)
+    ranking = sorted(costed, key=lambda ck: (ck[1].sel, -ck[1].net_rows, ck[0].attr))
+    if strategy.startswith("RAND"):
+        c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].attr))
+    else:
+        c, k = ranking[0]
+    return Decision(strategy, c.attr, k.n_target, k.go, k.reason, k, names,
+                    [(ck[0].attr, ck[1].sel) for ck in ranking])
+
+
+def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:
+    """Granularities at which an attribute is a candidate (module docstring: NDV vs fragments)."""
+    if strict:
+        return tuple(n for n in grans if ndv > n)
+    if ndv <= 1:
+        return ()
+    out = [n for n in sorted(grans) if ndv > n]
+    coarser = [n for n in sorted(grans) if ndv <= n]
+    return tuple(out + coarser[:1])
+
+
+# ---------------- Spark / store side ----------------
+def primary_key(catalog, table: str, ndvs: dict) -> set:
+    """Known TPC-H/crimes/flights keys, else columns whose NDV is about the row count."""
+    if table in KNOWN_PK:
+        return set(KNOWN_PK[table])
+    rows = catalog.version(table).rows
+    return {c for c, n in ndvs.items() if rows and n >= 0.95 * rows}
+
+
+def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
+    """Every partitionable column of the sampled table with its Z3 safety verdict, NDV and roles."""
+    from advisor.explain import candidate_columns
+    from advisor.safety import check_safety
+    from advisor.stats import column_stats, stats_for_query
+
+    table = shape.fact.table
+    stats = stats_for_query(catalog, query, versions)
+    ndvs = {c: int(v[2] or 0) for c, v in column_stats(catalog, table, versions[table]).items()}
+    pk = primary_key(catalog, table, ndvs)
+    out = []
+    for col in candidate_columns(catalog, table):
+        if col not in shape.fact_cols or col not in ndvs:
+            continue
+        v = check_safety(query.root, {shape.fact_cols[col]}, stats)
+        roles = {r for r, hit in (("gb", shape.determined(col)), ("rel", col in shape.relevant),
+                                  ("agg", col in shape.agg_inputs), ("pk", col in pk)) if hit}
+        out.append(Candidate(table, col, bool(v.safe), v.reason, ndvs[col], frozenset(roles)))
+    return out
+
+
+def oracle(catalog, query, parts: dict, versions: dict) -> tuple[dict, float]:
+    """OPT: capture every (attr, n) -> partition in ONE Spark job; returns real SizeSummary and seconds."""
+    from advisor.capture import capture_batch
+    from advisor.estimate import store_partition
+
+    keys = sorted(parts)
+    stored = {k: store_partition(catalog, parts[k]) for k in keys}
+    items = [(query, {p.table: p.attr}, {p.table: p}) for p in (stored[k] for k in keys)]
+    sketches, secs = capture_batch(catalog, items, versions)
+    out = {}
+    for k, sk in zip(keys, sketches):
+        p = stored[k]
+        fr = sk.parts[0].fragments
+        rows = sum(p.sizes[f] for f in fr if f < len(p.sizes))
+        out[k] = SizeSummary.exact(p.n_target, p.n_fragments, rows / max(1, sum(p.sizes)), len(fr))
+    return out, secs
+
+
+def predict_workload(store, query, table: str, p: CostParams, catalog=None) -> Workload:
+    """Reuses, update rate and scan rate from the store's run log and the table's versions."""
+    import sqlglot
+
+    from advisor.plan.parse import templatize
+
+    rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 2000")
+    same = on_table = 0
+    rates = []
+    for r in rows:
+        sql = r["sql"] or ""
+        if table in sql.lower():
+            on_table += 1
+        try:
+            if templatize(sqlglot.parse_one(sql, read="spark"))[0] == query.template:
+                same += 1
+        except Exception:  # a logged statement our parser cannot read: not this template
+            pass
+        try:
+            rec = json.loads(r["record_json"])
+            rr, sec = rec.get("metrics", {}).get("rows_read"), rec.get("seconds")
+            if rr and sec:
+                rates.append(rr / sec)
+        except (ValueError, AttributeError):
+            pass
+    batches = store.query("SELECT n_ins, n_del FROM versions WHERE table_name=? AND kind='batch'", (table,))
+    ups = len(batches) / max(1, on_table) if batches else 0.0
+    delta = statistics.mean(b["n_ins"] + b["n_del"] for b in batches) if batches else 0.0
+    rate = statistics.median(rates) if rates else p.scan_rate
+    reason = (f"template seen {same} time(s) in the last {len(rows)} logged run(s): predicted "
+              f"{p.prior_reuses:g} (prior) + {same} reuse(s); {len(batches)} update batch(es) over "
+              f"{on_table} run(s) on {table}")
+    return Workload(p.prior_reuses + same, ups, delta, rate, reason)

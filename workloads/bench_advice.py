@@ -1,0 +1,259 @@
+"""Accuracy harness for cost-based sketch selection: estimated vs real sketch size of every candidate.
+
+For each generated query (``templates_advice``): candidates = safe attributes of the sampled table
+that are numeric/date/timestamp with NDV > 1000 fragments, plus its group-by attributes of any type
+(the paper's pre-filter and numeric attributes; group-by attributes are kept so CB-OPT-GB has a
+pool); one stored 1000-fragment partition per attribute (built once: setup time, shared by
+estimation and capture).  OPT: every candidate captured in ONE ``capture_batch`` job per query (its
+time is the exhaustive-capture time).  Then, per sample rate, ``estimate.estimate`` (sample cached
+per table/strata/rate: the first query with a key draws it) and the strategies of ``select``.
+
+Reported per dataset and rate: relative size error |est - real| / real (expected size, and the
+paper's point estimate) over all (query, candidate) pairs with a non-empty real sketch; share of
+queries whose CB-OPT pick is within 1.05x of OPT; top-1/2/3 accuracy (an optimal attribute is in
+the estimated top k); mean chosen/optimal rows per strategy ((rows+1) ratios, so empty sketches are
+defined); estimation time / exhaustive-capture time with a cold sample (drawing time + estimation)
+and a cached one (sum over queries and median per query); false "go" decisions (CB-OPT-GB decided
+go on a sketch whose real selectivity is > 80 %); and the misses with their sizes and a cause.
+
+Run small: ``python -m workloads.bench_advice --sf 0.1 --queries 30 --warehouse /tmp/advice``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+
+import numpy as np
+
+from advisor.errors import BadInput
+from advisor.select import STRATEGIES, Candidate, CostParams, Workload, choose
+
+N_FRAGMENTS = 1000
+NUMERIC = ("int", "dec", "float", "date", "ts")
+
+
+def _harness_pool(catalog, cands: list) -> list:
+    from advisor.partitions import kind_of
+
+    types = {}
+    out = []
+    for c in cands:
+        t = types.setdefault(c.table, dict(catalog.schema(c.table)))
+        gb = "gb" in c.roles
+        if c.safe and c.ndv > 1 and (gb or (c.ndv > N_FRAGMENTS and kind_of(t[c.attr]) in NUMERIC)):
+            out.append(c)
+    return out
+
+
+def _ensure(catalog, ds: str, sf: float) -> None:
+    from workloads.datasets import load_dataset
+
+    first = {"tpch": "lineitem", "flights": "flights", "crimes": "crimes"}[ds]
+    if not catalog.exists(first):
+        load_dataset(catalog, ds, sf=sf, rows=max(10_000, int(1_000_000 * sf)))
+
+
+def _query(ctx, gq, thetas, seed, p: CostParams) -> dict:
+    from advisor.estimate import CannotEstimate, analyze, estimate, fine_partition
+    from advisor.execute import versions_now
+    from advisor.plan.parse import parse_sql
+    from advisor.select import SizeSummary, enumerate_candidates, oracle
+
+    cat = ctx.catalog
+    rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
+    q = parse_sql(gq.sql, ctx.schema_lookup())
+    try:
+        shape = analyze(q, lambda t: cat.version(t).rows)
+    except CannotEstimate as e:
+        return rec | {"skipped": f"cannot estimate: {e}"}
+    versions = versions_now(cat, q)
+    pool = _harness_pool(cat, enumerate_candidates(cat, q, shape, versions))
+    if not pool:
+        return rec | {"skipped": "no candidate"}
+    T = cat.version(shape.fact.table, versions[shape.fact.table]).rows
+    t0 = time.perf_counter()
+    parts = {(c.attr, N_FRAGMENTS): fine_partition(cat, c.table, c.attr, N_FRAGMENTS, versions[c.table]) for c in pool}
+    rec["setup_s"] = time.perf_counter() - t0
+    real, cap_s = oracle(cat, q, parts, versions)
+    rec.update(table=shape.fact.table, rows=T, kind=shape.kind, capture_s=cap_s,
+               real={a: s.sel for (a, _), s in real.items()}, roles={c.attr: sorted(c.roles) for c in pool})
+    if max(s.sel for s in real.values()) == 0:
+        return rec | {"skipped": "empty provenance"}
+    plan = {c.attr: (N_FRAGMENTS,) for c in pool}
+    rec["theta"] = {}
+    for theta in thetas:
+        t0 = time.perf_counter()
+        est = estimate(cat, shape, plan, theta, seed, versions=versions)
+        wall = time.perf_counter() - t0
+        est_s = wall - est.seconds["sampling"] - est.seconds["partitions"]
+        cands = [Candidate(c.table, c.attr, True, c.reason, c.ndv, c.roles,
+                           {N_FRAGMENTS: SizeSummary.of(est.sizes[(c.attr, N_FRAGMENTS)], parts[(c.attr, N_FRAGMENTS)])},
+                           {N_FRAGMENTS: real[(c.attr, N_FRAGMENTS)]}) for c in pool]
+        w = Workload(p.prior_reuses)
+        picks = {}
+        for s in STRATEGIES:
+            d = choose(s, cands, T, w, p, seed, N_FRAGMENTS)
+            picks[s] = {"attr": d.attr, "go": d.go,
+                        "pool": [real[(a, N_FRAGMENTS)].sel for a in d.pool]}
+        rec["theta"][str(theta)] = {
+            "est": {c.attr: c.sizes[N_FRAGMENTS].sel for c in cands},
+            "point": {c.attr: c.sizes[N_FRAGMENTS].sel_point for c in cands},
+            "ci": {c.attr: [c.sizes[N_FRAGMENTS].sel_lo, c.sizes[N_FRAGMENTS].sel_hi] for c in cands},
+            "est_s": est_s, "cold_s": est_s + float(est.sample.meta.get("seconds", 0.0)),
+            "fallback": bool(est.sample.meta.get("uniform_fallback")), "picks": picks}
+    return rec
+
+
+def _pct(xs, q):
+    return float(np.percentile(xs, q)) if len(xs) else None
+
+
+def summarize(recs: list, theta: str) -> dict:
+    """The harness metrics for one sample rate over the evaluated queries."""
+    ok = [r for r in recs if "skipped" not in r]
+    rse, rse_pt, within, ratio, topk, false_go, misses = [], [], {}, {}, [0, 0, 0], {}, []
+    est_s = sum(r["theta"][theta]["est_s"] for r in ok)
+    cold_s = sum(r["theta"][theta]["cold_s"] for r in ok)
+    cap_s = sum(r["capture_s"] for r in ok)
+    for r in ok:
+        t, real, T = r["theta"][theta], r["real"], r["rows"]
+        for a, s in real.items():
+            if s > 0:
+                rse.append(abs(t["est"][a] - s) / s)
+                rse_pt.append(abs(t["point"][a] - s) / s)
+        best = min(real.values())
+        opt = {a for a, s in real.items() if s <= best}
+        ranked = sorted(t["est"], key=lambda a: (t["est"][a], a))
+        for k in range(3):
+            topk[k] += bool(opt & set(ranked[:k + 1]))
+        for s, pk in t["picks"].items():
+            if s == "NO-PS":
+                chosen = 1.0
+            elif s.startswith("RAND"):
+                chosen = statistics.mean(pk["pool"]) if pk["pool"] else 1.0
+            else:
+                chosen = real[pk["attr"]] if pk["attr"] else 1.0
+            rr = (chosen * T + 1) / (best * T + 1)
+            ratio.setdefault(s, []).append(rr)
+            within.setdefault(s, []).append(rr <= 1.05)
+            if pk["go"] and pk["attr"] and real[pk["attr"]] > 0.8:
+                false_go.setdefault(s, []).append(r["sql"])
+        pick = t["picks"]["CB-OPT"]["attr"]
+        if ratio["CB-OPT"][-1] > 1.05:
+            o = min(opt)
+            close = t["ci"][o][1] >= t["ci"][pick][0]
+            cause = ("uniform sample fallback (groups missing from the sample)" if t["fallback"] else
+                     "estimates within each other's interval" if close else
+                     f"estimate error on {pick} ({abs(t['est'][pick] - real[pick]) / max(real[pick], 1e-9):.0%})")
+            misses.append({"sql": r["sql"], "template": r["template"], "picked": pick, "picked_real": real[pick],
+                           "picked_est": t["est"][pick], "optimal": o, "optimal_real": real[o],
+                           "optimal_est": t["est"][o], "cause": cause})
+    n = len(ok)
+    per_q = lambda key: _pct([r["theta"][theta][key] / r["capture_s"] for r in ok if r["capture_s"] > 0], 50)  # noqa: E731
+    return {
+        "queries": n, "pairs": len(rse),
+        "rse": {"median": _pct(rse, 50), "p75": _pct(rse, 75), "p90": _pct(rse, 90),
+                "mean": float(np.mean(rse)) if rse else None, "share_le_5pct": float(np.mean(np.array(rse) <= 0.05)) if rse else None},
+        "rse_point": {"median": _pct(rse_pt, 50), "p90": _pct(rse_pt, 90)},
+        "within_1_05": {s: float(np.mean(v)) for s, v in within.items()},
+        "topk_accuracy": [x / n if n else None for x in topk],
+        "chosen_over_optimal": {s: float(np.mean(v)) for s, v in ratio.items()},
+        "time": {"estimation_s": est_s, "cold_s": cold_s, "capture_s": cap_s,
+                 "cached_over_capture": est_s / cap_s if cap_s else None,
+                 "cold_over_capture": cold_s / cap_s if cap_s else None,
+                 "cached_over_capture_median_query": per_q("est_s"), "cold_over_capture_median_query": per_q("cold_s")},
+        "false_go": {s: len(v) for s, v in false_go.items()},
+        "false_go_queries": false_go.get("CB-OPT-GB", []),
+        "misses": sorted(misses, key=lambda m: -(m["picked_real"] - m["optimal_real"]))[:20]}
+
+
+def render(console, res: dict) -> None:
+    """One rich table per sample rate: the headline metrics per dataset."""
+    from rich.table import Table
+
+    for theta in res["thetas"]:
+        tab = Table("dataset", "queries", "RSE median", "RSE p90", "<=1.05x OPT", "top-1/2/3", "chosen/OPT",
+                    "CB-OPT-GB <=1.05x", "cached/capture", "cold/capture", "false go",
+                    title=f"advice accuracy at theta={theta}")
+        for ds, d in res["datasets"].items():
+            m = d["metrics"][str(theta)]
+            if not m["queries"]:
+                tab.add_row(ds, "0", *["-"] * 9)
+                continue
+            f = lambda x, fmt="{:.1%}": "-" if x is None else fmt.format(x)  # noqa: E731
+            tab.add_row(ds, str(m["queries"]), f(m["rse"]["median"]), f(m["rse"]["p90"]),
+                        f(m["within_1_05"].get("CB-OPT")), "/".join(f(x, "{:.0%}") for x in m["topk_accuracy"]),
+                        f(m["chosen_over_optimal"].get("CB-OPT"), "{:.3f}"), f(m["within_1_05"].get("CB-OPT-GB")),
+                        f(m["time"]["cached_over_capture"], "{:.3f}"), f(m["time"]["cold_over_capture"], "{:.3f}"),
+                        str(m["false_go"].get("CB-OPT-GB", 0)))
+        console.print(tab)
+
+
+def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), sf: float = 1.0,
+                         queries_per_dataset: int = 300, thetas=(0.05, 0.10), out_json=None, seed: int = 0) -> dict:
+    """Run the harness (loads missing datasets into the context's warehouse) and print the tables."""
+    from workloads.templates_advice import SPECS, generate
+
+    bad = [d for d in datasets if d not in SPECS]
+    if bad:
+        raise BadInput(f"unknown dataset(s) {', '.join(bad)} (choose from {', '.join(SPECS)})")
+    if queries_per_dataset < 1 or not all(0 < t <= 1 for t in thetas):
+        raise BadInput("queries per dataset must be >= 1 and every sample rate in (0, 1]")
+    p = CostParams()
+    t_all = time.perf_counter()
+    res = {"config": {"sf": sf, "queries_per_dataset": queries_per_dataset, "thetas": list(thetas),
+                      "fragments": N_FRAGMENTS, "seed": seed},
+           "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count(),
+                       "platform": platform.platform()},
+           "thetas": list(thetas), "datasets": {}}
+    for ds in datasets:
+        t0 = time.perf_counter()
+        _ensure(ctx.catalog, ds, sf)
+        gen = generate(ctx.catalog, ds, queries_per_dataset, seed)
+        t_gen = time.perf_counter() - t0
+        recs = []
+        for i, gq in enumerate(gen):
+            recs.append(_query(ctx, gq, thetas, seed, p))
+            if console is not None and (i + 1) % 10 == 0:
+                console.print(f"{ds}: {i + 1}/{len(gen)} queries", style="dim")
+        skipped = {}
+        for r in recs:
+            if "skipped" in r:
+                skipped[r["skipped"]] = skipped.get(r["skipped"], 0) + 1
+        res["datasets"][ds] = {
+            "tables": {t: ctx.catalog.version(t).rows for t in {r["table"] for r in recs if "table" in r}},
+            "generated": len(gen), "skipped": skipped, "generate_s": t_gen,
+            "setup_s": sum(r.get("setup_s", 0.0) for r in recs),
+            "by_template": {t: sum(1 for r in recs if r["template"] == t and "skipped" not in r)
+                            for t in sorted({r["template"] for r in recs})},
+            "metrics": {str(t): summarize(recs, str(t)) for t in thetas}, "queries": recs}
+    res["seconds"] = time.perf_counter() - t_all
+    if console is not None:
+        render(console, res)
+    if out_json:
+        with open(out_json, "w") as fh:
+            json.dump(res, fh, indent=1, default=str)
+    return res
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from rich.console import Console
+
+    from advisor.context import Context
+
+    ap = argparse.ArgumentParser(description="advice accuracy harness")
+    ap.add_argument("--warehouse", default="/tmp/advice-bench")
+    ap.add_argument("--sf", type=float, default=0.1)
+    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--datasets", default="tpch,flights,crimes")
+    ap.add_argument("--thetas", default="0.05,0.10")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
+    bench_advice_command(c, Console(width=200), tuple(a.datasets.split(",")), a.sf, a.queries,
+                         tuple(float(x) for x in a.thetas.split(",")), a.out)

@@ -1,0 +1,88 @@
+"""Benchmark: incremental maintenance (IMP) vs full recapture, side by side in one run.
+
+For each query: capture at the current version and initialise the operator state (timed), then
+for each delta (size x kind: insert / delete / mixed): apply the batch as a new table version,
+maintain incrementally (state in memory, delta read from the batch files, join sides by Spark)
+and recapture on the new version; both sketches must be equal. Prints per step the two times,
+their ratio, and per query the break-even delta size (where incremental stops winning).
+"""
+
+from __future__ import annotations
+
+import time
+
+from advisor.capture import capture, capture_batch
+from advisor.execute import versions_now
+from advisor.maintain.service import _sketched, init_state
+from advisor.maintain.spark_base import SparkBase
+from advisor.partitions import load_partition
+from advisor.plan.parse import parse_sql
+from workloads.updates import batch_frames
+
+QUERIES = [
+    ("having_orderkey", "SELECT l_orderkey, sum(l_quantity) AS q FROM lineitem GROUP BY l_orderkey "
+                        "HAVING sum(l_quantity) > 300", {"lineitem": "l_orderkey"}),
+    ("topk_supp", "SELECT l_suppkey, sum(l_extendedprice) AS rev FROM lineitem GROUP BY l_suppkey "
+                  "ORDER BY rev DESC LIMIT 10", {"lineitem": "l_suppkey"}),
+    ("join_orders", "SELECT o.o_orderpriority, count(*) AS n FROM lineitem l JOIN orders o ON l.l_orderkey = "
+                    "o.o_orderkey WHERE l.l_quantity > 49 GROUP BY o.o_orderpriority HAVING count(*) > 10",
+     {"lineitem": "l_orderkey"}),
+]
+
+
+def _sizes(rows: int, sizes) -> list[int]:
+    out = []
+    for s in sizes:
+        out.append(int(rows * float(s[:-1]) / 100) if isinstance(s, str) and s.endswith("%") else int(s))
+    return out
+
+
+def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"),
+                   kinds=("insert", "delete", "mixed"), fragments: int = 1000, console=None) -> list[dict]:
+    cat = ctx.catalog
+    out = []
+    for name, sql, on in queries:
+        q = parse_sql(sql, ctx.schema_lookup())
+        versions = versions_now(cat, q)
+        cap = capture(cat, q, on, fragments, versions)
+        sk = cap.sketch
+        sketched = _sketched(cat, q, sk)
+        t0 = time.perf_counter()
+        state = init_state(cat, sk, q, sketched)
+        t_init = time.perf_counter() - t0
+        parts = {p.table: load_partition(cat.store, p.partition_id) for p in sk.parts}
+        table = next(iter(on))
+        cur = dict(versions)
+        for n in _sizes(cat.version(table).rows, sizes):
+            for kind in kinds:
+                n_ins = n if kind == "insert" else (n // 2 if kind == "mixed" else 0)
+                n_del = n if kind == "delete" else (n - n // 2 if kind == "mixed" else 0)
+                ins, dels = batch_frames(cat, table, n_ins, n_del, seed=n * 7 + len(kind))
+                v = cat.apply_frames(table, ins, dels).version
+                new = dict(cur, **{table: v})
+                t0 = time.perf_counter()
+                i_df, d_df = cat.delta_pandas(table, cur[table], v)
+                got = state.apply({table: (i_df, d_df)}, SparkBase(cat, sketched, cur, new))
+                t_inc = time.perf_counter() - t0
+                (fresh,), t_cap = capture_batch(cat, [(q, on, parts)], new)
+                frags = set().union(*got.values()) if got else set()
+                same = frags == set(fresh.parts[0].fragments)
+                rec = {"query": name, "delta": n, "kind": kind, "t_incremental": t_inc, "t_recapture": t_cap,
+                       "speedup": t_cap / t_inc if t_inc else None, "same": same, "t_init": t_init,
+                       "table_rows": cat.version(table).rows, "fragments": len(frags)}
+                out.append(rec)
+                cur = new
+                if console is not None:
+                    console.print(f"{name} {kind:6} {n:>8,}: incremental {t_inc:.3f}s, recapture {t_cap:.3f}s "
+                                  f"({rec['speedup']:.1f}x) same={same}")
+    return out
+
+
+def break_even(results: list[dict]) -> dict:
+    """Per query and kind: the smallest delta size at which incremental is not faster."""
+    be = {}
+    for r in results:
+        key = (r["query"], r["kind"])
+        if r["speedup"] is not None and r["speedup"] < 1 and key not in be:
+            be[key] = r["delta"]
+    return {f"{q}/{k}": v for (q, k), v in be.items()}
