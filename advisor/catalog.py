@@ -222,7 +222,10 @@ class Catalog:
         def load(paths):
             if not paths:
                 return None
-            return ds.dataset(paths, format="parquet").to_table(columns=[RID] + cols)
+            files = sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
+            if not files:
+                return None
+            return ds.dataset(files, format="parquet").to_table(columns=[RID] + cols)
 
         ins = load([b.ins_path for b in batches if b.ins_path])
         dels = load([b.del_path for b in batches if b.del_path])

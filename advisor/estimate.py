@@ -28,9 +28,14 @@ Decisions (documented deviations from the paper):
   ``tables/<table>/samples/`` plus a row in the ``samples`` table.  A new table version is a new
   key, so the old sample is never used again (invalidation, not maintenance); writing a sample for a
   newer version deletes the table's older samples.
+* **Shrinkage** (``shrink_groups``, on by default): SUM/AVG group estimates are pulled towards the
+  mean of all groups by empirical Bayes before pass probabilities are taken -- without it, noise
+  larger than the true spread between groups inflates the sketches of upper-tail HAVING thresholds
+  (TPC-H at 5 %: 0.72 estimated vs 0.54 real; with it 0.57).  The paper's point classification
+  (``sel_point``) then under-counts; the ranking uses the expectation.
 * **Granularities.** One fine partition (the largest requested fragment count) is built and stored
-  per attribute; coarser ones are derived from it in memory by keeping every k-th boundary (sizes
-  summed), and stored only if a sketch is captured on them (``store_partition``).
+  per attribute; coarser ones are derived from it in memory (``select.derive_partition``) and stored
+  only if a sketch is captured on them (``select.store_partition``).
 """
 
 from __future__ import annotations
@@ -47,9 +52,10 @@ import numpy as np
 from sqlglot import exp
 
 from advisor.errors import BadInput
-from advisor.partitions import RangePartition, assign_column, build_partition
+from advisor.partitions import assign_column
 from advisor.plan import ir
 from advisor.plan.to_sql import esql, q
+from advisor.select import derive_partition, fine_partition
 from estimators.aggregates import And, Cmp, Not, Or, agg_name
 
 SID, U = "__sid", "__u"
@@ -239,44 +245,6 @@ def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
     return shape
 
 
-# ---------------- partitions ----------------
-def fine_partition(catalog, table: str, attr: str, n: int, version: int) -> RangePartition:
-    """The stored partition with target ``n`` for this table version, built if missing."""
-    r = catalog.store.one("SELECT id FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
-                          "table_version=? ORDER BY id DESC LIMIT 1", (table, attr, n, version))
-    if r is not None:
-        from advisor.partitions import load_partition
-        return load_partition(catalog.store, r["id"])
-    return build_partition(catalog, table, attr, n, version)
-
-
-def derive_partition(fine: RangePartition, n: int) -> RangePartition:
-    """About ``n`` ranges from a finer partition: every k-th boundary, fragment sizes summed (id 0)."""
-    m = len(fine.boundaries)
-    if m + 1 <= n:
-        return fine
-    idx = sorted({int(round(j * (m + 1) / n)) - 1 for j in range(1, n)} & set(range(m)))
-    cum = np.concatenate([[0], np.cumsum(fine.sizes[: m + 1])])
-    starts, ends = [0] + [i + 1 for i in idx], idx + [m]
-    sizes = [int(cum[e + 1] - cum[s]) for s, e in zip(starts, ends)] + [int(fine.sizes[m + 1])]
-    return RangePartition(0, fine.table, fine.attr, fine.dtype, tuple(fine.boundaries[i] for i in idx),
-                          tuple(sizes), fine.table_version, n)
-
-
-def store_partition(catalog, part: RangePartition) -> RangePartition:
-    """Persist a derived partition (so a captured sketch can refer to it); stored ones pass through."""
-    if part.id:
-        return part
-    with catalog.store.tx() as c:
-        cur = c.execute("INSERT INTO partitions(table_name, attr, n_target, table_version, dtype, "
-                        "boundaries_json, sizes_json, created) VALUES (?,?,?,?,?,?,?,?)",
-                        (part.table, part.attr, part.n_target, part.table_version, part.dtype,
-                         json.dumps(list(part.boundaries)), json.dumps(list(part.sizes)), time.time()))
-        pid = cur.lastrowid
-    return RangePartition(pid, part.table, part.attr, part.dtype, part.boundaries, part.sizes,
-                          part.table_version, part.n_target)
-
-
 # ---------------- samples ----------------
 @dataclass
 class SampleInfo:
@@ -413,9 +381,72 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
     return pdf, fcols
 
 
+def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0.05) -> None:
+    """Empirical-Bayes shrinkage of SUM/AVG group estimates, in place (an [INFERRED] repair).
+
+    Why: when the sampling noise of a group's estimate is larger than the true spread between groups
+    (TPC-H: uniform data, small groups), the noisy estimates are spread wider than the truth, so a
+    threshold in the upper part of the distribution is passed by too many groups and sketches look
+    larger than they are.  Model: ``m_g ~ N(mu, tau^2)`` across groups, estimate ``~ N(m_g, v_g)``,
+    ``tau^2 = max(var(m) - mean(v), floor * var(m))``.  ``m_g`` is the row mean ``SUM_g / N_g`` when
+    groups are strata (``aligned``: ``N_g`` is exact) and ``AVG_g``; else the total ``SUM_g`` (its
+    ``N_g`` is estimated too).  ``v_g`` is the larger of the replicate variance and, for row means,
+    ``s_w^2 (1 - n_g/N_g) / n_g`` with the pooled within-group variance ``s_w^2`` (one sampled row
+    has no replicate spread).  Each
+    group's point becomes the posterior mean ``mu + (1-B)(m - mu)``, ``B = v/(v + tau^2)``, and its
+    replicates are rescaled (and topped up with normal noise where they are narrower than the
+    posterior, e.g. one sampled row) so pass probabilities become posterior probabilities.  Exact
+    groups and groups without a passing sampled row are left alone.
+    """
+    import warnings
+
+    fr = est.frame
+    rng = np.random.default_rng(est.seed + 7919)
+    for (f, col), name in zip(est.aggs, est.names):
+        if f not in ("sum", "avg") or col is None or name not in est.replicates:
+            continue
+        N, n = fr["N"].to_numpy(float), fr["n"].to_numpy(float)
+        scale = np.where(N > 0, N, 1.0) if f == "sum" and aligned else np.ones(len(fr))
+        m = est.point(name) / scale
+        ok = fr["exists"].to_numpy(bool) & ~fr["exact"].to_numpy(bool) & np.isfinite(m) & (n > 0)
+        g = rows.groupby(gcols, dropna=False)[col]
+        cnt, var = g.count(), g.var(ddof=1)
+        dof = float((cnt - 1).clip(lower=0).sum())
+        if ok.sum() < 3 or dof <= 0:
+            continue
+        sw2 = float(((cnt - 1).clip(lower=0) * var.fillna(0)).sum()) / dof
+        v = (est.stderr(name) / scale) ** 2
+        if f == "avg" or aligned:
+            v = np.maximum(v, sw2 * np.clip(1.0 - n / np.where(N > 0, N, 1.0), 0.0, 1.0) / np.maximum(n, 1.0))
+        v = np.nan_to_num(v)
+        mu, vm = float(np.mean(m[ok])), float(np.var(m[ok]))
+        tau2 = max(vm - float(np.mean(v[ok])), floor * vm)
+        if tau2 <= 0:
+            continue
+        B = np.where(ok, v / (v + tau2), 0.0)
+        post = np.where(ok, mu + (1.0 - B) * (m - mu), m)
+        reps = est.replicates[name] / scale[None, :]
+        dev = (reps - m[None, :]) * np.sqrt(1.0 - B)[None, :]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rep_var = np.nan_to_num(np.nanvar(dev, axis=0))
+        extra = np.sqrt(np.clip((1.0 - B) * v - rep_var, 0.0, None)) * ok
+        new = post[None, :] + dev + extra[None, :] * rng.standard_normal(reps.shape)
+        new = np.where(ok[None, :], new, reps) * scale[None, :]
+        est.replicates[name] = new
+        fr[name] = post * scale
+        a = (1.0 - est.confidence) / 2.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sd, (lo, hi) = np.nanstd(new, axis=0), np.nanquantile(new, [a, 1.0 - a], axis=0)
+        fr[name + "_se"] = np.where(ok, sd, fr[name + "_se"].to_numpy(float))
+        fr[name + "_lo"] = np.where(ok, lo, fr[name + "_lo"].to_numpy(float))
+        fr[name + "_hi"] = np.where(ok, hi, fr[name + "_hi"].to_numpy(float))
+
+
 def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
              method: str = "bootstrap", B: int = 50, versions: Optional[dict] = None,
-             progress: Optional[Callable[[str], None]] = None) -> Estimation:
+             progress: Optional[Callable[[str], None]] = None, shrink: bool = True) -> Estimation:
     """Sample (or reuse), estimate the groups, then size every attribute at its granularities
     (``plan``: attribute -> fragment counts).  ``progress`` gets one message per step."""
     from estimators.aggregates import estimate_groups, estimate_nested
@@ -449,6 +480,8 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     t0 = time.perf_counter()
     gcols = shape.keys + [U]
     est = estimate_groups(pdf, gcols, shape.aggs, method=method, B=B, seed=seed, where=U)
+    if shrink:
+        shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(shape.strata) == len(shape.keys))
     nested = topk = None
     if shape.kind == "nested":
         nested = estimate_nested(est, shape.outer_keys + [U], shape.outer_aggs, shape.having, shape.outer_having)

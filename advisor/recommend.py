@@ -164,7 +164,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
 def _capture(cat, q, table, d, est, versions) -> dict:
     """Capture the picked sketch on the partition it was estimated with (stored if derived)."""
     from advisor.capture import capture
-    from advisor.estimate import store_partition
+    from advisor.select import store_partition
     from advisor.finder import sketch_rows
 
     part = store_partition(cat, est.partitions[(d.attr, d.n_target)])

@@ -30,8 +30,13 @@ from __future__ import annotations
 import json
 import random
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Optional
+
+import numpy as np
+
+from advisor.partitions import RangePartition, build_partition
 
 STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
               "CB-OPT", "CB-OPT-GB", "CB-OPT-REL", "OPT")
@@ -57,9 +62,12 @@ class SizeSummary:
 
     @classmethod
     def of(cls, est, part) -> "SizeSummary":
+        """From an ``estimators.size.SizeEstimate``.  The expectation assumes groups pass independently;
+        when the replicate interval (which keeps their dependence, e.g. inner groups sharing an outer
+        HAVING) excludes it, it is clamped into the interval."""
         lo, hi = est.selectivity_ci
-        return cls(part.n_target, part.n_fragments, est.selectivity_expected, lo, hi, est.selectivity_point,
-                   est.fragments_expected)
+        sel = min(max(est.selectivity_expected, lo), hi) if est.method == "replicates" else est.selectivity_expected
+        return cls(part.n_target, part.n_fragments, sel, lo, hi, est.selectivity_point, est.fragments_expected)
 
     @classmethod
     def exact(cls, n_target: int, n_fragments: int, sel: float, fragments: int) -> "SizeSummary":
@@ -224,6 +232,44 @@ def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:
     return tuple(out + coarser[:1])
 
 
+# ---------------- partitions per granularity ----------------
+def fine_partition(catalog, table: str, attr: str, n: int, version: int) -> RangePartition:
+    """The stored partition with target ``n`` for this table version, built if missing."""
+    r = catalog.store.one("SELECT id FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
+                          "table_version=? ORDER BY id DESC LIMIT 1", (table, attr, n, version))
+    if r is not None:
+        from advisor.partitions import load_partition
+        return load_partition(catalog.store, r["id"])
+    return build_partition(catalog, table, attr, n, version)
+
+
+def derive_partition(fine: RangePartition, n: int) -> RangePartition:
+    """About ``n`` ranges from a finer partition: every k-th boundary, fragment sizes summed (id 0)."""
+    m = len(fine.boundaries)
+    if m + 1 <= n:
+        return fine
+    idx = sorted({int(round(j * (m + 1) / n)) - 1 for j in range(1, n)} & set(range(m)))
+    cum = np.concatenate([[0], np.cumsum(fine.sizes[: m + 1])])
+    starts, ends = [0] + [i + 1 for i in idx], idx + [m]
+    sizes = [int(cum[e + 1] - cum[s]) for s, e in zip(starts, ends)] + [int(fine.sizes[m + 1])]
+    return RangePartition(0, fine.table, fine.attr, fine.dtype, tuple(fine.boundaries[i] for i in idx),
+                          tuple(sizes), fine.table_version, n)
+
+
+def store_partition(catalog, part: RangePartition) -> RangePartition:
+    """Persist a derived partition (so a captured sketch can refer to it); stored ones pass through."""
+    if part.id:
+        return part
+    with catalog.store.tx() as c:
+        cur = c.execute("INSERT INTO partitions(table_name, attr, n_target, table_version, dtype, "
+                        "boundaries_json, sizes_json, created) VALUES (?,?,?,?,?,?,?,?)",
+                        (part.table, part.attr, part.n_target, part.table_version, part.dtype,
+                         json.dumps(list(part.boundaries)), json.dumps(list(part.sizes)), time.time()))
+        pid = cur.lastrowid
+    return RangePartition(pid, part.table, part.attr, part.dtype, part.boundaries, part.sizes,
+                          part.table_version, part.n_target)
+
+
 # ---------------- Spark / store side ----------------
 def primary_key(catalog, table: str, ndvs: dict) -> set:
     """Known TPC-H/crimes/flights keys, else columns whose NDV is about the row count."""
@@ -257,7 +303,6 @@ def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
 def oracle(catalog, query, parts: dict, versions: dict) -> tuple[dict, float]:
     """OPT: capture every (attr, n) -> partition in ONE Spark job; returns real SizeSummary and seconds."""
     from advisor.capture import capture_batch
-    from advisor.estimate import store_partition
 
     keys = sorted(parts)
     stored = {k: store_partition(catalog, parts[k]) for k in keys}
@@ -278,13 +323,14 @@ def predict_workload(store, query, table: str, p: CostParams, catalog=None) -> W
 
     from advisor.plan.parse import templatize
 
-    rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 2000")
+    rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 1000")
     same = on_table = 0
     rates = []
     for r in rows:
         sql = r["sql"] or ""
-        if table in sql.lower():
-            on_table += 1
+        if table not in sql.lower():
+            continue
+        on_table += 1
         try:
             if templatize(sqlglot.parse_one(sql, read="spark"))[0] == query.template:
                 same += 1

@@ -60,19 +60,32 @@ def cluster(tmp_path_factory):
                     p.kill()
 
 
+SCRIPT = """
+import json, sys
+from advisor.context import Context
+from advisor.execute import run_query
+from advisor.plan.parse import parse_sql
+from workloads.datasets import load_dataset
+ctx = Context(sys.argv[1], sys.argv[2], {"spark.executor.memory": "512m", "spark.cores.max": "1"})
+assert ctx.spark.sparkContext.master == sys.argv[2]
+load_dataset(ctx.catalog, "crimes", rows=5000, seed=3)
+q = parse_sql("SELECT district, count(*) AS n FROM crimes GROUP BY district HAVING count(*) > 0 "
+              "ORDER BY n DESC LIMIT 3", ctx.schema_lookup())
+res = run_query(ctx.catalog, q)
+print(json.dumps({"rows": res.rows, "rows_read": res.metrics.rows_read,
+                  "executors": ctx.spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()}))
+"""
+
+
 def test_query_runs_on_standalone_cluster(cluster, tmp_path):
-    adv = [sys.executable, "-m", "advisor.cli", "--warehouse", str(tmp_path / "wh"), "--master", cluster,
-           "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=1"]
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    r = subprocess.run(adv + ["data", "load", "crimes", "--rows", "5000", "--seed", "3"], env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    r = subprocess.run(adv + ["run", "--json", "SELECT district, count(*) AS n FROM crimes GROUP BY district "
-                              "HAVING count(*) > 0 ORDER BY n DESC LIMIT 3"],
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
+    """The session factory (advisor.context.Context -> build_session) with master spark://..."""
     import json
 
-    res = json.loads(r.stdout)
-    assert len(res["rows"]) == 3 and res["metrics"]["rows_read"] == 5000
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "wh"), cluster], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(res["rows"]) == 3 and res["rows_read"] == 5000
     assert res["rows"][0][1] >= res["rows"][1][1] >= res["rows"][2][1]
+    assert res["executors"] >= 2  # the driver plus the standalone worker's executor

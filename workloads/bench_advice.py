@@ -57,10 +57,10 @@ def _ensure(catalog, ds: str, sf: float) -> None:
 
 
 def _query(ctx, gq, thetas, seed, p: CostParams) -> dict:
-    from advisor.estimate import CannotEstimate, analyze, estimate, fine_partition
+    from advisor.estimate import CannotEstimate, analyze, estimate
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
-    from advisor.select import SizeSummary, enumerate_candidates, oracle
+    from advisor.select import SizeSummary, enumerate_candidates, fine_partition, oracle
 
     cat = ctx.catalog
     rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
@@ -253,7 +253,8 @@ if __name__ == "__main__":
     ap.add_argument("--datasets", default="tpch,flights,crimes")
     ap.add_argument("--thetas", default="0.05,0.10")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     bench_advice_command(c, Console(width=200), tuple(a.datasets.split(",")), a.sf, a.queries,
-                         tuple(float(x) for x in a.thetas.split(",")), a.out)
+                         tuple(float(x) for x in a.thetas.split(",")), a.out, a.seed)

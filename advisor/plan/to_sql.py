@@ -100,7 +100,10 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
             {x: BM for x in lams}
     if isinstance(node, ir.TopK):
         c, lams = gen(node.child, g)
-        return f"SELECT * FROM ({c}) {g.alias()} ORDER BY {order_clause(node)} LIMIT {node.k}", lams
+        # identical tuples from different fragments: the lower fragment id wins (the maintenance
+        # engine's rule), so captured and maintained sketches agree exactly
+        ties = "".join(f", {q(x)} ASC" for x, k in lams.items() if k == INT)
+        return f"SELECT * FROM ({c}) {g.alias()} ORDER BY {order_clause(node)}{ties} LIMIT {node.k}", lams
     if isinstance(node, ir.Union):
         l, ll = gen(node.left, g)
         r, rl = gen(node.right, g)

@@ -1,0 +1,105 @@
+"""`advisor recommend` end to end on a small generated table (40k rows, shared Spark session).
+
+Table ``t``: 200 groups ``g`` of 200 rows; every 10th group is heavy (``val`` in [50, 60), else
+[0, 10)), so ``HAVING sum(val) > 5000`` keeps exactly the 20 heavy groups (10 % of the rows);
+``ts`` is clustered by group, ``noise`` is independent of everything, ``tag`` has 5 values.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from advisor.context import Context
+from advisor.errors import BadInput
+from advisor.recommend import recommend, recommend_command
+
+HAVING = "SELECT g, sum(val) AS s FROM t GROUP BY g HAVING sum(val) > 5000"
+
+
+@pytest.fixture(scope="module")
+def ctx(spark, tmp_path_factory):
+    rng = np.random.default_rng(3)
+    g = np.repeat(np.arange(200), 200)
+    heavy = g % 10 == 0
+    pdf = pd.DataFrame({"g": g, "ts": g * 1000 + rng.integers(0, 1000, g.size),
+                        "val": np.where(heavy, rng.uniform(50, 60, g.size), rng.uniform(0, 10, g.size)),
+                        "noise": rng.integers(0, 100_000, g.size),
+                        "tag": rng.choice(list("abcde"), g.size)})
+    c = Context(tmp_path_factory.mktemp("rec"), spark=spark)
+    c.catalog.create_table("t", spark.createDataFrame(pdf), "test")
+    return c
+
+
+def cands(rec):
+    return {c["attr"]: c for c in rec["candidates"]}
+
+
+def test_having_pick_is_safe_and_its_captured_size_is_in_the_interval(ctx):
+    out = io.StringIO()
+    rec = recommend_command(ctx, Console(file=out, width=200), HAVING, capture=True, fragments=100)
+    d, c = rec["decision"], cands(rec)
+    assert rec["estimable"] and rec["table"] == "t" and rec["shape"] == "having"
+    assert d["attr"] == "g" and d["go"] and d["reason"].startswith("go:")
+    assert c["g"]["safe"] and c["g"]["picked"] and "gb" in c["g"]["roles"]
+    real = rec["captured"]["selectivity"]
+    lo, hi = c["g"]["ci"]
+    assert 0.18 <= real <= 0.25  # 20 heavy groups of 10 %, about two groups per fragment of g
+    assert lo - 0.02 <= real <= hi + 0.02 and abs(c["g"]["selectivity"] - real) <= 0.02
+    text = out.getvalue()
+    assert "g" in text and "go:" in text and "sketch" in text
+    json.dumps(rec)  # the record is JSON-able
+
+
+def test_unsafe_attributes_are_flagged_and_never_recommended(ctx):
+    rec = recommend(ctx, "SELECT g, avg(val) AS a FROM t GROUP BY g HAVING avg(val) > 30", "CB-OPT",
+                    fragments=100)
+    c = cands(rec)
+    unsafe = [a for a, x in c.items() if not x["safe"]]
+    assert {"val", "noise"} <= set(unsafe) and all(not c[a]["estimated"] for a in unsafe)
+    assert "avg" in c["val"]["safety_reason"]
+    assert rec["decision"]["attr"] in {a for a, x in c.items() if x["safe"]}
+    assert rec["captured"] is None  # nothing is captured without capture=True
+
+
+def test_query_whose_every_candidate_covers_everything_is_no_go(ctx):
+    rec = recommend(ctx, "SELECT tag, count(*) AS n FROM t GROUP BY tag HAVING count(*) > 0", "CB-OPT",
+                    fragments=100, capture=True)
+    est = [x for x in rec["candidates"] if x["estimated"]]
+    assert len(est) >= 3 and all(x["selectivity"] > 0.95 for x in est)
+    assert not rec["decision"]["go"] and rec["decision"]["reason"].startswith("no-go")
+    assert "80%" in rec["decision"]["reason"] and rec["captured"] is None
+
+
+def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
+    rec = recommend(ctx, HAVING, "OPT", fragments=100)
+    real = {a: x["real_selectivity"] for a, x in cands(rec).items() if x["real_selectivity"] is not None}
+    assert len(real) >= 4 and real["noise"] > 0.9
+    assert real[rec["decision"]["attr"]] == min(real.values())
+    assert 0.18 <= real["g"] <= 0.25
+
+
+def test_sample_is_cached_and_a_new_table_version_invalidates_it(ctx, spark):
+    first = recommend(ctx, HAVING, fragments=100, sample_rate=0.1)
+    again = recommend(ctx, HAVING.replace("5000", "4000"), fragments=100, sample_rate=0.1)
+    assert again["sample"]["cached"] and again["sample"]["strata"] == ["g"]
+    assert first["decision"]["attr"] == again["decision"]["attr"] == "g"
+    ins = ctx.catalog.read("t").limit(10)
+    ctx.catalog.apply_frames("t", ins, None)
+    after = recommend(ctx, HAVING, fragments=100, sample_rate=0.1)
+    assert not after["sample"]["cached"]
+    rows = ctx.store.query("SELECT table_version FROM samples WHERE table_name='t'")
+    assert {r["table_version"] for r in rows} == {2}
+
+
+@pytest.mark.parametrize("kw,msg", [({"strategy": "BEST"}, "unknown strategy"), ({"sample_rate": 0}, "sample-rate"),
+                                    ({"sample_rate": 1.5}, "sample-rate"), ({"fragments": 0}, "fragments"),
+                                    ({"method": "magic"}, "method")])
+def test_bad_input_is_one_clear_sentence(ctx, kw, msg):
+    with pytest.raises(BadInput, match=msg):
+        recommend_command(ctx, Console(file=io.StringIO()), HAVING, **kw)

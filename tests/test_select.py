@@ -1,0 +1,224 @@
+"""Cost model, strategies, granularity, derived partitions and query analysis -- no Spark needed."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from advisor.estimate import CannotEstimate, analyze
+from advisor.partitions import RangePartition
+from advisor.plan.parse import parse_sql
+from advisor.select import (Candidate, CostParams, SizeSummary, Workload, best_granularity, choose, cost,
+                            derive_partition, granularities_for, pool_of)
+from estimators.aggregates import And, Cmp, Not, Or
+
+T = 1_000_000
+
+
+def summ(sel, n=1000, frags=None, lo=None, hi=None):
+    f = sel * n if frags is None else frags
+    return SizeSummary(n, n + 1, sel, sel if lo is None else lo, sel if hi is None else hi, sel, f)
+
+
+def cand(attr, sels, roles=(), safe=True, real=None):
+    return Candidate("t", attr, safe, "why", 5000, frozenset(roles),
+                     {n: summ(s, n) for n, s in sels.items()}, {n: summ(s, n) for n, s in (real or {}).items()})
+
+
+# ---------------- cost model ----------------
+def test_selective_sketch_with_reuses_is_go_and_carries_its_numbers():
+    c = cost(summ(0.05, frags=10), "a", T, Workload(3), CostParams())
+    assert c.go and c.reason.startswith("go:")
+    assert c.capture_rows == pytest.approx(1.3 * T) and c.saving_rows == pytest.approx(0.95 * T)
+    assert c.net_rows == pytest.approx(3 * (c.saving_rows - c.overhead_rows) - c.capture_rows)
+    assert "5.0%" in c.reason and "net +" in c.reason
+
+
+def test_paper_example_year_wins_but_pays_off_only_with_enough_reuses():
+    # digest §1.9: pid 100 %, month 87.5 %, year 62.5 % of the rows (scaled to 8M rows: on 8 rows the
+    # fixed per-term planning cost alone forbids any sketch)
+    cands = [cand("pid", {3: 1.0}, ["gb"]), cand("month", {3: 0.875}, ["gb"]), cand("year", {3: 0.625}, ["gb"])]
+    few = choose("CB-OPT-GB", cands, 8_000_000, Workload(3))
+    assert few.attr == "year" and [a for a, _ in few.ranking] == ["year", "month", "pid"]
+    assert not few.go and "does not pay off" in few.reason  # 3 x 37.5 % saved < 130 % capture
+    many = choose("CB-OPT-GB", cands, 8_000_000, Workload(20))
+    tiny = choose("CB-OPT-GB", cands, 8, Workload(20))
+    assert tiny.attr == "year" and not tiny.go
+    assert many.attr == "year" and many.go
+
+
+def test_upper_bound_above_max_sel_is_no_go_even_with_many_reuses():
+    c = cost(summ(0.7, hi=0.85), "a", T, Workload(1000), CostParams())
+    assert not c.go and "upper bound 85.0% > 80%" in c.reason
+
+
+def test_more_reuses_raise_and_maintenance_lowers_the_net_benefit():
+    s, p = summ(0.3), CostParams()
+    nets = [cost(s, "a", T, Workload(r), p).net_rows for r in (1, 3, 10)]
+    assert nets[0] < nets[1] < nets[2]
+    calm = cost(s, "a", T, Workload(5), p)
+    busy = cost(s, "a", T, Workload(5, updates_per_use=2.0, delta_rows=10_000), p)
+    assert busy.maintenance_rows > 0 and busy.net_rows < calm.net_rows
+
+
+def test_granularity_trades_selectivity_against_filter_terms():
+    p, w = CostParams(), Workload(5)
+    # finer partition barely helps but scatters many more range terms: the coarse one wins
+    sizes = {100: summ(0.30, 100, frags=30), 1000: summ(0.29, 1000, frags=290), 10000: summ(0.28, 10000, frags=2800)}
+    assert best_granularity(sizes, "a", T, w, p).n_target == 100
+    # finer partition cuts the size a lot with few fragments: it wins
+    sizes = {100: summ(0.30, 100, frags=30), 1000: summ(0.05, 1000, frags=50), 10000: summ(0.01, 10000, frags=100)}
+    assert best_granularity(sizes, "a", T, w, p).n_target == 10000
+    assert best_granularity(sizes, "a", T, w, p, fragments=1000).n_target == 1000
+    assert best_granularity(sizes, "a", T, w, p, fragments=7) is None
+
+
+def test_ndv_rule():
+    assert granularities_for(5000, (100, 1000, 10000)) == (100, 1000, 10000)  # ndv <= 10000: per value
+    assert granularities_for(50, (100, 1000, 10000)) == (100,)
+    assert granularities_for(1, (100, 1000)) == ()
+    assert granularities_for(5000, (100, 1000, 10000), strict=True) == (100, 1000)
+    assert granularities_for(50, (100, 1000), strict=True) == ()
+
+
+# ---------------- strategies ----------------
+CANDS = [cand("g", {1000: 0.2}, ["gb", "rel"], real={1000: 0.25}),
+         cand("h", {1000: 0.4}, ["gb", "rel"], real={1000: 0.1}),
+         cand("ts", {1000: 0.1}, ["rel"], real={1000: 0.3}),
+         cand("v", {1000: 0.9}, ["agg", "rel"], real={1000: 0.9}),
+         cand("id", {1000: 1.0}, ["pk"], real={1000: 1.0}),
+         cand("bad", {1000: 0.01}, ["gb", "rel"], safe=False, real={1000: 0.01})]
+
+
+@pytest.mark.parametrize("strategy,expected", [("CB-OPT", "ts"), ("CB-OPT-GB", "g"), ("CB-OPT-REL", "ts"),
+                                               ("OPT", "h")])
+def test_cost_based_and_oracle_picks(strategy, expected):
+    d = choose(strategy, CANDS, T, Workload(5))
+    assert d.attr == expected and d.attr != "bad"
+    assert d.costing is not None and d.costing.attr == expected
+
+
+def test_unsafe_attributes_are_never_in_a_pool():
+    for s in ("RAND-ALL", "RAND-GB", "RAND-REL", "CB-OPT", "CB-OPT-GB", "OPT"):
+        assert "bad" not in [c.attr for c in pool_of(s, CANDS)]
+    for seed in range(30):
+        assert choose("RAND-GB", CANDS, T, Workload(5), seed=seed).attr in ("g", "h")
+
+
+def test_random_strategies_are_seeded_and_stay_in_their_pool():
+    picks = {choose("RAND-ALL", CANDS, T, Workload(5), seed=s).attr for s in range(40)}
+    assert picks == {"g", "h", "ts", "v", "id"}
+    assert choose("RAND-ALL", CANDS, T, Workload(5), seed=7).attr == choose("RAND-ALL", CANDS, T, Workload(5), seed=7).attr
+    assert choose("RAND-PK", CANDS, T, Workload(5)).attr == "id"
+    assert choose("RAND-AGG", CANDS, T, Workload(5)).attr == "v"
+
+
+def test_no_ps_and_empty_pools_are_no_go_with_a_reason():
+    d = choose("NO-PS", CANDS, T, Workload(5))
+    assert d.attr is None and not d.go and "NO-PS" in d.reason
+    d = choose("CB-OPT-GB", [c for c in CANDS if "gb" not in c.roles], T, Workload(5))
+    assert d.attr is None and not d.go and "no safe candidate" in d.reason
+    with pytest.raises(ValueError):
+        choose("BEST", CANDS, T, Workload(5))
+
+
+def test_expectation_outside_its_replicate_interval_is_clamped():
+    class Est:  # the fields SizeSummary.of reads from estimators.size.SizeEstimate
+        selectivity_ci, selectivity_expected, selectivity_point, fragments_expected, method = \
+            (0.97, 0.99), 0.997, 0.98, 900.0, "replicates"
+    part = RangePartition(0, "t", "a", "int", tuple(range(999)), (), 1, 1000)
+    s = SizeSummary.of(Est(), part)
+    assert s.sel == 0.99 and (s.sel_lo, s.sel_hi) == (0.97, 0.99) and s.n_fragments == 1001
+
+
+# ---------------- derived partitions ----------------
+def test_derived_partition_is_a_coarsening_of_the_fine_one():
+    rng = np.random.default_rng(1)
+    vals = np.sort(rng.integers(0, 100_000, 20_000))
+    bounds = tuple(int(b) for b in np.unique(np.quantile(vals, np.arange(1, 1000) / 1000).astype(int)))
+    fine_ids = np.searchsorted(bounds, vals, side="right")
+    sizes = tuple(int(x) for x in np.bincount(fine_ids, minlength=len(bounds) + 2))
+    fine = RangePartition(5, "t", "a", "int", bounds, sizes, 1, 1000)
+    for n in (10, 100, 333):
+        c = derive_partition(fine, n)
+        assert c.id == 0 and c.n_target == n and abs(c.n_ranges - n) <= 1
+        assert set(c.boundaries) <= set(bounds) and sum(c.sizes) == sum(sizes)
+        ids = np.searchsorted(c.boundaries, vals, side="right")
+        assert list(np.bincount(ids, minlength=c.n_fragments)) == list(c.sizes)
+        # every fine fragment lies inside one coarse fragment
+        assert all(len(set(ids[fine_ids == f])) <= 1 for f in np.unique(fine_ids))
+    assert derive_partition(fine, 5000) is fine
+
+
+# ---------------- query analysis (parser only) ----------------
+SCHEMA = {"crimes": [("pid", "int"), ("month", "int"), ("year", "int"), ("numcrimes", "bigint")],
+          "dim": [("pid", "int"), ("zone", "string")]}
+ROWS = {"crimes": 8, "dim": 3}
+
+
+def shape(sql):
+    return analyze(parse_sql(sql, lambda t: SCHEMA[t]), ROWS.__getitem__)
+
+
+def test_running_example_having_translation():
+    s = shape("SELECT sum(numcrimes) AS totcrimes, pid, month, year FROM crimes GROUP BY pid, month, year "
+              "HAVING sum(numcrimes) >= 100")
+    assert s.kind == "having" and s.fact.table == "crimes" and s.strata == ["month", "pid", "year"]
+    assert s.aggs == [("sum", "__a0")] and s.having == Cmp("sum(__a0)", ">=", 100.0)
+    assert s.determined("year") and not s.determined("numcrimes") and s.agg_inputs == {"numcrimes"}
+
+
+def test_boolean_having_flipped_comparisons_and_between():
+    s = shape("SELECT pid, count(*) AS n FROM crimes WHERE year > 2012 GROUP BY pid "
+              "HAVING NOT (10 < count(*)) OR (sum(numcrimes) BETWEEN 1 AND 5 AND max(numcrimes) <> -2)")
+    assert s.having == Or([Not(Cmp("count(*)", ">", 10.0)),
+                           And([Cmp("sum(__a1)", "between", 1.0, 5.0), Cmp("max(__a2)", "!=", -2.0)])])
+    assert s.relevant == {"pid", "year", "numcrimes"}
+
+
+def test_join_samples_the_larger_table_and_topk_and_nested_shapes():
+    s = shape("SELECT zone, sum(numcrimes) AS s FROM crimes JOIN dim ON crimes.pid = dim.pid GROUP BY zone "
+              "ORDER BY s DESC LIMIT 2")
+    assert s.fact.table == "crimes" and s.strata == [] and s.topk == ("sum(__a0)", 2, True)
+    n = shape("SELECT pid, count(*) AS k FROM (SELECT pid, month, sum(numcrimes) AS s FROM crimes "
+              "GROUP BY pid, month HAVING sum(numcrimes) > 50) x GROUP BY pid HAVING count(*) > 1")
+    assert n.kind == "nested" and n.having == Cmp("sum(__a0)", ">", 50.0)
+    assert n.outer_aggs == [("count", None)] and n.outer_having == Cmp("count(*)", ">", 1.0)
+    assert n.outer_keys == [k for k in n.keys if k.startswith("crimes_pid")]
+
+
+@pytest.mark.parametrize("sql,msg", [
+    ("SELECT pid, numcrimes FROM crimes", "no aggregation"),
+    ("SELECT pid, sum(numcrimes) AS s FROM crimes GROUP BY pid HAVING pid > 3", "aggregate op constant"),
+    ("SELECT pid, count(DISTINCT month) AS s FROM crimes GROUP BY pid", "DISTINCT"),
+    ("SELECT pid, sum(numcrimes) AS s FROM crimes GROUP BY pid ORDER BY pid LIMIT 3", "top-k must order"),
+    ("SELECT a.pid, count(*) AS n FROM crimes a JOIN crimes b ON a.year = b.year GROUP BY a.pid", "more than once"),
+])
+def test_unsupported_shapes_give_a_reason(sql, msg):
+    with pytest.raises(CannotEstimate, match=msg):
+        shape(sql)
+
+
+def test_reuse_and_update_rate_are_predicted_from_the_store(tmp_path):
+    import time
+
+    from advisor.select import predict_workload
+    from advisor.store import Store
+
+    store = Store(tmp_path)
+    tpl = "SELECT pid, sum(numcrimes) AS s FROM crimes GROUP BY pid HAVING sum(numcrimes) > {}"
+    q = parse_sql(tpl.format(1), lambda t: SCHEMA[t])
+    assert predict_workload(store, q, "crimes", CostParams()).reuses == 3  # prior only
+    for c in (5, 7, 9):
+        store.log_run("run", tpl.format(c), {"metrics": {"rows_read": 1000}, "seconds": 0.5})
+    store.log_run("run", "SELECT pid, count(*) AS n FROM crimes GROUP BY pid", {"seconds": 1.0})
+    store.log_run("recommend", tpl.format(3), {})  # recommendations are not executions
+    w = predict_workload(store, q, "crimes", CostParams())
+    assert w.reuses == 3 + 3 and w.scan_rate == 2000 and w.updates_per_use == 0 and "seen 3 time" in w.reason
+    with store.tx() as c:
+        c.execute("INSERT INTO versions VALUES ('crimes', 2, 'batch', NULL, NULL, NULL, 10, 0, 30, 10, ?)",
+                  (time.time(),))
+    w = predict_workload(store, q, "crimes", CostParams())
+    assert w.updates_per_use == pytest.approx(1 / 4) and w.delta_rows == 40
