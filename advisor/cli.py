@@ -282,9 +282,18 @@ def _not_yet(name: str, issue: str):
 
 
 @app.command("recommend")
-def recommend_cmd(sql: str):
-    """What-if: estimated sketch size per candidate, the pick, go/no-go."""
-    _not_yet("recommend", "cost-based selection lands with issue 4")
+def recommend_cmd(sql: str, strategy: str = typer.Option("CB-OPT-GB", "--strategy"),
+                  sample_rate: float = typer.Option(0.05, "--sample-rate", help="theta: sample share per stratum."),
+                  method: str = typer.Option("bootstrap", "--method", help="bootstrap | clt"),
+                  fragments: Optional[int] = typer.Option(None, "--fragments", help="Fix the granularity."),
+                  do_capture: bool = typer.Option(False, "--capture", help="Capture the pick if the verdict is go."),
+                  as_json: bool = typer.Option(False, "--json")):
+    """What-if: estimated sketch size +- CI per candidate, the pick, go/no-go (nothing captured by default)."""
+    from advisor.recommend import recommend_command
+
+    rec = recommend_command(ctx(), out, sql, strategy, sample_rate, as_json, do_capture, fragments, method)
+    if as_json:
+        emit_json(rec)
 
 
 @app.command("maintain")
@@ -345,13 +354,41 @@ def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.
     """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
     from workloads.bench_use import bench_use, render
     from workloads.datasets import load_dataset
-    from workloads.suites import TPCH
+    from workloads.suites import TPCH, TPCH_SF1
 
     c = ctx()
     if not c.catalog.exists("lineitem"):
         load_dataset(c.catalog, "tpch", sf=sf)
-    res = bench_use(c, TPCH, fragments, reps, out)
+    res = bench_use(c, TPCH_SF1 if sf >= 1 else TPCH, fragments, reps, out)
     render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
+@bench_app.command("advice")
+def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer.Option(300, "--queries"),
+                     datasets: List[str] = typer.Option(["tpch", "flights", "crimes"], "--dataset"),
+                     out_json: Optional[Path] = typer.Option(None, "--out")):
+    """Accuracy of the cost-based advice vs the exhaustive oracle (OPT) on generated queries."""
+    from workloads.bench_advice import bench_advice_command
+
+    bench_advice_command(ctx(), out, tuple(datasets), sf, queries, (0.05, 0.10), out_json)
+
+
+@bench_app.command("maintain")
+def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional[Path] = typer.Option(None, "--out"),
+                       sizes: List[str] = typer.Option(["10", "100", "1000", "10000", "1%", "5%"], "--size"),
+                       kinds: List[str] = typer.Option(["insert", "delete", "mixed"], "--kind")):
+    """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf if missing)."""
+    from workloads.bench_maintain import bench_maintain, break_even
+    from workloads.datasets import load_dataset
+
+    c = ctx()
+    if not c.catalog.exists("lineitem"):
+        load_dataset(c.catalog, "tpch", sf=sf)
+    parsed = [s if s.endswith("%") else int(s) for s in sizes]
+    res = bench_maintain(c, sizes=parsed, kinds=tuple(kinds), console=out)
+    out.print(f"break-even (first delta where incremental is not faster): {break_even(res) or 'none reached'}")
     if out_json:
         out_json.write_text(json.dumps(res, indent=2, default=str))
 

@@ -45,6 +45,7 @@ import json
 import re
 import shutil
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -328,46 +329,71 @@ def _spj_sql(node: ir.Node, fact_id: int, fact_view: str, other: Callable[[ir.Sc
     return f"SELECT {', '.join(items)} FROM ({_spj_sql(node.child, fact_id, fact_view, other)}) p"
 
 
-def _fragment_ids(df, parts: dict):
-    """Fragment id columns for the sample: ``assign_column`` (binary search in Spark) for numbers and
-    dates; for strings and wide decimals the same ``searchsorted`` as its pandas UDF, run on the driver
-    (the sample is small; this avoids starting Python workers)."""
+_FRAGS: "OrderedDict[tuple, dict]" = OrderedDict()  # (sample path, mtime) -> base frame + id columns
+
+
+def _pkey(part) -> tuple:
+    return part.attr, part.dtype, hashlib.sha1(json.dumps(list(part.boundaries), default=str).encode()).hexdigest()
+
+
+def _fragment_ids(df, path: str, parts: dict):
+    """Sample ids, strata and one fragment-id column per partition: ``assign_column`` (binary search
+    in Spark) for numbers and dates; for strings and wide decimals the same ``searchsorted`` as its
+    pandas UDF, on the driver (the sample is small; no Python workers).  Columns are kept in a small
+    in-process LRU per sample file, so later queries over the same sample skip this job."""
+    import os
+
     import pandas as pd
 
     from advisor.partitions import decode_value, uses_bucketizer
 
-    fcols, spark_cols = {}, []
-    for i, (key, part) in enumerate(sorted(parts.items())):
-        fcols[key] = f"__f{i}"
-        if uses_bucketizer(part.dtype):
-            df = assign_column(df, part.attr, part, f"__f{i}")
-            spark_cols.append(f"__f{i}")
-    raw = sorted({p.attr for p in parts.values() if not uses_bucketizer(p.dtype)})
-    got = df.select("_rid", "_n_g", "_stratum", *spark_cols, *[q(a) for a in raw]).toPandas()
-    for key, part in parts.items():
-        if not uses_bucketizer(part.dtype):
-            vals = got[part.attr]
-            bounds = np.array([decode_value(b, part.dtype) for b in part.boundaries], dtype=object)
-            ids = np.full(len(vals), part.null_id, dtype=np.int64)
-            ok = ~pd.isna(vals).to_numpy()
-            if ok.any():
-                ids[ok] = np.searchsorted(bounds, vals.to_numpy(dtype=object)[ok], side="right")
-            got[fcols[key]] = ids
-    return got.rename(columns={"_rid": SID})[[SID, "_n_g", "_stratum"] + list(fcols.values())], fcols
+    key = (path, os.path.getmtime(path))
+    entry = _FRAGS.pop(key, None) or {"base": None, "cols": {}}
+    _FRAGS[key] = entry
+    while len(_FRAGS) > 4:
+        _FRAGS.popitem(last=False)
+    need = {k: p for k, p in sorted(parts.items()) if _pkey(p) not in entry["cols"]}
+    if need or entry["base"] is None:
+        spark_cols = []
+        for i, p in enumerate(need.values()):
+            if uses_bucketizer(p.dtype):
+                df = assign_column(df, p.attr, p, f"__f{i}")
+                spark_cols.append((i, f"__f{i}"))
+        raw = sorted({p.attr for p in need.values() if not uses_bucketizer(p.dtype)})
+        got = df.select("_rid", "_n_g", "_stratum", *[c for _, c in spark_cols], *[q(a) for a in raw]).toPandas()
+        if entry["base"] is None:
+            entry["base"] = got[["_rid", "_n_g", "_stratum"]].rename(columns={"_rid": SID})
+        order = pd.Index(got["_rid"]).get_indexer(entry["base"][SID])
+        for i, p in enumerate(need.values()):
+            if uses_bucketizer(p.dtype):
+                ids = got[f"__f{i}"].to_numpy()
+            else:
+                vals = got[p.attr]
+                bounds = np.array([decode_value(b, p.dtype) for b in p.boundaries], dtype=object)
+                ids = np.full(len(vals), p.null_id, dtype=np.int64)
+                ok = ~pd.isna(vals).to_numpy()
+                if ok.any():
+                    ids[ok] = np.searchsorted(bounds, vals.to_numpy(dtype=object)[ok], side="right")
+            entry["cols"][_pkey(p)] = np.asarray(ids)[order]
+    out, fcols = entry["base"].copy(), {}
+    for i, (k, p) in enumerate(sorted(parts.items())):
+        fcols[k] = f"__f{i}"
+        out[f"__f{i}"] = entry["cols"][_pkey(p)]
+    return out, fcols
 
 
 def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, versions: dict):
     """Pandas frame: one row per (sample row, joined row) with keys, arguments, ``__u``, fragment ids.
 
-    Two Spark jobs: the sample's ids/strata/fragment ids, and the aggregation's input (joins, WHERE)
-    over the sample; merged on the driver by sample row id (rows that do not survive get ``__u``
-    false)."""
+    Two Spark jobs (the first cached per sample): the sample's ids/strata/fragment ids, and the
+    aggregation's input (joins, WHERE) over the sample; merged on the driver by sample row id (rows
+    that do not survive get ``__u`` false)."""
     from advisor.execute import table_view
 
     df = catalog.spark.read.parquet(sample.path)
     view = catalog.view_name(sample.table, sample.version, "_smp" + hashlib.sha1(sample.path.encode()).hexdigest()[:8])
     df.createOrReplaceTempView(view)
-    base, fcols = _fragment_ids(df, parts)
+    base, fcols = _fragment_ids(df, sample.path, parts)
     spj = _spj_sql(shape.inner.child, shape.fact.scan_id, view,
                    lambda s: table_view(catalog, s.table, versions.get(s.table)))
     top = ", ".join([q(k) for k in shape.keys] + [f"CAST({e} AS DOUBLE) AS {c}" for c, e in shape.args.items()]

@@ -1,6 +1,7 @@
 """`advisor recommend "SQL"`: what-if sketch sizes per candidate attribute, the pick and go/no-go.
 
-Nothing is captured unless ``capture=True``.  Steps: parse, ``estimate.analyze`` (which table to
+Nothing is captured unless ``capture=True``.  Candidates are the attributes of the sampled (largest)
+table below the aggregation; dimension tables of a join are not sketched.  Steps: parse, ``estimate.analyze`` (which table to
 sample, HAVING/top-k/nested shape), candidates with Z3 safety verdicts (``select``), sample +
 estimate the strategy's pool at each granularity, ``select.choose`` (strategy + cost model), and,
 for OPT, capture every pool candidate to get real sizes.  The record is logged in the store's

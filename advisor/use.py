@@ -23,12 +23,50 @@ def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
     return out
 
 
-def range_condition(part: RangePartition, fragments: frozenset, column: str) -> str:
-    """SQL condition selecting exactly the rows in the given fragments of `part`."""
+MAX_RUNS = 128  # beyond a few hundred OR'd ranges Spark's generated code overflows (janino 64 KB)
+
+
+def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:
+    """Runs of the sketch, with the cheapest gaps bridged until at most `max_runs` remain.
+
+    Bridging adds fragments, and a superset of a safe sketch is safe (seed 001, Lemma 5), so the
+    answer cannot change; we pick the gaps holding the fewest rows (fragment sizes) to lose little."""
+    rs = runs(fragments, part)
+    if len(rs) <= max_runs:
+        return rs
+    sizes = part.sizes
+
+    def gap_rows(a, b):
+        return sum(sizes[f] for f in range(a[1] + 1, b[0]) if f < len(sizes)) if sizes else b[0] - a[1]
+
+    import heapq
+
+    rs = list(rs)
+    while len(rs) > max_runs:
+        gaps = [(gap_rows(rs[k], rs[k + 1]), k) for k in range(len(rs) - 1)]
+        # bridge the cheapest gaps in one sweep (non-overlapping), then re-evaluate
+        need = len(rs) - max_runs
+        chosen = sorted(k for _, k in heapq.nsmallest(need, gaps))
+        merged, skip = [], set(chosen)
+        k = 0
+        while k < len(rs):
+            lo, hi = rs[k]
+            while k in skip:
+                k += 1
+                hi = rs[k][1]
+            merged.append((lo, hi))
+            k += 1
+        rs = merged
+    return rs
+
+
+def range_condition(part: RangePartition, fragments: frozenset, column: str, max_runs: int = MAX_RUNS) -> str:
+    """SQL condition selecting the rows in the given fragments of `part` (exactly, unless more than
+    `max_runs` runs forced bridging of small gaps, which only adds rows)."""
     col = q(column)
     terms = []
     nb = len(part.boundaries)
-    for i, j in runs(fragments, part):
+    for i, j in capped_runs(fragments, part, max_runs):
         conds = []
         if i > 0:
             conds.append(f"{col} >= {sql_literal(part.boundaries[i - 1], part.dtype)}")
@@ -50,7 +88,7 @@ def overlapping_files(manifest: list[dict], part: RangePartition, fragments: fro
     from advisor.partitions import decode_value
 
     keep = []
-    rs = runs(fragments, part)
+    rs = capped_runs(fragments, part)
     has_null = part.null_id in fragments
     for f in manifest:
         if has_null and f.get("nulls", 0) > 0:

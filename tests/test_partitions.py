@@ -74,3 +74,20 @@ def test_empty_sketch_filters_everything():
     assert range_condition(part, frozenset(), "a") == "false"
     assert range_condition(part, frozenset({0, 1, 2}), "a") == "(`a` IS NOT NULL)"
     assert range_condition(part, frozenset({1, 3}), "a") == "(`a` >= 10 AND `a` < 20) OR `a` IS NULL"
+
+
+def test_capped_runs_bridge_cheapest_gaps_and_keep_every_fragment():
+    from advisor.use import capped_runs, runs
+
+    part = RangePartition(1, "t", "a", "bigint", tuple(range(10, 1000, 10)), tuple([5] * 50 + [1] * 51))
+    frags = frozenset(range(0, 100, 2))  # 50 isolated fragments, gaps of one fragment each
+    assert len(runs(frags, part)) == 50
+    capped = capped_runs(frags, part, max_runs=10)
+    assert len(capped) <= 10
+    covered = {f for lo, hi in capped for f in range(lo, hi + 1)}
+    assert frags <= covered  # a superset: still a safe sketch
+    # the 24 cheap gaps (1-row fragments 51..97) are all bridged before any 5-row gap: one run ends at 98
+    # and starts at or below 50
+    assert any(lo <= 50 and hi == 98 for lo, hi in capped)
+    bridged_rows = sum(part.sizes[f] for lo, hi in capped for f in range(lo, hi + 1)) - sum(part.sizes[f] for f in frags)
+    assert bridged_rows == 24 * 1 + 16 * 5  # 40 gaps bridged, cheapest first

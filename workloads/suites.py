@@ -51,3 +51,17 @@ FLIGHTS = [
      {"flights": "time_hour"}),
     ("long_routes", "SELECT DISTINCT origin, dest FROM flights WHERE distance > 2500", {"flights": "distance"}),
 ]
+
+
+def _sf1(name: str, sql: str) -> str:
+    """Standard TPC-H constants for SF1 (the SF0.01 ones above are chosen to return rows there)."""
+    swaps = {"q18": ("> 250", "> 300"), "cust_count": ("> 25", "> 35"),
+             "ps_having": ("> 25000", "> 33000"), "nested": ("> 200", "> 300"),
+             "max_price": ("> 400000", "> 550000")}
+    if name in swaps:
+        a, b = swaps[name]
+        sql = sql.replace(a, b)
+    return sql
+
+
+TPCH_SF1 = [(n, _sf1(n, s), on) for n, s, on in TPCH]
