@@ -19,6 +19,9 @@ def sketch_rows(catalog, s: Sketch) -> int:
     return total
 
 
+MAX_USE_SELECTIVITY = 0.9  # a sketch covering more than this reads nearly everything: run plainly
+
+
 def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
                     allow_stale: bool = False) -> tuple[list[Sketch], list[tuple[Sketch, str]]]:
     """(usable sketches, smallest first; [(rejected sketch, reason)])."""
@@ -51,5 +54,13 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
             good.append(s)
         else:
             bad.append((s, f"reuse not proven: {v.reason}"))
-    good.sort(key=lambda s: sketch_rows(catalog, s))
-    return good, bad
+    kept = []
+    for s in good:
+        total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in s.parts)
+        sel = sketch_rows(catalog, s) / max(1, total)
+        if sel > MAX_USE_SELECTIVITY:
+            bad.append((s, f"covers {sel:.1%} of the rows (> {MAX_USE_SELECTIVITY:.0%}): a plain scan is cheaper"))
+        else:
+            kept.append(s)
+    kept.sort(key=lambda s: sketch_rows(catalog, s))
+    return kept, bad

@@ -17,6 +17,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.memory": "4g",
     "spark.sql.parquet.filterPushdown": "true",
     "spark.sql.adaptive.enabled": "true",
+    # Constraint inference over a sketch's OR of ranges costs seconds of planning and buys nothing.
+    "spark.sql.constraintPropagation.enabled": "false",
     # Local Python workers: keep them alive across tasks.
     "spark.python.worker.reuse": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
