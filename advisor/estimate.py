@@ -431,7 +431,9 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, K: int = 200) ->
     threshold in the upper part of the distribution is passed by too many groups and sketches look
     larger than they are.  Model: group values ``theta_g`` drawn from an unknown prior, estimate
     ``m_g ~ N(theta_g, v_g)``.  The prior is the nonparametric MLE on a grid of ``K`` points (no
-    normal assumption: a normal prior under-counted the heavy upper tail of flight delays 4x); a
+    normal assumption: a normal prior under-counted the heavy upper tail of flight delays 4x), except
+    for totals over estimated group sizes (groups spanning strata), whose skewed noise the NPMLE
+    over-fits: there a normal prior fitted by moments (variance floored at 5 % of the observed).  A
     group's pass probability becomes its posterior probability.  ``m_g`` is the row mean
     ``SUM_g / N_g`` when groups are strata (``aligned``: ``N_g`` is exact) and ``AVG_g``; else the
     total ``SUM_g``.  ``v_g`` is the larger of the replicate variance and, for row means,
@@ -459,7 +461,14 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, K: int = 200) ->
         if f == "avg" or aligned:
             v = np.maximum(v, sw2 * np.clip(1.0 - n / np.where(N > 0, N, 1.0), 0.0, 1.0) / np.maximum(n, 1.0))
         sd = np.sqrt(np.nan_to_num(v))
-        grid, prior = _npmle(m[ok], sd[ok], K, rng)
+        if f == "avg" or aligned:
+            grid, prior = _npmle(m[ok], sd[ok], K, rng)
+        else:  # totals over estimated group sizes: the NPMLE overfits their skewed noise; normal prior
+            grid = np.linspace(float(m[ok].min()), float(m[ok].max()), K)
+            mu, vm = float(np.mean(m[ok])), float(np.var(m[ok]))
+            tau2 = max(vm - float(np.mean(v[ok])), 0.05 * vm, 1e-300)
+            prior = np.exp(-0.5 * (grid - mu) ** 2 / tau2)
+            prior /= prior.sum()
         tgt = np.flatnonzero(ok & (sd >= grid[1] - grid[0]))
         if not tgt.size or not np.isfinite(prior).all():
             continue
