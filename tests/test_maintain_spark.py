@@ -50,7 +50,7 @@ TALLY = {"steps": 0, "sequences": 0}
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(qi=st.integers(0, len(QUERIES) - 1), frags=st.sampled_from([6, 30]),
-       batches=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 30), st.integers(0, 10_000)),
+       batches=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.integers(0, 10_000)),
                         min_size=1, max_size=2))
 def test_maintained_equals_recaptured(cat, qi, frags, batches):
     sql, attr = QUERIES[qi]

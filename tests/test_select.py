@@ -222,3 +222,27 @@ def test_reuse_and_update_rate_are_predicted_from_the_store(tmp_path):
                   (time.time(),))
     w = predict_workload(store, q, "crimes", CostParams())
     assert w.updates_per_use == pytest.approx(1 / 4) and w.delta_rows == 40
+
+
+@pytest.mark.parametrize("dist", ["normal", "skewed"])
+def test_shrinkage_repairs_the_inflated_pass_rate_of_noisy_groups(dist):
+    import pandas as pd
+
+    from advisor.estimate import U, shrink_groups
+    from estimators.aggregates import estimate_groups, pass_probability
+
+    rng = np.random.default_rng(5)
+    G, N, n = 1500, 200, 10
+    theta = rng.normal(25, 1, G) if dist == "normal" else 20 + rng.gamma(1.0, 3.0, G)
+    c = float(np.quantile(theta, 0.85))
+    rows = pd.DataFrame({"g": np.repeat(np.arange(G), n), "x": np.repeat(theta, n) + rng.normal(0, 14, G * n),
+                         "_n_g": N, U: True})
+    pred = Cmp("avg(x)", ">", c)
+    raw = estimate_groups(rows, ["g", U], [("avg", "x")], seed=1)
+    shrunk = estimate_groups(rows, ["g", U], [("avg", "x")], seed=1)
+    shrink_groups(shrunk, rows, ["g", U])
+    truth = float(np.mean(theta > c))  # 0.15
+    p_raw = float(pass_probability(raw, pred).mean())
+    p_shr = float(pass_probability(shrunk, pred).mean())
+    assert p_raw > truth + 0.15  # noise (sd 14/sqrt(10) = 4.4) >> spread: far too many groups pass
+    assert abs(p_shr - truth) < 0.06 and abs(p_shr - truth) < abs(p_raw - truth) / 3
