@@ -9,7 +9,6 @@ Five tests x 110 derandomized examples = 550 generated batch sequences in the no
 
 from __future__ import annotations
 
-import os
 
 import pandas as pd
 import pytest
@@ -35,11 +34,6 @@ R_COLS = ["a", "b", "c"]
 S_COLS = ["d", "e"]
 VAL = st.integers(0, 6)
 NULLABLE = st.one_of(st.none(), VAL, VAL, VAL, VAL)
-
-
-def soak_selected(request) -> bool:
-    expr = request.config.option.markexpr or ""
-    return ("soak" in expr and "not soak" not in expr) or os.environ.get("ADVISOR_SOAK") == "1"
 
 
 # ---------- data ----------
@@ -266,8 +260,6 @@ SOAK_RUNS = {"spj": _soak(q_spj, False), "agg": _soak(q_agg, False), "join_agg":
 
 @pytest.mark.soak
 @pytest.mark.parametrize("family", sorted(SOAK_RUNS))
-def test_soak(request, family):
-    """Ten times the normal number of sequences per family (runs only when soak is selected)."""
-    if not soak_selected(request):
-        pytest.skip("soak runs only with -m soak (or ADVISOR_SOAK=1)")
+def test_soak(family):
+    """Ten times the normal number of sequences per family (`make soak`; `make test` deselects it)."""
     SOAK_RUNS[family]()
