@@ -4,7 +4,9 @@ Candidates are the columns of the sampled table that the Z3 rules prove safe (``
 that are not constant.  NDV vs fragments: the paper keeps only attributes with NDV > n; here an
 attribute with NDV <= n is kept with one fragment per value (coarser granularities above its NDV
 collapse into one), because a low-NDV group-by attribute can still make a good sketch (the year of
-the digest's running example); ``strict_ndv=True`` restores the paper's filter.
+the digest's running example); ``granularities_for(..., strict=True)`` restores the paper's filter.
+Partitions: one stored fine partition per attribute (``fine_partition``), coarser granularities
+derived from it (``derive_partition``) and stored only when captured (``store_partition``).
 
 Strategies (digest §3.3): NO-PS; RAND-ALL/REL/GB/PK/AGG (seeded uniform choice in the pool);
 CB-OPT/-GB/-REL (smallest *estimated* selectivity in the pool); OPT (smallest *real* size, from
