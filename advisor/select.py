@@ -319,7 +319,7 @@ def oracle(catalog, query, parts: dict, versions: dict) -> tuple[dict, float]:
     return out, secs
 
 
-def predict_workload(store, query, table: str, p: CostParams, catalog=None) -> Workload:
+def predict_workload(store, query, table: str, p: CostParams) -> Workload:
     """Reuses, update rate and scan rate from the store's run log and the table's versions."""
     import sqlglot
 
