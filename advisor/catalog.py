@@ -53,6 +53,13 @@ class Catalog:
         self.store = store
         self.root = store.warehouse / "tables"
         self.root.mkdir(parents=True, exist_ok=True)
+        self.pins: dict[str, int] = {}
+
+    def pin(self, table: str, version: int) -> None:
+        """Make `version` the table's current version for this catalog object: later versions stay
+        invisible (replay applies every update batch once up front, then moves the pins forward so
+        each strategy sees the same versions in the same order)."""
+        self.pins[self.require(table)] = int(version)
 
     @property
     def view_prefix(self) -> str:
@@ -97,12 +104,14 @@ class Catalog:
         raise BadInput(f"unknown column {col!r} in table {table!r}")
 
     def current_version(self, name: str) -> int:
-        r = self.store.one("SELECT max(version) v FROM versions WHERE table_name=?", (self.require(name),))
-        return int(r["v"])
+        name = self.require(name)
+        r = self.store.one("SELECT max(version) v FROM versions WHERE table_name=?", (name,))
+        return min(int(r["v"]), self.pins.get(name, int(r["v"])))
 
     def versions(self, name: str) -> list[Version]:
-        rows = self.store.query("SELECT * FROM versions WHERE table_name=? ORDER BY version",
-                                (self.require(name),))
+        name = self.require(name)
+        rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version<=? ORDER BY version",
+                                (name, self.pins.get(name, 1 << 62)))
         return [Version(r["table_name"], r["version"], r["kind"], r["base_path"], r["ins_path"],
                         r["del_path"], r["rows"], r["bytes"], r["n_ins"], r["n_del"]) for r in rows]
 
@@ -259,6 +268,9 @@ class Catalog:
     def _commit_batch(self, name: str, cur: Version, ins_df, del_ids) -> Version:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
+
+        if name in self.pins:
+            raise BadInput(f"table {name!r} is pinned to version {self.pins[name]}: batches cannot be applied")
 
         current = self.read(name, cur.version, with_rid=True)
         cols = [c for c, _ in self.schema(name)]

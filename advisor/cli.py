@@ -277,10 +277,6 @@ def sketches_cmd(as_json: bool = typer.Option(False, "--json")):
     out.print(tab)
 
 
-def _not_yet(name: str, issue: str):
-    raise CheckFailed(f"`advisor {name}` is not yet available ({issue})")
-
-
 @app.command("recommend")
 def recommend_cmd(sql: str, strategy: str = typer.Option("CB-OPT-GB", "--strategy"),
                   sample_rate: float = typer.Option(0.05, "--sample-rate", help="theta: sample share per stratum."),
@@ -327,21 +323,69 @@ def maintain_cmd(policy: Optional[str] = typer.Option(None, "--policy",
 
 
 @app.command("replay")
-def replay_cmd(workload: Path):
-    """Replay a workload file end to end."""
-    _not_yet("replay", "workload replay lands with issue 6")
+def replay_cmd(workload: Path,
+               strategies: Optional[str] = typer.Option(None, "--strategies",
+                                                        help="Comma-separated, e.g. NO-PS,CB-OPT-GB (default: the file's)."),
+               out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/NAME)."),
+               fresh: bool = typer.Option(False, "--fresh", help="Discard an existing run directory instead of resuming."),
+               report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end.")):
+    """Replay a workload file end to end for each strategy; writes a run directory (resumable)."""
+    from workloads.replay import replay
+
+    run_dir = replay(ctx(), str(workload), [s for s in strategies.split(",") if s.strip()] if strategies else None,
+                     str(out_dir) if out_dir else None, fresh, console=out)
+    _print_run(run_dir, report)
+
+
+def _print_run(run_dir: Path, report: bool) -> None:
+    """Summary table of a finished run (and the report's path)."""
+    from reports.schema import load_run
+
+    doc = load_run(run_dir)
+    sm = doc["summary"]
+    tab = Table("strategy", "queries", "cumulative s", "vs NO-PS", "rows read", "captured", "reused", "no-go",
+                "mean real sel.", title=f"replay {doc['workload']['name']}")
+    for s, p in sm["per_strategy"].items():
+        tab.add_row(s, str(p["queries"]), f"{p['cumulative_seconds']:.1f}",
+                    "-" if p["vs_no_ps"] is None else f"{p['vs_no_ps']:.2f}x", f"{p['rows_read']:,}",
+                    str(p["captured"]), str(p["reused"]), str(p["no_go"]),
+                    "-" if p["mean_real_selectivity"] is None else f"{p['mean_real_selectivity']:.1%}")
+    out.print(tab)
+    out.print(f"answers identical across strategies: {'yes' if sm['answers_identical'] else 'NO'}; "
+              f"maintained sketches equal to recapture: {'yes' if sm['maintained_equal_to_recapture'] else 'NO'}")
+    out.print(f"run directory: {run_dir}")
+    if report:
+        from reports.html import write_report
+
+        out.print(f"report: {write_report(run_dir)}")
+    if not sm["answers_identical"] or not sm["maintained_equal_to_recapture"]:
+        raise CheckFailed("a strategy returned a different answer or a maintained sketch differs from recapture")
 
 
 @app.command("report")
-def report_cmd(run_dir: Path):
-    """Write report.html for a run directory."""
-    _not_yet("report", "reports land with issue 6")
+def report_cmd(run_dir: Path, out_file: Optional[Path] = typer.Option(None, "--out", help="Default RUN_DIR/report.html.")):
+    """Write a self-contained report.html (renders offline) for a replay run directory."""
+    from reports.html import write_report
+    from reports.schema import RunFormatError
+
+    try:
+        path = write_report(run_dir, out_file)
+    except RunFormatError as e:
+        raise BadInput(str(e)) from None
+    out.print(f"report: {path}")
 
 
 @app.command("gate")
-def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline")):
-    """CI performance gate against a baseline run."""
-    _not_yet("gate", "the CI gate lands with issue 6")
+def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline"),
+             max_regression: str = typer.Option("10%", "--max-regression"),
+             as_json: bool = typer.Option(False, "--json")):
+    """CI gate: compare a run's deterministic counters with a baseline run; exit 1 on regression."""
+    from reports.gate import gate_command
+
+    try:
+        return gate_command(str(run), str(baseline), max_regression, out, json_output=as_json)
+    except ValueError as e:  # RunFormatError, GateInputError, a bad threshold
+        raise BadInput(str(e)) from None
 
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side ratios and counters).")

@@ -262,6 +262,9 @@ class SampleInfo:
     seconds: float
 
 
+SAMPLER = 2  # bump when the sampling rule changes: cached samples of other versions are redrawn
+
+
 def get_sample(catalog, table: str, strata: list, theta: float, seed: int, version: int) -> SampleInfo:
     """The stratified sample for the key (table, strata, theta, seed, version): reuse or draw + store."""
     from estimators.sampling import stratified_sample
@@ -272,7 +275,7 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
                           "AND table_version=? ORDER BY id DESC LIMIT 1", (table, sj, theta, seed, version))
     if r is not None:
         from pathlib import Path
-        if Path(r["path"]).exists():
+        if Path(r["path"]).exists() and json.loads(r["meta_json"]).get("sampler") == SAMPLER:
             return SampleInfo(table, strata, theta, seed, version, r["path"], json.loads(r["meta_json"]),
                               True, 0.0)
     t0 = time.perf_counter()
@@ -281,7 +284,7 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
     s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid")
     s.df.write.mode("overwrite").parquet(str(path))
     secs = time.perf_counter() - t0
-    meta = {"population": s.population, "n_strata": s.n_strata, "uniform_fallback": s.uniform_fallback,
+    meta = {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata, "uniform_fallback": s.uniform_fallback,
             "sample_size": s.sample_size, "seconds": round(secs, 3)}
     with catalog.store.tx() as c:
         old = c.execute("SELECT path FROM samples WHERE table_name=? AND table_version<?",

@@ -108,7 +108,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     grans = (int(fragments),) if fragments else GRANULARITIES
     pool = pool_of("CB-OPT" if strategy == "OPT" else strategy, cands)
     plan = {c.attr: g for c in pool if (g := granularities_for(c.ndv, grans))}
-    w = predict_workload(ctx.store, q, table, p)
+    w = predict_workload(ctx.store, q, table, p, upto=versions[table])
     rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use,
                        "scan_rows_per_s": w.scan_rate, "reason": w.reason}
     est = None

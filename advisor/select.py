@@ -319,7 +319,7 @@ def oracle(catalog, query, parts: dict, versions: dict) -> tuple[dict, float]:
     return out, secs
 
 
-def predict_workload(store, query, table: str, p: CostParams) -> Workload:
+def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None) -> Workload:
     """Reuses, update rate and scan rate from the store's run log and the table's versions."""
     import sqlglot
 
@@ -345,7 +345,8 @@ def predict_workload(store, query, table: str, p: CostParams) -> Workload:
                 rates.append(rr / sec)
         except (ValueError, AttributeError):
             pass
-    batches = store.query("SELECT n_ins, n_del FROM versions WHERE table_name=? AND kind='batch'", (table,))
+    batches = store.query("SELECT n_ins, n_del FROM versions WHERE table_name=? AND kind='batch' AND version<=?",
+                          (table, 1 << 62 if upto is None else upto))
     ups = len(batches) / max(1, on_table) if batches else 0.0
     delta = statistics.mean(b["n_ins"] + b["n_del"] for b in batches) if batches else 0.0
     rate = statistics.median(rates) if rates else p.scan_rate

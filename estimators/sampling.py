@@ -15,8 +15,12 @@ be reused by any later query with the same group-by (digest §2.4).
 Uniform sample: without strata, or as the **fallback** when there are more strata than the sample
 budget ``theta * N`` (digest §2.3; or more than ``max_strata`` when given), the sample is an exact
 uniform sample of ``max(1, ceil(theta * N))`` rows (the rows with the smallest keys -- not a
-Bernoulli sample, whose size is random), ``_n_g = N`` and a single stratum ``"{}"``.  The fallback
-is reported in ``Sample.uniform_fallback``; groups can then be missing from the sample.
+Bernoulli sample, whose size is random).  Without strata ``_n_g = N`` and the single stratum is
+``"{}"``.  In the fallback the rows are **post-stratified**: each carries its own group's ``_n_g``
+(exact, from the strata count job) and ``_stratum``, so a group's estimate scales its ``n_g`` sampled
+rows by ``N_g / n_g`` (unbiased given ``n_g >= 1``) instead of by ``1 / theta``, which inflated
+every small group's SUM.  The fallback is reported in ``Sample.uniform_fallback``; groups can then be
+missing from the sample (they count as failing: sizes of key-like group-bys are underestimated).
 
 Rounding: ``theta * N`` is computed as ``N * (theta * (1 - 1e-12))`` before the ceiling, so that
 binary floating point does not turn e.g. ``0.1 * 30 = 3.0000000000000004`` into 4 rows.  ``quota``
@@ -133,7 +137,13 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
     limit = theta * N if max_strata is None else max_strata
     strata_sizes = sizes.withColumn("_stratum", F.to_json(F.struct(*[F.col(c) for c in strata])))
     if N > 0 and n_strata > limit:
-        return Sample(df=_uniform(base, theta, seed, N, id_col, u), strata=strata, theta=theta, seed=seed,
+        # post-stratify: each sampled row carries its own group's size and key, so a group's
+        # estimate scales its n_g sampled rows by N_g / n_g rather than by 1/theta (which, for
+        # small groups, inflates every sampled group's SUM ~N_g-fold)
+        uni = _uniform(base, theta, seed, N, id_col, u).drop("_n_g", "_stratum")
+        post = uni.join(strata_sizes, on=[uni[c].eqNullSafe(strata_sizes[c]) for c in strata], how="inner")
+        post = post.select(*[uni[c] for c in base.columns], strata_sizes["_n_g"], strata_sizes["_stratum"])
+        return Sample(df=post, strata=strata, theta=theta, seed=seed,
                       uniform_fallback=True, population=N, n_strata=n_strata, sample_size=quota(N, theta),
                       id_col=id_col, strata_sizes=strata_sizes)
 

@@ -66,7 +66,10 @@ def test_uniform_fallback_and_no_strata(table):
     s = stratified_sample(table, ["a"], theta=0.1, seed=1, max_strata=3)
     pdf = _collect(s)
     assert s.uniform_fallback and s.n_strata == len(STRATA_SIZES)
-    assert len(pdf) == quota(N, 0.1) and (pdf["_n_g"] == N).all() and (pdf["_stratum"] == "{}").all()
+    assert len(pdf) == quota(N, 0.1)
+    # post-stratified: each row carries its own group's exact size and key
+    assert (pdf["_stratum"] == [f'{{"a":{a}}}' for a in pdf["a"]]).all()
+    assert (pdf["_n_g"] == [STRATA_SIZES[a] for a in pdf["a"]]).all()
     u = stratified_sample(table, [], theta=0.25, seed=2)
     assert not u.uniform_fallback and u.n_strata == 1 and len(_collect(u)) == quota(N, 0.25)
     with pytest.raises(ValueError):

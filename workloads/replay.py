@@ -1,0 +1,301 @@
+"""`advisor replay WORKLOAD`: run a workload end to end for several strategies, side by side.
+
+Run directory layout::
+
+    RUN/plan.json            the prepared steps (bindings, batch versions); written once, atomically
+    RUN/warehouse/           the run's own data: datasets as loaded plus every update batch
+    RUN/strategies/<S>/      one sketch store per strategy (a copy of the data warehouse's SQLite
+                             file: same tables, versions, partitions and layouts; its own sketches,
+                             samples, maintenance state and run history)
+    RUN/log.jsonl            one line per finished step and strategy (the resume log)
+    RUN/run.json             the run log of ``reports/schema.py``, rewritten after every strategy
+
+Fairness: all update batches are applied once, up front, while preparing; each strategy then starts
+with every table pinned at its first version and moves a pin forward at each update step
+(``Catalog.pin``), so all strategies see the same versions in the same order and batch writing is
+charged to none of them.  An interrupted replay resumes from ``log.jsonl``: finished steps are not
+run again; a step cut off half-way may have left a sketch in that strategy's store, which later steps
+may reuse (correctness is unaffected; its counters may differ from an uninterrupted run).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from advisor.errors import BadInput
+
+from .run_summary import summarize
+from .workload_file import Workload, load_workload
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def _java() -> str:
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
+        return (out.stderr or out.stdout).splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def environment(spark) -> dict:
+    import pyspark
+
+    from importlib.metadata import version
+
+    return {"advisor": version("sketch-advisor"), "python": sys.version.split()[0], "pyspark": pyspark.__version__,
+            "java": _java(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "master": spark.sparkContext.master, "started": _now(), "finished": None}
+
+
+def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
+    """Load data, build layouts, draw the steps, apply every batch; returns (and writes) plan.json."""
+    from advisor.layout import build_layout
+    from workloads.datasets import load_dataset
+    from workloads.steps import plan_steps
+    from workloads.updates import batch_frames
+
+    plan_path = run_dir / "plan.json"
+    if plan_path.exists():
+        plan = json.loads(plan_path.read_text())
+        if plan.get("sha256") != wl.sha256:
+            raise BadInput(f"{run_dir} holds a replay of a different workload file; pass a new --out or --fresh")
+        return plan
+    wh = run_dir / "warehouse"
+    if wh.exists():  # an interrupted preparation: start it over
+        shutil.rmtree(wh)
+    ctx = ctx_factory(wh)
+    cat = ctx.catalog
+    secs, datasets = {}, []
+    t0 = time.perf_counter()
+    for d in wl.datasets:
+        progress(f"loading {d['name']}")
+        counts = load_dataset(cat, d["name"], sf=float(d.get("sf", 0.1)), rows=int(d.get("rows", 100_000)),
+                              seed=int(d.get("seed", 7)))
+        datasets.append({"name": d["name"], "sf": d.get("sf"), "tables": counts})
+    secs["load"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for t, a in wl.layouts:
+        progress(f"clustering {t} by {a}")
+        cat.column_type(cat.require(t), a)
+        build_layout(cat, t, a, rows_per_file=50_000)
+    secs["layouts"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    progress("drawing bindings")
+    steps = plan_steps(cat, wl)
+    _check_templates(ctx, wl, steps)
+    secs["bindings"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    initial = {t: cat.current_version(t) for t in cat.tables()}
+    n_up = sum(1 for s in steps if s["kind"] == "update")
+    for j, s in enumerate(s for s in steps if s["kind"] == "update"):
+        progress(f"writing update batch {j + 1}/{n_up} ({s['table']})")
+        if not cat.exists(s["table"]):
+            raise BadInput(f"{wl.path}: update of unknown table {s['table']!r}")
+        ins, dels = batch_frames(cat, s["table"], s["inserts"], s["deletes"], seed=wl.seed * 7919 + s["step"])
+        s["version"] = cat.apply_frames(s["table"], ins, dels).version
+    secs["batches"] = time.perf_counter() - t0
+    plan = {"sha256": wl.sha256, "steps": steps, "initial_versions": initial, "datasets": datasets,
+            "prepare_seconds": {k: round(v, 3) for k, v in secs.items()}}
+    ctx.store.close()
+    _write_json(plan_path, plan)
+    return plan
+
+
+def _check_templates(ctx, wl: Workload, steps: list[dict]) -> None:
+    """Every template's first instance must parse against the loaded tables (or be a supported
+    fallback): unknown tables or columns are a workload error, reported before anything runs."""
+    from advisor.errors import Unsupported
+    from advisor.plan.parse import parse_sql
+
+    seen = set()
+    for s in steps:
+        if s["kind"] != "query" or s["template"] in seen:
+            continue
+        seen.add(s["template"])
+        try:
+            parse_sql(s["sql"], ctx.schema_lookup())
+        except Unsupported:
+            pass  # runs without a sketch; the record says why
+        except BadInput as e:
+            t = wl.templates[s["template"]]
+            raise BadInput(f"{wl.path}:{t.line}: template '{t.name}': {e}") from None
+
+
+def _clone_store(src: Path, dst_dir: Path) -> None:
+    """Copy the data warehouse's SQLite file into a strategy's directory (online backup, atomic)."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    final = dst_dir / "advisor.db"
+    if final.exists():
+        return
+    tmp = dst_dir / ".advisor.db.tmp"
+    a, b = sqlite3.connect(src), sqlite3.connect(tmp)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+    os.replace(tmp, final)
+
+
+def _read_log(path: Path) -> list[dict]:
+    out = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                break  # a line cut off by the interruption: everything after it is redone
+    return out
+
+
+def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
+           fresh: bool = False, console=None, quiet: bool = False) -> Path:
+    """Replay the workload; returns the run directory (with run.json)."""
+    from advisor.context import Context
+    from advisor.maintain.hooks import set_policy
+    from advisor.select import STRATEGIES
+
+    wl = load_workload(workload_path)
+    strats = [s.strip().upper() for s in (strategies or wl.strategies)]
+    for s in strats:
+        if s not in STRATEGIES:
+            raise BadInput(f"unknown strategy {s!r} (choose from: {', '.join(STRATEGIES)})")
+    run_dir = Path(out or (ctx.warehouse / "runs" / wl.name)).resolve()
+    if fresh and run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spark = ctx.spark
+
+    def factory(wh: Path):
+        return Context(warehouse=wh, spark=spark)
+
+    prog = _Progress(console, strats, quiet)
+    with prog:
+        plan = prepare(factory, wl, run_dir, prog.note)
+        log_path = run_dir / "log.jsonl"
+        log = _read_log(log_path)
+        env = environment(spark)
+        queries = [r["record"] for r in log if r["type"] == "query"]
+        maint = [m for r in log if r["type"] in ("query", "update") for m in r["maintenance"]]
+        done = {(r["strategy"], r["step"]) for r in log}
+        steps = plan["steps"]
+        n_q = sum(1 for s in steps if s["kind"] == "query")
+        for s in strats:
+            prog.start(s, n_q, [q for q in queries if q["strategy"] == s])
+        with open(log_path, "a") as logf:
+            for s in strats:
+                sdir = run_dir / "strategies" / s
+                _clone_store(run_dir / "warehouse" / "advisor.db", sdir)
+                sctx = factory(sdir)
+                set_policy(sctx.store, wl.policy)
+                cat = sctx.catalog
+                for t, v in plan["initial_versions"].items():
+                    cat.pin(t, v)
+                for step in steps:
+                    if step["kind"] == "update":
+                        if (s, step["step"]) in done:
+                            cat.pin(step["table"], step["version"])
+                            continue
+                        from .replay_steps import run_update
+
+                        prog.note(f"{s}: update batch at step {step['step']} ({step['table']})")
+                        ms = run_update(sctx, s, step, wl.measure_recapture)
+                        entry = {"type": "update", "strategy": s, "step": step["step"], "maintenance": ms}
+                    else:
+                        if (s, step["step"]) in done:
+                            continue
+                        from .replay_steps import run_query_step
+
+                        prog.note(f"{s}: step {step['step']} {step['template']}")
+                        rec, ms = run_query_step(sctx, s, step, wl)
+                        queries.append(rec)
+                        prog.query_done(s, rec)
+                        entry = {"type": "query", "strategy": s, "step": step["step"], "record": rec,
+                                 "maintenance": ms}
+                    maint.extend(ms)
+                    logf.write(json.dumps(entry, default=str) + "\n")
+                    logf.flush()
+                sctx.store.close()
+                _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True))
+        env["finished"] = _now()
+        doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False)
+        _write_json(run_dir / "run.json", doc)
+    return run_dir
+
+
+def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: list[dict], maint: list[dict],
+             partial: bool) -> dict:
+    order = {s: i for i, s in enumerate(strats)}
+    qs = sorted((q for q in queries if q["strategy"] in order), key=lambda q: (order[q["strategy"]], q["step"]))
+    ms = [m for m in maint if m["strategy"] in order]
+    return {"format": "advisor-run/1", "status": "partial" if partial else "complete",
+            "workload": {"name": wl.name, "path": wl.path, "sha256": wl.sha256, "description": wl.description,
+                         "seed": wl.seed, "policy": wl.policy, "sample_rate": wl.sample_rate, "config": wl.raw},
+            "environment": env, "datasets": plan["datasets"], "prepare_seconds": plan["prepare_seconds"],
+            "strategies": strats, "steps": plan["steps"], "queries": qs, "maintenance": ms,
+            "summary": summarize(strats, qs, ms)}
+
+
+class _Progress:
+    """Rich progress: one bar per strategy (queries done, sketches, cumulative time), plus a status line."""
+
+    def __init__(self, console, strategies: list[str], quiet: bool):
+        self.quiet = quiet or console is None
+        self.tasks, self.stats = {}, {}
+        if not self.quiet:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                                console=Console(stderr=True), transient=False)
+            self.status = self.bar.add_task("preparing", total=None, info="")
+
+    def __enter__(self):
+        if not self.quiet:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if not self.quiet:
+            self.bar.__exit__(*exc)
+
+    def note(self, msg: str) -> None:
+        if not self.quiet:
+            self.bar.update(self.status, description=msg)
+
+    def start(self, s: str, total: int, done: list[dict]) -> None:
+        self.stats[s] = {"n": len(done), "sketches": sum(1 for q in done if q["decision"]["action"] == "capture"),
+                         "secs": sum(q["seconds"]["total"] for q in done)}
+        if not self.quiet:
+            self.tasks[s] = self.bar.add_task(f"{s:<10}", total=total, completed=len(done), info=self._info(s))
+
+    def _info(self, s: str) -> str:
+        st = self.stats[s]
+        return f"sketches {st['sketches']:>3}  cumulative {st['secs']:7.1f}s"
+
+    def query_done(self, s: str, rec: dict) -> None:
+        st = self.stats[s]
+        st["n"] += 1
+        st["sketches"] += rec["decision"]["action"] == "capture"
+        st["secs"] += rec["seconds"]["total"]
+        if not self.quiet:
+            self.bar.update(self.tasks[s], completed=st["n"], info=self._info(s))

@@ -1,0 +1,169 @@
+"""One strategy's execution of one workload step: a query (reuse, or estimate-decide-capture, then
+run) or an update batch (move the table's pin forward, maintain per the policy).  Produces the
+records of ``reports/schema.py``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import hashlib
+import time
+
+from advisor.errors import BadInput, Unsupported
+
+
+def _norm(v):
+    """Row values made comparable across plans: doubles summed in a different order differ in the
+    last bits, so floats are rounded to 9 significant digits; everything else is exact."""
+    if isinstance(v, float):
+        return float(format(v, ".9g"))
+    if isinstance(v, decimal.Decimal):
+        return str(v.normalize()) if v == v else "NaN"
+    if isinstance(v, (dt.date, dt.datetime)):
+        return v.isoformat()
+    return v
+
+
+def digest(rows: list[tuple]) -> str:
+    """Order-independent fingerprint of a bag of rows."""
+    keys = sorted(repr(tuple(_norm(x) for x in r)) for r in rows)
+    return hashlib.sha1("\n".join(keys).encode()).hexdigest()
+
+
+def _sel(catalog, sk, versions) -> float:
+    from advisor.finder import sketch_rows
+
+    total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in sk.parts)
+    return sketch_rows(catalog, sk) / max(1, total)
+
+
+def _attr(sk) -> str:
+    return ", ".join(f"{p.table}.{p.attr}" for p in sk.parts)
+
+
+def _maint_record(catalog, strategy: str, step: int, trigger: str, res, measure: bool) -> dict:
+    """A maintenance event; with ``measure`` also a full recapture (not stored) timed and compared."""
+    rec = {"strategy": strategy, "step": step, "trigger": trigger, "sketch_id": res.old_id,
+           "new_sketch_id": res.new_id, "how": res.how, "seconds": round(res.seconds, 4),
+           "delta_rows": res.delta_rows, "recapture_seconds": None, "equal_to_recapture": None}
+    if measure and res.how == "incremental":
+        secs, same = recapture_check(catalog, res.new_id)
+        rec["recapture_seconds"], rec["equal_to_recapture"] = round(secs, 4), same
+    return rec
+
+
+def recapture_check(catalog, sketch_id: int) -> tuple[float, bool]:
+    """Capture the sketch's query afresh at its data versions (one job, nothing stored); returns the
+    seconds and whether the fragments equal the maintained sketch's."""
+    from advisor.capture import capture_batch
+    from advisor.partitions import load_partition
+    from advisor.plan.parse import parse_sql
+    from advisor.sketches import load_sketch
+
+    sk = load_sketch(catalog.store, sketch_id)
+    q = parse_sql(sk.sql, lambda t: catalog.schema(t))
+    on = {p.table: p.attr for p in sk.parts}
+    parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}
+    (fresh,), secs = capture_batch(catalog, [(q, on, parts)], dict(sk.data_versions))
+    same = all(fresh.part(p.table).fragments == p.fragments for p in sk.parts)
+    return secs, same
+
+
+def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
+    """Make the batch's version current for this strategy; maintain eagerly if the policy says so."""
+    from advisor.maintain.hooks import after_apply
+
+    cat = ctx.catalog
+    cat.pin(step["table"], step["version"])
+    if strategy == "NO-PS":
+        return []
+    done = after_apply(cat, step["table"], step["inserts"] + step["deletes"])
+    return [_maint_record(cat, strategy, step["step"], "update", r, measure) for r in done]
+
+
+def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]]:
+    """Execute one query step for `strategy`; returns (query record, maintenance records)."""
+    from advisor.execute import run_plain_sql, run_query, versions_now
+    from advisor.finder import usable_sketches
+    from advisor.maintain.hooks import before_use
+    from advisor.plan.parse import parse_sql
+    from advisor.recommend import recommend
+    from advisor.sketches import load_sketch
+
+    cat = ctx.catalog
+    secs = {k: 0.0 for k in ("sampling", "estimation", "capture", "maintenance", "query", "oracle")}
+    rec = {"strategy": strategy, "step": step["step"], "template": step["template"], "sql": step["sql"],
+           "bindings": step.get("bindings", {}),
+           "decision": {"action": "plain", "reason": "", "attr": None, "fragments": None},
+           "sketch_id": None, "selectivity": {"estimated": None, "ci": None, "real": None}}
+    maint: list[dict] = []
+    try:
+        q = parse_sql(step["sql"], ctx.schema_lookup())
+    except Unsupported as e:
+        res = run_plain_sql(cat, step["sql"], str(e))
+        rec["decision"].update(action="unsupported", reason=f"ran without a sketch: {e}")
+        return _finish(rec, res, secs), maint
+    sketch = None
+    if strategy == "NO-PS":
+        rec["decision"]["reason"] = "NO-PS never uses sketches"
+    else:
+        t0 = time.perf_counter()
+        done = before_use(cat, q)
+        secs["maintenance"] = time.perf_counter() - t0
+        maint = [_maint_record(cat, strategy, step["step"], "query", r, wl.measure_recapture) for r in done]
+        versions = versions_now(cat, q)
+        good, bad = usable_sketches(cat, q, versions)
+        if good:
+            sketch = good[0]
+            rec["decision"].update(action="reuse", attr=_attr(sketch),
+                                   reason=f"reused sketch {sketch.id}" + (
+                                       "" if tuple(sketch.bindings) == tuple(q.bindings)
+                                       else " (reuse proven by Z3 for these bindings)"))
+        else:
+            r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
+                          method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31))
+            s = r["seconds"]
+            secs["sampling"] = s.get("sampling", 0.0)
+            secs["oracle"] = s.get("oracle", 0.0)
+            cap = r.get("captured")
+            secs["capture"] = cap["seconds"] if cap else 0.0
+            secs["estimation"] = max(0.0, s.get("total", 0.0) - secs["sampling"] - secs["oracle"] - secs["capture"])
+            d = r["decision"]
+            rec["decision"].update(reason=d["reason"], fragments=d.get("fragments"),
+                                   attr=f"{r['table']}.{d['attr']}" if d.get("attr") else None)
+            picked = next((c for c in r["candidates"] if c["picked"]), None)
+            if picked and picked["selectivity"] is not None:
+                rec["selectivity"]["estimated"] = picked["selectivity"]
+                rec["selectivity"]["ci"] = picked["ci"]
+            if cap:
+                sketch = load_sketch(cat.store, cap["sketch_id"])
+                rec["decision"]["action"] = "capture"
+                good, bad = usable_sketches(cat, q, versions)
+                if not any(g.id == sketch.id for g in good):
+                    why = next((w for b, w in bad if b.id == sketch.id), "not usable")
+                    rec["decision"]["reason"] += f"; captured sketch {sketch.id} not used: {why}"
+                    sketch = None
+            else:
+                rec["decision"]["action"] = "no-go" if r["supported"] else "unsupported"
+    versions = versions_now(cat, q)
+    try:
+        res = run_query(cat, q, versions, sketch)
+    except Exception as e:
+        if isinstance(e, BadInput):
+            raise
+        raise BadInput(f"step {step['step']}: Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
+    if sketch is not None:
+        rec["sketch_id"] = sketch.id
+        rec["selectivity"]["real"] = _sel(cat, sketch, versions)
+    cat.store.log_run("run", step["sql"], res.to_json() | {"rows": len(res.rows), "replay_step": step["step"]})
+    return _finish(rec, res, secs), maint
+
+
+def _finish(rec: dict, res, secs: dict) -> dict:
+    m = res.metrics
+    secs["query"] = res.seconds
+    rec["scan"] = {"files": int(m.files_read), "bytes": int(m.bytes_read), "rows": int(m.rows_read)}
+    rec["result"] = {"rows": len(res.rows), "digest": digest(res.rows)}
+    rec["seconds"] = {k: round(v, 4) for k, v in secs.items()}
+    rec["seconds"]["total"] = round(sum(v for k, v in secs.items() if k != "oracle"), 4)
+    return rec

@@ -1,0 +1,134 @@
+"""A workload's step list: which template or update batch comes when, and the drawn bindings.
+
+The order is drawn once per workload (seeded), so every strategy replays exactly the same steps.
+Quantile parameters are evaluated on the data as loaded, in one Spark job per parameter, before any
+update batch is applied.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import random
+
+import numpy as np
+
+from advisor.errors import BadInput
+
+GRID = [i / 200 for i in range(201)]  # quantile grid, interpolated between points
+
+
+def plan_order(wl) -> list[dict]:
+    """[{"kind": "query", "template"} | {"kind": "update", "table", "inserts", "deletes"}] in order."""
+    if wl.sequence is not None:
+        return [({"kind": "query", "template": s["query"]} if "query" in s else {"kind": "update", **s["update"]})
+                for s in wl.sequence]
+    rng = random.Random(f"order:{wl.seed}")
+    names = list(wl.templates)
+    weights = [wl.templates[n].weight for n in names]
+    out = []
+    for i in range(wl.queries):
+        out.append({"kind": "query", "template": rng.choices(names, weights)[0]})
+        for u in wl.updates:
+            if (i + 1) % u.every == 0:
+                out.append({"kind": "update", "table": u.table, "inserts": u.inserts, "deletes": u.deletes})
+    return out
+
+
+def literal(v) -> str:
+    """A Python value as a Spark SQL literal."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return format(v, ".12g")
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, dt.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"DATE '{v.isoformat()}'"
+    return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _jsonable(v):
+    if isinstance(v, (dt.date, dt.datetime)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _quantile_grid(spark, catalog, wl, tname: str, p) -> list:
+    """The column's (or query's) values at the GRID quantiles, as Python values."""
+    spec = p.spec
+    for t in catalog.tables():
+        catalog.read(t).createOrReplaceTempView(t)
+    if "column" in spec:
+        t, col = spec["column"].lower().split(".")
+        if not catalog.exists(t):
+            raise BadInput(f"{wl.path}: template {tname}, param {p.name}: unknown table {t!r}")
+        catalog.column_type(t, col)  # BadInput for an unknown column
+        src, col_expr = t, f"`{col}`"
+    else:
+        try:
+            cols = spark.sql(spec["sql"]).columns
+        except Exception as e:
+            raise BadInput(f"{wl.path}: template {tname}, param {p.name}: Spark rejected the quantile "
+                           f"sql: {str(e).splitlines()[0][:200]}") from None
+        src, col_expr = f"({spec['sql']}) q", f"`{cols[0]}`"
+    probs = ", ".join(format(g, ".6g") for g in GRID)
+    try:
+        row = spark.sql(f"SELECT percentile_approx({col_expr}, array({probs}), 10000) AS q FROM {src}").first()
+    except Exception as e:
+        raise BadInput(f"{wl.path}: template {tname}, param {p.name}: cannot take quantiles "
+                       f"({str(e).splitlines()[0][:200]})") from None
+    vals = list(row["q"] or [])
+    if not vals:
+        raise BadInput(f"{wl.path}: template {tname}, param {p.name}: the quantile source has no rows")
+    return vals
+
+
+def _draw(rng: random.Random, p, grid):
+    if p.kind == "uniform":
+        lo, hi = p.spec
+        v = rng.uniform(lo, hi)
+        return int(round(v)) if p.integer else v
+    if p.kind == "choice":
+        return rng.choice(p.spec)
+    lo, hi = p.spec.get("between", [0.0, 1.0])
+    q = rng.uniform(lo, hi)
+    i = min(int(q * (len(grid) - 1)), len(grid) - 2)
+    a, b = grid[i], grid[i + 1]
+    if isinstance(a, (dt.date, dt.datetime)):
+        return a if q * (len(grid) - 1) - i < 0.5 else b
+    w = q * (len(grid) - 1) - i
+    v = float(a) + w * (float(b) - float(a))
+    return int(round(v)) if p.integer or (isinstance(a, int) and isinstance(b, int)) else v
+
+
+def plan_steps(catalog, wl) -> list[dict]:
+    """The full step list with bindings and rendered SQL (run before any batch is applied)."""
+    spark = catalog.spark
+    grids = {}
+    for tname, t in wl.templates.items():
+        for p in t.params:
+            if p.kind == "quantile":
+                grids[(tname, p.name)] = _quantile_grid(spark, catalog, wl, tname, p)
+    steps = []
+    for i, s in enumerate(plan_order(wl)):
+        if s["kind"] == "update":
+            steps.append({"step": i, **s})
+            continue
+        t = wl.templates[s["template"]]
+        rng = random.Random(f"bind:{wl.seed}:{i}")
+        vals = {p.name: _draw(rng, p, grids.get((t.name, p.name))) for p in t.params}
+        sql = t.sql
+        for k, v in vals.items():
+            sql = sql.replace("{" + k + "}", literal(v))
+        steps.append({"step": i, "kind": "query", "template": t.name,
+                      "bindings": {k: _jsonable(v) for k, v in vals.items()}, "sql": sql})
+    return steps
