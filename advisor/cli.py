@@ -438,11 +438,11 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
 
 
 @app.command("demo")
-def demo_cmd():
-    """The main job: load data, build partitions, capture and use sketches, print a summary."""
+def demo_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/demo).")):
+    """The main job: replay the demo workload (CB-OPT-GB vs NO-PS, with updates) and write the report."""
     from advisor.demo import run_demo
 
-    run_demo(ctx(), out)
+    _print_run(run_demo(ctx(), out, out_dir), report=True)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

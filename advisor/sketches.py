@@ -77,9 +77,26 @@ def all_sketches(store) -> list[Sketch]:
 
 
 def latest_versions(store) -> list[Sketch]:
-    """Sketches that no other sketch supersedes (the heads of maintenance chains)."""
+    """Sketches that no other sketch supersedes (the heads of maintenance chains), except retired ones."""
     return [_from_row(r) for r in store.query(
-        "SELECT * FROM sketches s WHERE NOT EXISTS (SELECT 1 FROM sketches c WHERE c.parent_id = s.id) ORDER BY id")]
+        "SELECT * FROM sketches s WHERE NOT EXISTS (SELECT 1 FROM sketches c WHERE c.parent_id = s.id) "
+        "AND s.id NOT IN (SELECT sketch_id FROM retired) ORDER BY id")]
+
+
+def retire_extra_heads(store, template: str, keep: int = 2) -> list[int]:
+    """Keep the `keep` newest live chains of a template; retire the rest (no longer used or maintained).
+
+    Every binding that defeats the reuse test captures a new sketch; without a bound, each update
+    batch would maintain all of them."""
+    import time
+
+    heads = [s.id for s in latest_versions(store) if s.template == template]
+    old = sorted(heads, reverse=True)[keep:]
+    if old:
+        with store.tx() as c:
+            c.executemany("INSERT OR IGNORE INTO retired(sketch_id, reason, created) VALUES (?,?,?)",
+                          [(i, f"more than {keep} live sketches for its template", time.time()) for i in old])
+    return old
 
 
 def decode_bitmap(b) -> frozenset:

@@ -103,11 +103,18 @@ def _note(fig: go.Figure, text: str) -> go.Figure:
 
 
 def fig_cumulative(run: dict) -> go.Figure:
-    """The seed papers' end-to-end figure: cumulative seconds.total vs query number."""
+    """The seed papers' end-to-end figure: cumulative seconds.total vs query number; maintenance
+    run eagerly at an update step is added before the next query."""
     fig = go.Figure()
     for name, qs in _ordered_queries(run).items():
-        acc, ys = 0.0, []
+        upd = {}
+        for m in run.get("maintenance") or []:
+            if m.get("strategy") == name and m.get("trigger") == "update":
+                upd[_num(m.get("step"))] = upd.get(_num(m.get("step")), 0.0) + _num(m.get("seconds"))
+        acc, ys, last = 0.0, [], -1.0
         for q in qs:
+            acc += sum(v for k, v in upd.items() if last < k < _num(q.get("step")))
+            last = _num(q.get("step"))
             acc += _secs(q)
             ys.append(acc)
         fig.add_trace(go.Scatter(

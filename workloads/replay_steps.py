@@ -12,6 +12,9 @@ import time
 from advisor.errors import BadInput, Unsupported
 
 
+LIVE_PER_TEMPLATE = 2  # live (used and maintained) sketch chains per template and strategy
+
+
 def _norm(v):
     """Row values made comparable across plans: doubles summed in a different order differ in the
     last bits, so floats are rounded to 9 significant digits; everything else is exact."""
@@ -87,9 +90,6 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
     from advisor.finder import usable_sketches
     from advisor.maintain.hooks import before_use
     from advisor.plan.parse import parse_sql
-    from advisor.recommend import recommend
-    from advisor.sketches import load_sketch
-
     cat = ctx.catalog
     secs = {k: 0.0 for k in ("sampling", "estimation", "capture", "maintenance", "query", "oracle")}
     rec = {"strategy": strategy, "step": step["step"], "template": step["template"], "sql": step["sql"],
@@ -120,31 +120,7 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
                                        "" if tuple(sketch.bindings) == tuple(q.bindings)
                                        else " (reuse proven by Z3 for these bindings)"))
         else:
-            r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
-                          method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31))
-            s = r["seconds"]
-            secs["sampling"] = s.get("sampling", 0.0)
-            secs["oracle"] = s.get("oracle", 0.0)
-            cap = r.get("captured")
-            secs["capture"] = cap["seconds"] if cap else 0.0
-            secs["estimation"] = max(0.0, s.get("total", 0.0) - secs["sampling"] - secs["oracle"] - secs["capture"])
-            d = r["decision"]
-            rec["decision"].update(reason=d["reason"], fragments=d.get("fragments"),
-                                   attr=f"{r['table']}.{d['attr']}" if d.get("attr") else None)
-            picked = next((c for c in r["candidates"] if c["picked"]), None)
-            if picked and picked["selectivity"] is not None:
-                rec["selectivity"]["estimated"] = picked["selectivity"]
-                rec["selectivity"]["ci"] = picked["ci"]
-            if cap:
-                sketch = load_sketch(cat.store, cap["sketch_id"])
-                rec["decision"]["action"] = "capture"
-                good, bad = usable_sketches(cat, q, versions)
-                if not any(g.id == sketch.id for g in good):
-                    why = next((w for b, w in bad if b.id == sketch.id), "not usable")
-                    rec["decision"]["reason"] += f"; captured sketch {sketch.id} not used: {why}"
-                    sketch = None
-            else:
-                rec["decision"]["action"] = "no-go" if r["supported"] else "unsupported"
+            sketch = _decide(ctx, strategy, step, wl, q, versions, rec, secs)
     versions = versions_now(cat, q)
     try:
         res = run_query(cat, q, versions, sketch)
@@ -157,6 +133,86 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         rec["selectivity"]["real"] = _sel(cat, sketch, versions)
     cat.store.log_run("run", step["sql"], res.to_json() | {"rows": len(res.rows), "replay_step": step["step"]})
     return _finish(rec, res, secs), maint
+
+
+def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, secs: dict):
+    """No stored sketch serves the query: follow the template's remembered decision, or estimate,
+    decide and capture (``recommend``) and remember the outcome.  Returns the sketch to use or None."""
+    from advisor.capture import capture
+    from advisor.decisions import forget, recall, remember, skip
+    from advisor.finder import usable_sketches
+    from advisor.partitions import load_partition
+    from advisor.recommend import recommend
+    from advisor.sketches import load_sketch
+
+    cat, store, d = ctx.catalog, ctx.catalog.store, rec["decision"]
+    memo = recall(store, q.template, strategy)
+    if memo is not None and skip(store, memo):
+        if not memo.go:
+            d.update(action="no-go", reason=f"{memo.reason} [remembered from step {memo.step}; " + (
+                "final for this template]" if memo.structural else f"re-estimated after {memo.horizon:g} instances]"))
+            return None
+        try:
+            part = load_partition(store, memo.partition_id)
+            res = capture(cat, q, {memo.table: memo.attr}, part.n_target, versions, check=True,
+                          partitions={memo.table: part})
+        except BadInput:
+            forget(store, q.template, strategy)
+        else:
+            secs["capture"] = res.seconds
+            d.update(action="capture", attr=f"{memo.table}.{memo.attr}", fragments=part.n_fragments,
+                     reason=f"template decided at step {memo.step} (go on {memo.table}.{memo.attr}, "
+                            f"{part.n_fragments} fragments): captured for these bindings without re-estimating")
+            return _use_captured(cat, q, versions, res.sketch, d, store, strategy, step)
+    r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
+                  method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31))
+    s = r["seconds"]
+    secs["sampling"] = s.get("sampling", 0.0)
+    secs["oracle"] = s.get("oracle", 0.0)
+    cap = r.get("captured")
+    secs["capture"] = cap["seconds"] if cap else 0.0
+    secs["estimation"] = max(0.0, s.get("total", 0.0) - secs["sampling"] - secs["oracle"] - secs["capture"])
+    dec = r["decision"]
+    d.update(reason=dec["reason"], fragments=dec.get("fragments"),
+             attr=f"{r['table']}.{dec['attr']}" if dec.get("attr") else None)
+    picked = next((c for c in r["candidates"] if c["picked"]), None)
+    if picked and picked["selectivity"] is not None:
+        rec["selectivity"]["estimated"] = picked["selectivity"]
+        rec["selectivity"]["ci"] = picked["ci"]
+    horizon = (r.get("workload") or {}).get("predicted_reuses") or 3.0
+    where = str(step["step"])
+    if cap:
+        sk = load_sketch(store, cap["sketch_id"])
+        remember(store, q.template, strategy, go=True, reason=dec["reason"], table=r["table"], attr=dec["attr"],
+                 partition_id=sk.parts[0].partition_id, horizon=horizon, step=where)
+        return _use_captured(cat, q, versions, sk, d, store, strategy, step)
+    d["action"] = "no-go" if r["supported"] else "unsupported"
+    structural = not r["supported"] or not any(c["estimated"] for c in r["candidates"])
+    remember(store, q.template, strategy, go=False, reason=dec["reason"], structural=structural,
+             horizon=horizon, step=where)
+    return None
+
+
+def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dict):
+    """The freshly captured sketch, unless the finder refuses it (e.g. it covers almost everything):
+    then the run is plain and the template is remembered as no-go."""
+    from advisor.decisions import remember
+    from advisor.finder import usable_sketches
+
+    from advisor.sketches import retire_extra_heads
+
+    d["action"] = "capture"
+    retired = retire_extra_heads(store, q.template, keep=LIVE_PER_TEMPLATE)
+    if retired:
+        d["reason"] += f"; retired sketch(es) {', '.join(map(str, retired))} of this template"
+    good, bad = usable_sketches(cat, q, versions)
+    if any(g.id == sk.id for g in good):
+        return sk
+    why = next((w for b, w in bad if b.id == sk.id), "not usable")
+    d["reason"] += f"; captured sketch {sk.id} not used: {why}"
+    remember(store, q.template, strategy, go=False, reason=f"captured sketch {sk.id} was not usable: {why}",
+             horizon=3.0, step=str(step["step"]))
+    return None
 
 
 def _finish(rec: dict, res, secs: dict) -> dict:
