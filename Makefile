@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test soak bench clean
+.PHONY: demo test soak bench baseline clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -17,10 +17,17 @@ demo: $(STAMP)
 
 # pytest exit code 5 (no tests collected) is turned into a failure on purpose.
 test: $(STAMP)
+	scripts/ensure-chromium
 	$(BIN)/python -m pytest -q -m "not soak"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
+
+# Regenerate the committed gate baseline after an intended change to the engine or workloads/ci.yaml.
+baseline: $(STAMP)
+	$(BIN)/advisor --warehouse .advisor replay workloads/ci.yaml --out .advisor/runs/ci-baseline --fresh --no-report
+	mkdir -p workloads/baselines/ci
+	cp .advisor/runs/ci-baseline/run.json workloads/baselines/ci/run.json
 
 clean:
 	rm -rf $(VENV) .advisor

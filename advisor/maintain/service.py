@@ -16,6 +16,7 @@ import json
 import pickle
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,19 @@ def _state_dir(catalog) -> Path:
     return d
 
 
+STATE_CACHE_BYTES = 1 << 30  # in-process budget for operator state kept unpickled (LRU, by pickled size)
+_cache: "OrderedDict[tuple[str, int], tuple[MaintState, int]]" = OrderedDict()
+
+
+def _cache_put(key: tuple[str, int], state: MaintState, size: int) -> None:
+    """Keep the state in memory (the disk copy stays authoritative); evict least recently used
+    entries beyond the budget, which a later maintenance reloads from disk."""
+    _cache[key] = (state, size)
+    _cache.move_to_end(key)
+    while sum(n for _, n in _cache.values()) > STATE_CACHE_BYTES and len(_cache) > 1:
+        _cache.popitem(last=False)
+
+
 def save_state(catalog, sketch_id: int, state: MaintState) -> int:
     data = state.to_bytes()
     path = _state_dir(catalog) / f"sketch_{sketch_id}.state"
@@ -71,12 +85,17 @@ def save_state(catalog, sketch_id: int, state: MaintState) -> int:
     tmp.rename(path)
     with catalog.store.tx() as c:
         c.execute("INSERT OR REPLACE INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
-                  (sketch_id, str(path), json.dumps({"bytes": len(data), "memory": state.memory_bytes()}),
-                   time.time()))
+                  (sketch_id, str(path), json.dumps({"bytes": len(data)}), time.time()))
+    _cache_put((str(catalog.store.path), sketch_id), state, len(data))
     return len(data)
 
 
 def load_state(catalog, sketch_id: int) -> MaintState | None:
+    """The sketch's operator state, taken out of the in-process cache (the caller mutates it) or
+    read from its file."""
+    hit = _cache.pop((str(catalog.store.path), sketch_id), None)
+    if hit is not None:
+        return hit[0]
     r = catalog.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
     if r is None or not Path(r["path"]).exists():
         return None

@@ -1,0 +1,145 @@
+"""End to end: the shipped CI workload replayed on Spark (NO-PS vs CB-OPT-GB, with update batches),
+its run log, the report in a real browser, the gate against the committed baseline, a deliberately
+degraded run failing the gate, and an interrupted replay resuming from its log."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from advisor.context import Context
+
+ROOT = Path(__file__).resolve().parents[1]
+CI = ROOT / "workloads" / "ci.yaml"
+BASELINE = ROOT / "workloads" / "baselines" / "ci" / "run.json"
+
+
+@pytest.fixture(scope="module")
+def ci_run(spark, tmp_path_factory):
+    from workloads.replay import replay
+
+    base = tmp_path_factory.mktemp("replay")
+    ctx = Context(base / "wh", spark=spark)
+    run_dir = replay(ctx, str(CI), out=str(base / "run"))
+    return run_dir, json.loads((run_dir / "run.json").read_text())
+
+
+def test_run_log_is_complete_and_answers_agree(ci_run):
+    run_dir, doc = ci_run
+    from reports.schema import validate_run
+
+    validate_run(doc)
+    assert doc["status"] == "complete" and doc["strategies"] == ["NO-PS", "CB-OPT-GB"]
+    steps = doc["steps"]
+    n_q = sum(s["kind"] == "query" for s in steps)
+    assert n_q == 10 and sum(s["kind"] == "update" for s in steps) == 2
+    # every strategy answered every query step, once
+    keys = [(q["strategy"], q["step"]) for q in doc["queries"]]
+    assert len(keys) == len(set(keys)) == 2 * n_q
+    sm = doc["summary"]
+    assert sm["answers_identical"], sm["mismatches"]
+    assert sm["maintained_equal_to_recapture"]
+    per = sm["per_strategy"]
+    assert per["NO-PS"]["captured"] == 0 and per["NO-PS"]["rows_read"] > 0
+    cb = per["CB-OPT-GB"]
+    assert cb["captured"] >= 1 and cb["rows_read"] < per["NO-PS"]["rows_read"]
+    for q in doc["queries"]:
+        assert q["decision"]["reason"], q
+        if q["decision"]["action"] in ("capture", "reuse") and q["sketch_id"] is not None:
+            assert 0 < q["selectivity"]["real"] <= 0.9
+    # the second batch makes every sketch used later stale: lazy maintenance ran and matched a recapture
+    ev = [m for m in doc["maintenance"] if m["how"] != "current"]
+    assert ev and all(m["equal_to_recapture"] in (True, None) for m in ev)
+
+
+def test_report_of_the_run_renders_in_chromium(ci_run, tmp_path):
+    from test_report_browser import body_of
+
+    from reports.html import write_report
+
+    run_dir, _ = ci_run
+    page = write_report(run_dir, tmp_path / "report.html")
+    body = body_of(page, tmp_path)
+    assert (body.get("data-errors"), body.get("data-expected"), body.get("data-charts")) == ("", "5", "5"), body
+
+
+def _cli(*args) -> int:
+    from advisor.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(list(args))
+    return e.value.code
+
+
+def test_gate_passes_against_the_committed_baseline(ci_run, capsys):
+    run_dir, _ = ci_run
+    assert _cli("gate", str(run_dir), "--baseline", str(BASELINE)) == 0
+    assert "gate passed" in capsys.readouterr().out
+
+
+def test_gate_fails_on_a_degraded_run(spark, tmp_path, monkeypatch, capsys):
+    """Degrade the engine for real: the finder refuses every sketch, so CB-OPT-GB scans everything."""
+    import advisor.finder as finder
+    from workloads.replay import replay
+
+    monkeypatch.setattr(finder, "MAX_USE_SELECTIVITY", -1.0)
+    run_dir = replay(Context(tmp_path / "wh", spark=spark), str(CI), out=str(tmp_path / "run"))
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["summary"]["answers_identical"]
+    assert _cli("gate", str(run_dir), "--baseline", str(BASELINE), "--json") == 1
+    res = json.loads(capsys.readouterr().out)
+    regs = [f for f in res["findings"] if f["regression"]]
+    assert any(f["strategy"] == "CB-OPT-GB" and f["metric"] in ("scan.rows", "rows_read") for f in regs), regs
+    assert not any(f["strategy"] == "NO-PS" and f["metric"].startswith("scan") for f in regs), regs
+
+
+def test_gate_bad_input_is_exit_2(tmp_path, capsys):
+    assert _cli("gate", str(tmp_path / "nothing"), "--baseline", str(BASELINE)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no run log" in err[0]
+
+
+def test_interrupted_replay_resumes(spark, tmp_path, monkeypatch):
+    import workloads.replay_steps as rs
+    from workloads.replay import replay
+
+    wl = tmp_path / "tiny.yaml"
+    wl.write_text(
+        "name: tiny\nseed: 3\ndatasets: [{name: crimes, rows: 4000}]\nstrategies: [NO-PS, CB-OPT-GB]\n"
+        "templates:\n  t:\n    sql: SELECT district, count(*) AS n FROM crimes GROUP BY district HAVING count(*) > {c}\n"
+        "    params: {c: {uniform: [150, 250], integer: true}}\n"
+        "sequence:\n  - {query: t}\n  - {update: {table: crimes, inserts: 50, deletes: 10}}\n  - {query: t}\n"
+        "  - {query: t}\n")
+    real = rs.run_query_step
+
+    def flaky(ctx, strategy, step, w):
+        if strategy == "CB-OPT-GB" and step["step"] == 2:
+            raise KeyboardInterrupt
+        return real(ctx, strategy, step, w)
+
+    monkeypatch.setattr(rs, "run_query_step", flaky)
+    ctx = Context(tmp_path / "wh", spark=spark)
+    with pytest.raises(KeyboardInterrupt):
+        replay(ctx, str(wl), out=str(tmp_path / "run"))
+    log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [(e["strategy"], e["step"]) for e in log] == [
+        ("NO-PS", 0), ("NO-PS", 1), ("NO-PS", 2), ("NO-PS", 3), ("CB-OPT-GB", 0), ("CB-OPT-GB", 1)]
+    monkeypatch.setattr(rs, "run_query_step", real)
+    replay(ctx, str(wl), out=str(tmp_path / "run"))
+    log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    keys = [(e["strategy"], e["step"]) for e in log]
+    assert len(keys) == len(set(keys)) == 8  # finished steps were not run again
+    doc = json.loads((tmp_path / "run" / "run.json").read_text())
+    keys = [(q["strategy"], q["step"]) for q in doc["queries"]]
+    assert sorted(keys) == sorted([(s, i) for s in ("NO-PS", "CB-OPT-GB") for i in (0, 2, 3)])
+    assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
+    # a different workload file in the same run directory is refused, not mixed in
+    wl.write_text(wl.read_text().replace("seed: 3", "seed: 4"))
+    from advisor.errors import BadInput
+
+    with pytest.raises(BadInput, match="different workload"):
+        replay(ctx, str(wl), out=str(tmp_path / "run"))
+    shutil.rmtree(tmp_path / "run")
