@@ -95,7 +95,7 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
     for t, a in wl.layouts:
         progress(f"clustering {t} by {a}")
         cat.column_type(cat.require(t), a)
-        build_layout(cat, t, a, rows_per_file=50_000)
+        build_layout(cat, t, a, rows_per_file=wl.layout_rows_per_file)
     secs["layouts"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     progress("drawing bindings")

@@ -10,6 +10,7 @@ and update batches interleave, the seed, the strategies to compare and the maint
       - {name: tpch, sf: 0.1}         # tpch (sf), flights, crimes (rows)
       - {name: flights}
     layouts: [lineitem.l_orderkey]    # optional clustered copies (TABLE.ATTR) built before replay
+    layout_rows_per_file: 50000       # file size of those copies (smaller files: finer skipping)
     strategies: [NO-PS, CB-OPT-GB]    # NO-PS is the reference; any of advisor.select.STRATEGIES
     policy: lazy                      # eager | lazy | batched:N | batched:Ns | arrival
     sample_rate: 0.05                 # theta for the stratified sample
@@ -50,7 +51,8 @@ from advisor.errors import BadInput
 
 DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
-            "fragments", "measure_recapture", "queries", "templates", "updates", "sequence", "method"}
+            "fragments", "measure_recapture", "queries", "templates", "updates", "sequence", "method",
+            "layout_rows_per_file"}
 PARAM_KINDS = {"uniform", "choice", "quantile"}
 
 
@@ -88,6 +90,7 @@ class Workload:
     seed: int
     datasets: list[dict]
     layouts: list[tuple[str, str]]
+    layout_rows_per_file: int
     strategies: list[str]
     policy: str
     sample_rate: float
@@ -202,6 +205,8 @@ def load_workload(path: str | Path) -> Workload:
             c.fail(("layouts", i), f"expected TABLE.ATTR, got {s!r}")
         t, a = s.lower().split(".")
         layouts.append((t, a))
+    rows_per_file = c.typed(data, (), "layout_rows_per_file", int, 50_000,
+                            check=lambda v: None if 100 <= v <= 10_000_000 else "must be between 100 and 10000000")
     strategies = []
     for i, s in enumerate(c.typed(data, (), "strategies", list, ["NO-PS", "CB-OPT-GB"])):
         if not isinstance(s, str) or s.strip().upper() not in STRATEGIES:
@@ -270,7 +275,7 @@ def load_workload(path: str | Path) -> Workload:
     queries = c.typed(data, (), "queries", int, 20 if sequence is None else 0,
                       check=lambda v: None if 1 <= v <= 100_000 else "must be between 1 and 100000")
     return Workload(name, str(p.resolve()), hashlib.sha256(text.encode()).hexdigest(),
-                    str(data.get("description") or ""), seed, datasets, layouts, strategies, policy,
+                    str(data.get("description") or ""), seed, datasets, layouts, rows_per_file, strategies, policy,
                     sample_rate, fragments, method, measure, queries, templates, updates, sequence, data)
 
 
