@@ -179,6 +179,35 @@ class Catalog:
         later = [x for x in vs if x.version > base.version]
         return self._assemble(self.spark.read.parquet(base.base_path), later, with_rid)
 
+    def read_pandas(self, name: str, version: int | None = None):
+        """Snapshot of `name` at `version` as a pandas frame (no `_rid`), read with pyarrow straight
+        from the base and batch files: no Spark job and no JVM-to-Python transfer, the fast path
+        for initialising maintenance state."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+
+        name = self.require(name)
+        v = self.version(name, version)
+        vs = [x for x in self.versions(name) if x.version <= v.version]
+        base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
+        later = [x for x in vs if x.version > base.version]
+        cols = [RID] + [c for c, _ in self.schema(name)]
+
+        def files(paths):
+            return sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
+
+        parts = [ds.dataset(files([base.base_path]), format="parquet").to_table(columns=cols)]
+        ins = files([b.ins_path for b in later if b.ins_path])
+        if ins:
+            parts.append(ds.dataset(ins, format="parquet").to_table(columns=cols).cast(parts[0].schema))
+        tab = pa.concat_tables(parts)
+        dels = files([b.del_path for b in later if b.del_path])
+        if dels:
+            d = ds.dataset(dels, format="parquet").to_table(columns=[RID]).column(RID)
+            tab = tab.filter(pc.invert(pc.is_in(tab.column(RID), value_set=d)))
+        return tab.drop_columns([RID]).to_pandas()
+
     def _assemble(self, base_df, batches: list[Version], with_rid: bool):
         df = base_df
         ins = [b.ins_path for b in batches if b.ins_path]

@@ -287,7 +287,10 @@ def coerce_to(s: pd.Series, dtype: str) -> pd.Series:
         return s.astype("Float64").astype("Int64")
     if k in ("float", "dec"):
         if s.dtype == object:
-            s = from_values(s.tolist(), s.index)
+            try:  # Decimal / float / None objects: vectorised; the per-value path is ~20x slower
+                return s.astype("Float64")
+            except (TypeError, ValueError):
+                s = from_values(s.tolist(), s.index)
         return s.astype("Float64")
     if k == "str":
         return s.astype("string")

@@ -106,7 +106,7 @@ def load_state(catalog, sketch_id: int) -> MaintState | None:
 
 
 def _pandas_tables(catalog, tables: list[str], versions: dict[str, int]) -> dict:
-    return {t: catalog.read(t, versions[t]).toPandas() for t in tables}
+    return {t: catalog.read_pandas(t, versions[t]) for t in tables}
 
 
 def init_state(catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | None = None) -> MaintState:
