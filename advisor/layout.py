@@ -12,6 +12,7 @@ import shutil
 import time
 import uuid
 
+from advisor.catalog import RID
 from advisor.partitions import encode_value, kind_of
 
 ROW_GROUP_BYTES = 1 << 20  # 1 MiB row groups: fine-grained min/max statistics
@@ -27,11 +28,15 @@ def build_layout(catalog, table: str, attr: str, version: int | None = None,
     dtype = catalog.column_type(table, attr)
     v = catalog.version(table, version)
     df = catalog.read(table, v.version, with_rid=True)
-    n_files = max(1, min(200, -(-v.rows // rows_per_file)))
+    rows_per_file = max(rows_per_file, -(-v.rows // 200))  # at most ~200 files
     out = catalog.root / table / f"layout_{attr}_v{v.version:06d}"
     tmp = catalog.root / table / f".tmp-{uuid.uuid4().hex}"
-    (df.repartitionByRange(n_files, F.col(attr)).sortWithinPartitions(attr)
-       .write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(tmp)))
+    # One sorted stream cut every `rows_per_file` rows: the files are a function of the data alone.
+    # (repartitionByRange draws its bounds from a sample seeded by the RDD id, so two builds of the
+    # same table gave different files -- and different bytes/rows read for the same sketch.)
+    (df.repartition(1).sortWithinPartitions(attr, RID)
+       .write.option("maxRecordsPerFile", rows_per_file)
+       .option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(tmp)))
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
