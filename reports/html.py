@@ -11,7 +11,6 @@ Only reads the run log (via `reports.schema.load_run`); never imports pyspark or
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from advisor.errors import BadInput
 
+from . import replay_steps
 from .run_summary import summarize
 from .workload_file import Workload, load_workload
 
@@ -214,18 +215,14 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                         if (s, step["step"]) in done:
                             cat.pin(step["table"], step["version"])
                             continue
-                        from .replay_steps import run_update
-
                         prog.note(f"{s}: update batch at step {step['step']} ({step['table']})")
-                        ms = run_update(sctx, s, step, wl.measure_recapture)
+                        ms = replay_steps.run_update(sctx, s, step, wl.measure_recapture)
                         entry = {"type": "update", "strategy": s, "step": step["step"], "maintenance": ms}
                     else:
                         if (s, step["step"]) in done:
                             continue
-                        from .replay_steps import run_query_step
-
                         prog.note(f"{s}: step {step['step']} {step['template']}")
-                        rec, ms = run_query_step(sctx, s, step, wl)
+                        rec, ms = replay_steps.run_query_step(sctx, s, step, wl)
                         queries.append(rec)
                         prog.query_done(s, rec)
                         entry = {"type": "query", "strategy": s, "step": step["step"], "record": rec,

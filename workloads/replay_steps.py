@@ -140,7 +140,6 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     decide and capture (``recommend``) and remember the outcome.  Returns the sketch to use or None."""
     from advisor.capture import capture
     from advisor.decisions import forget, recall, remember, skip
-    from advisor.finder import usable_sketches
     from advisor.partitions import load_partition
     from advisor.recommend import recommend
     from advisor.sketches import load_sketch

@@ -38,9 +38,7 @@ def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict
             # compare over the steps both strategies completed (a partial run may be uneven)
             done = {q["step"] for q in queries if q["strategy"] == s}
             b = sum(q["seconds"]["total"] for q in queries if q["strategy"] == "NO-PS" and q["step"] in done)
-            b = base if len(done) == per["NO-PS"]["queries"] else b
-            mine = per[s]["cumulative_seconds"]
-            per[s]["vs_no_ps"] = round(mine / b, 4) if b > 0 else (round(mine / base, 4) if base else None)
+            per[s]["vs_no_ps"] = round(per[s]["cumulative_seconds"] / (b if b > 0 else base), 4)
     answers = {}
     for q in queries:
         answers.setdefault(q["step"], {})[q["strategy"]] = q["result"]["digest"]
