@@ -249,7 +249,6 @@ class Catalog:
     def delta_pandas(self, name: str, v_from: int, v_to: int | None = None):
         """Same as `delta`, read straight from the batch files with pyarrow (no Spark job): the
         fast path for maintenance, whose deltas are small. Returns pandas frames without `_rid`."""
-        import pyarrow as pa
         import pyarrow.dataset as ds
 
         name = self.require(name)

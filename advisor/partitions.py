@@ -251,7 +251,6 @@ def _sampled_quantiles(nonnull, attr: str, probs: list[float], n: int) -> list:
 
 def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int | None = None) -> RangePartition:
     """Compute, size and store an equi-depth partition for table.attr at a table version."""
-    from pyspark.sql import functions as F
 
     table = catalog.require(table)
     attr = attr.lower()

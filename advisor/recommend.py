@@ -27,6 +27,10 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
           "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
           "selectivity": float | null, "ci": [lo, hi] | null, "selectivity_point": float | null,
           "real_selectivity": float | null,   # OPT only (captured)
+          "read_fraction": float | null,      # expected share of rows scans still read (layout-aware)
+          "real_read_fraction": float | null, # OPT only: the captured sketch's share of rows read
+          "read_units": str | null,           # what the scan prunes: "layout <id> (<n> files)" / "row groups (<n>)"
+          "layout_note": str | null,          # why the attribute was dropped before sampling, if it was
           "capture_s": float | null, "saving_s": float | null, "net_s": float | null,
           "go": bool | null, "picked": bool,
           "by_granularity": [{"fragments": int, "n_fragments": int, "selectivity": float,
@@ -49,6 +53,7 @@ from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
 from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, best_granularity, choose,
                             enumerate_candidates, granularities_for, oracle, pool_of, predict_workload)
+from advisor.skipping import sketch_read_fraction
 
 METHODS = ("bootstrap", "clt")
 
@@ -108,6 +113,11 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     grans = (int(fragments),) if fragments else GRANULARITIES
     pool = pool_of("CB-OPT" if strategy == "OPT" else strategy, cands)
     plan = {c.attr: g for c in pool if (g := granularities_for(c.ndv, grans))}
+    units, unskippable = _layout_check(cat, table, list(plan), versions[table], p.max_sel)
+    for a in unskippable:
+        del plan[a]
+    for c in cands:
+        c.skip_note = unskippable.get(c.attr)
     w = predict_workload(ctx.store, q, table, p, upto=versions[table])
     rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use,
                        "scan_rows_per_s": w.scan_rate, "reason": w.reason}
@@ -121,17 +131,23 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                          "seconds": round(est.sample.seconds, 3)}
         by = {c.attr: c for c in cands}
         for (a, n), se in est.sizes.items():
-            by[a].sizes[n] = SizeSummary.of(se, est.partitions[(a, n)])
+            part = est.partitions[(a, n)]
+            by[a].sizes[n] = SizeSummary.of(se, part).with_read(
+                sketch_read_fraction(units[a].units, part, se.fragment_probability), units[a].source)
         if strategy == "OPT":
             if progress:
                 progress(f"capturing {len(est.partitions)} candidate sketch(es) (OPT oracle)")
-            real, secs = oracle(cat, q, est.partitions, versions)
+            real, secs = oracle(cat, q, est.partitions, versions, units)
             rec["seconds"]["oracle"] = round(secs, 3)
             for (a, n), s in real.items():
                 by[a].real[n] = s
+    elif strategy != "NO-PS" and unskippable:
+        rec["reason"] = "no candidate the table's layout can skip on: " + "; ".join(unskippable.values())
     elif strategy != "NO-PS":
         rec["reason"] = f"no safe candidate in the {strategy} pool"
     d = choose(strategy, cands, T, w, p, seed, fragments)
+    if not d.go and d.attr is None and unskippable and strategy != "NO-PS":
+        d.reason = f"no-go: {rec['reason']}"
     rec["decision"] = {"attr": d.attr, "fragments": d.costing.n_fragments if d.costing else None,
                        "fragments_target": d.n_target, "go": d.go, "reason": d.reason,
                        "figures": None if d.costing is None else asdict(d.costing) | {
@@ -146,7 +162,10 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
             "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
             "fragments_target": k.n_target if k else None,
             "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
+            "read_fraction": s.read if s else None, "read_units": s.read_source if s else None,
+            "layout_note": c.skip_note,
             "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,
+            "real_read_fraction": real.read if real else None,
             "capture_s": secs_.get("capture"), "saving_s": secs_.get("saving"), "net_s": secs_.get("net"),
             "go": k.go if k else None, "picked": c.attr == d.attr,
             "by_granularity": [{"fragments": n, "n_fragments": x.n_fragments, "selectivity": x.sel,
@@ -160,6 +179,25 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
     ctx.store.log_run("recommend", sql, rec)
     return rec
+
+
+def _layout_check(cat, table: str, attrs: list, version: int, max_sel: float) -> tuple[dict, dict]:
+    """Read units per attribute, and the attributes no sketch could skip on: even a one-value sketch
+    would leave more than ``max_sel`` of the rows to read (e.g. no layout clusters them), so they
+    are dropped before sampling."""
+    from advisor.skipping import read_units, skip_ceiling
+    from advisor.stats import column_stats
+
+    stats = column_stats(cat, table, version) if attrs else {}
+    units, bad = {}, {}
+    for a in attrs:
+        u = units[a] = read_units(cat, table, a, version)
+        lo, hi, _ = stats.get(a, (None, None, None))
+        ceil = skip_ceiling(u.units, lo, hi)
+        if ceil is not None and ceil > max_sel:
+            bad[a] = (f"{a}: even a one-value sketch would read ~{ceil:.0%} of {table} ({u.source}; "
+                      f"no layout clusters it)")
+    return units, bad
 
 
 def _capture(cat, q, table, d, est, versions) -> dict:
@@ -192,10 +230,13 @@ def render(console, rec: dict) -> None:
             sel = f"{c['selectivity']:.1%} [{c['ci'][0]:.1%}, {c['ci'][1]:.1%}]"
             if c["real_selectivity"] is not None:
                 sel += f" real {c['real_selectivity']:.1%}"
+            if c["read_fraction"] is not None:
+                sel += f", reads ~{c['read_fraction']:.0%}"
             nums = [str(c["fragments"]), f"{c['capture_s']:.2f}", f"{c['saving_s']:.2f}", f"{c['net_s']:+.2f}",
                     "yes" if c["go"] else "no"]
         else:
-            sel = "-" if c["safe"] else f"unsafe: {c['safety_reason'][:60]}"
+            sel = (f"unsafe: {c['safety_reason'][:60]}" if not c["safe"] else
+                   "no skipping layout" if c["layout_note"] else "-")
             nums = ["-"] * 5
         tab.add_row(rec["table"], c["attr"], "yes" if c["safe"] else "no", sel, *nums, "*" if c["picked"] else "")
     console.print(tab)

@@ -9,15 +9,20 @@ Partitions: one stored fine partition per attribute (``fine_partition``), coarse
 derived from it (``derive_partition``) and stored only when captured (``store_partition``).
 
 Strategies (digest §3.3): NO-PS; RAND-ALL/REL/GB/PK/AGG (seeded uniform choice in the pool);
-CB-OPT/-GB/-REL (smallest *estimated* selectivity in the pool); OPT (smallest *real* size, from
+CB-OPT/-GB/-REL (smallest *estimated* read fraction in the pool -- the selectivity when the
+layout is perfectly clustered, as the paper assumes; ties by selectivity); OPT (smallest *real* size, from
 ``oracle``: evaluation only).  Pools: ALL = safe candidates, GB = group-by attributes, REL = used
 by group-by, WHERE, joins or aggregate arguments, AGG = aggregate arguments, PK = primary key.
 
 Cost model (beyond the paper; unit = rows of the sketched table, T = its row count):
   capture      = (1 + instr_overhead) * T                     one instrumented run of the query
-  per use      = saving (1 - sel) * T  minus  filter overhead runs * (term_cost * sel * T + plan_rows)
+  per use      = saving (1 - read) * T  minus  filter overhead runs * (term_cost * sel * T + plan_rows)
                minus maintenance  updates_per_use * (maint_fixed * T + maint_per_delta * delta_rows)
   net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
+``read`` is the share of rows scans still read with the sketch (``advisor.skipping``: files of a
+clustered layout or Parquet row groups whose min/max overlap the sketch's fragments); it equals
+``sel`` only for a perfectly clustered table, and is ~1 for an attribute no layout clusters (such
+candidates are dropped before sampling).  Go also needs ``read <= max_sel``.
 ``runs`` (range terms of the sketch filter) ~ E[fragments] * (1 - E[fragments]/n) + 1, fragments
 scattered at random (an upper-ish guess).  The number of fragments is the granularity with the best
 net.  The partition build is a sunk cost by decision time (estimation needed its fragment sizes), so
@@ -61,6 +66,8 @@ class SizeSummary:
     sel_hi: float
     sel_point: float
     fragments: float
+    read: Optional[float] = None  # expected fraction of rows the scan still reads (layout-aware)
+    read_source: str = ""
 
     @classmethod
     def of(cls, est, part) -> "SizeSummary":
@@ -75,6 +82,11 @@ class SizeSummary:
     def exact(cls, n_target: int, n_fragments: int, sel: float, fragments: int) -> "SizeSummary":
         return cls(n_target, n_fragments, sel, sel, sel, sel, float(fragments))
 
+    def with_read(self, read: float, source: str) -> "SizeSummary":
+        from dataclasses import replace
+
+        return replace(self, read=max(read, self.sel), read_source=source)
+
 
 @dataclass
 class Candidate:
@@ -88,6 +100,7 @@ class Candidate:
     roles: frozenset = frozenset()
     sizes: dict = field(default_factory=dict)   # n_target -> SizeSummary (estimate)
     real: dict = field(default_factory=dict)    # n_target -> SizeSummary (captured)
+    skip_note: Optional[str] = None             # why the layout rules it out before sampling
 
 
 @dataclass
@@ -124,6 +137,7 @@ class Costing:
     n_fragments: int
     sel: float
     sel_hi: float
+    read: float              # expected fraction of the table still read with the sketch
     table_rows: float
     runs: float
     capture_rows: float
@@ -162,22 +176,26 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
     f = max(0.0, s.fragments)
     runs = min(f, f * (1.0 - f / max(s.n_fragments, 1)) + 1.0) if f else 0.0
     capture = (1.0 + p.instr_overhead) * T
-    saving = (1.0 - s.sel) * T
+    read = s.sel if s.read is None else s.read
+    saving = (1.0 - read) * T
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
     maint = w.updates_per_use * (p.maint_fixed * T + p.maint_per_delta * w.delta_rows)
     net = w.reuses * (saving - overhead - maint) - capture
     scans = lambda x: x / T if T else 0.0  # noqa: E731
-    figures = (f"{attr} at {s.n_fragments} fragments covers ~{s.sel:.1%} (upper {s.sel_hi:.1%}) of the table; "
+    reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
+    figures = (f"{attr} at {s.n_fragments} fragments covers ~{s.sel:.1%} (upper {s.sel_hi:.1%}) of the table{reads}; "
                f"{w.reuses:g} predicted use(s) save {scans(w.reuses * saving):.2f} scans, cost "
                f"{scans(w.reuses * (overhead + maint)):.2f} (filter + maintenance) + capture {scans(capture):.2f}"
                f" -> net {scans(net):+.2f} scans")
     if s.sel_hi > p.max_sel:
         go, why = False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data; "
+    elif read > p.max_sel:
+        go, why = False, f"no-go: the layout leaves {read:.1%} of the data to read; "
     elif net <= 0:
         go, why = False, "no-go: the sketch does not pay off; "
     else:
         go, why = True, "go: "
-    return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, T, runs, capture, saving, overhead,
+    return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, read, T, runs, capture, saving, overhead,
                    maint, w.reuses, net, go, why + figures)
 
 
@@ -214,7 +232,7 @@ def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: O
         what = "with captured sizes" if strategy == "OPT" else "with estimates"
         return Decision(strategy, None, None, False,
                         f"no-go: no safe candidate {what} in the {strategy} pool", pool=names)
-    ranking = sorted(costed, key=lambda ck: (ck[1].sel, -ck[1].net_rows, ck[0].attr))
+    ranking = sorted(costed, key=lambda ck: (ck[1].read, ck[1].sel, -ck[1].net_rows, ck[0].attr))
     if strategy.startswith("RAND"):
         c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].attr))
     else:
@@ -302,8 +320,10 @@ def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
     return out
 
 
-def oracle(catalog, query, parts: dict, versions: dict) -> tuple[dict, float]:
-    """OPT: capture every (attr, n) -> partition in ONE Spark job; returns real SizeSummary and seconds."""
+def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, float]:
+    """OPT: capture every (attr, n) -> partition in ONE Spark job; returns real SizeSummary and seconds
+    (with the real read fraction when the attributes' read ``units`` are given)."""
+    from advisor.skipping import read_fraction_of, boundary_values
     from advisor.capture import capture_batch
 
     keys = sorted(parts)
@@ -316,6 +336,9 @@ def oracle(catalog, query, parts: dict, versions: dict) -> tuple[dict, float]:
         fr = sk.parts[0].fragments
         rows = sum(p.sizes[f] for f in fr if f < len(p.sizes))
         out[k] = SizeSummary.exact(p.n_target, p.n_fragments, rows / max(1, sum(p.sizes)), len(fr))
+        if units and p.attr in units:
+            u = units[p.attr]
+            out[k] = out[k].with_read(read_fraction_of(u.units, boundary_values(p), fr, p.null_id), u.source)
     return out, secs
 
 

@@ -3,6 +3,7 @@
 Table ``t``: 200 groups ``g`` of 200 rows; every 10th group is heavy (``val`` in [50, 60), else
 [0, 10)), so ``HAVING sum(val) > 5000`` keeps exactly the 20 heavy groups (10 % of the rows);
 ``ts`` is clustered by group, ``noise`` is independent of everything, ``tag`` has 5 values.
+A clustered layout on ``g`` (one file per group) is what lets a sketch on ``g`` skip anything.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.console import Console
 
 from advisor.context import Context
 from advisor.errors import BadInput
+from advisor.layout import build_layout
 from advisor.recommend import recommend, recommend_command
 
 HAVING = "SELECT g, sum(val) AS s FROM t GROUP BY g HAVING sum(val) > 5000"
@@ -33,6 +35,7 @@ def ctx(spark, tmp_path_factory):
                         "tag": rng.choice(list("abcde"), g.size)})
     c = Context(tmp_path_factory.mktemp("rec"), spark=spark)
     c.catalog.create_table("t", spark.createDataFrame(pdf), "test")
+    build_layout(c.catalog, "t", "g", rows_per_file=200)  # one file per group: sketches on g can skip
     return c
 
 
@@ -79,9 +82,24 @@ def test_query_whose_every_candidate_covers_everything_is_no_go(ctx):
 def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
     rec = recommend(ctx, HAVING, "OPT", fragments=100)
     real = {a: x["real_selectivity"] for a, x in cands(rec).items() if x["real_selectivity"] is not None}
-    assert len(real) >= 4 and real["noise"] > 0.9
-    assert real[rec["decision"]["attr"]] == min(real.values())
+    assert len(real) >= 3 and "noise" not in real
+    reads = {a: x["real_read_fraction"] for a, x in cands(rec).items() if a in real}
+    assert rec["decision"]["attr"] == "g" and reads["g"] == min(reads.values()) and reads["ts"] > 0.95
     assert 0.18 <= real["g"] <= 0.25
+    # noise is spread over every file: dropped before sampling, with the reason
+    note = cands(rec)["noise"]["layout_note"]
+    assert note and "no layout clusters it" in note and not cands(rec)["noise"]["estimated"]
+
+
+def test_read_fraction_follows_the_layout(ctx):
+    """On the layout (one file per group) the sketch on g reads about what it covers; on the base
+    files (two, each spanning half the groups) the same kind of sketch on ts reads them all."""
+    rec = recommend(ctx, HAVING, "CB-OPT", fragments=100)
+    c = cands(rec)
+    assert c["g"]["read_units"].startswith("layout") and c["ts"]["read_units"].startswith("row groups")
+    assert c["g"]["read_fraction"] <= c["g"]["selectivity"] + 0.1
+    assert c["ts"]["read_fraction"] > 0.95 and c["ts"]["go"] is False
+    assert rec["decision"]["attr"] == "g" and rec["decision"]["go"]
 
 
 def test_sample_is_cached_and_a_new_table_version_invalidates_it(ctx, spark):

@@ -157,7 +157,6 @@ def test_reuse_implies_provenance_containment(rows, cap, new, func):
 
 
 def test_parser_instances():
-    import pytest
     import advisor.plan.parse as parse
     schema = lambda t: [("popden", "int"), ("city", "string"), ("state", "string")]  # noqa: E731
     q = lambda sql: parse.parse_sql(sql, schema).root  # noqa: E731

@@ -233,7 +233,6 @@ def test_encoder_semantics():
 
 # ---------------- with the SQL parser, when present ----------------
 def test_parser_running_example():
-    import pytest
     import advisor.plan.parse as parse
     schema = lambda t: [("popden", "int"), ("city", "string"), ("state", "string")]  # noqa: E731
 

@@ -25,7 +25,6 @@ from advisor.partitions import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
-from .base import NEW, OLD, PandasBase, empty_like
 from .engine import Maintainer, MaintState
 from .ops_base import NeedsRecapture
 from .spark_base import SparkBase

@@ -1,0 +1,212 @@
+"""How much of a table a sketch lets Spark skip, predicted from the physical layout.
+
+A sketch only saves what the scan can prune: whole files of a clustered layout (its min/max
+manifest) or, without one, Parquet row groups of the base files (their footer statistics).  A
+sketch covering 5% of lineitem's rows on an attribute every row group spans end to end saves
+nothing.  The cost model therefore charges the *read fraction*, not the sketch's selectivity:
+
+    E[rows read] = sum over read units u of rows_u * (1 - prod_{r in frags(u)} (1 - P_r))
+
+where ``frags(u)`` are the fragments overlapping the unit's [min, max] (plus the NULL fragment when
+the unit holds NULLs) and ``P_r`` the probability that fragment r is in the sketch (the size
+estimator's per-fragment probabilities; 0/1 for a captured sketch).  Rows of update batches on top
+of the layout or base are always read.  ``skip_ceiling`` is the same quantity for a sketch holding a
+single random value, computed from widths alone: it prunes candidates no sketch could help before
+any sampling.  Pure functions except ``read_units`` (store, pyarrow footers; no Spark).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ReadUnit:
+    """The smallest piece a scan reads or skips as a whole: ``lo``/``hi`` bound its non-NULL
+    values (both None: unknown or all NULL); ``always`` units are read whatever the filter."""
+
+    rows: int
+    lo: Any = None
+    hi: Any = None
+    nulls: int = 0
+    always: bool = False
+
+
+@dataclass(frozen=True)
+class Units:
+    """The read units of one table version for one attribute and where they come from."""
+
+    units: tuple
+    source: str  # "layout <id> (<n> files)" | "row groups (<n>)"
+
+    @property
+    def rows(self) -> int:
+        return sum(u.rows for u in self.units)
+
+
+def _num(v: Any) -> Optional[float]:
+    """Order-preserving number for ints/decimals/floats/dates/timestamps (None for strings etc.)."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float, decimal.Decimal)):
+        x = float(v)
+        return None if math.isnan(x) else x
+    if isinstance(v, dt.datetime):
+        return v.replace(tzinfo=v.tzinfo or dt.timezone.utc).timestamp()
+    if isinstance(v, dt.date):
+        return float(v.toordinal())
+    return None
+
+
+def _key(v: Any) -> Any:
+    """Comparable key: numbers for numeric-like values, the value itself otherwise (strings)."""
+    n = _num(v)
+    return v if n is None else n
+
+
+def fragment_spans(units: Sequence[ReadUnit], boundaries: Sequence[Any]) -> list[Optional[tuple[int, int]]]:
+    """Per unit, the first and last range fragment its [lo, hi] overlaps (fragment i covers
+    [b[i-1], b[i])); None when the unit has no known non-NULL range."""
+    keys = [_key(b) for b in boundaries]
+    out: list[Optional[tuple[int, int]]] = []
+    for u in units:
+        if u.always or u.lo is None or u.hi is None:
+            out.append(None)
+            continue
+        try:
+            out.append((bisect_right(keys, _key(u.lo)), bisect_right(keys, _key(u.hi))))
+        except TypeError:  # incomparable statistics (e.g. a type the writer changed): assume all
+            out.append((0, len(keys)))
+    return out
+
+
+def expected_read_fraction(units: Sequence[ReadUnit], boundaries: Sequence[Any], probs: Sequence[float],
+                           null_prob: float = 0.0) -> float:
+    """E[rows read] / rows for a sketch whose range fragment r is present with probability
+    ``probs[r]`` (len = len(boundaries) + 1) and the NULL fragment with ``null_prob``."""
+    total = sum(u.rows for u in units)
+    if total <= 0:
+        return 0.0
+    p = np.clip(np.asarray(probs, dtype=float), 0.0, 1.0)
+    certain = np.concatenate([[0], np.cumsum(p >= 1.0)])
+    logmiss = np.concatenate([[0.0], np.cumsum(np.where(p >= 1.0, 0.0, np.log1p(-np.minimum(p, 0.999999))))])
+    spans = fragment_spans(units, boundaries)
+    read = 0.0
+    for u, s in zip(units, spans):
+        if u.always or (s is None and not u.nulls):  # read whatever the filter (or no statistics)
+            read += u.rows
+            continue
+        miss = 1.0
+        if s is not None:
+            i, j = s
+            if certain[j + 1] - certain[i] > 0:
+                read += u.rows
+                continue
+            miss = math.exp(logmiss[j + 1] - logmiss[i])
+        if u.nulls:
+            miss *= 1.0 - min(max(null_prob, 0.0), 1.0)
+        read += u.rows * (1.0 - miss)
+    return read / total
+
+
+def boundary_values(part) -> list:
+    """A partition's interior boundaries as typed values, comparable with unit statistics."""
+    from advisor.partitions import decode_value
+
+    return [decode_value(b, part.dtype) for b in part.boundaries]
+
+
+def sketch_read_fraction(units: Sequence[ReadUnit], part, probability) -> float:
+    """Expected read fraction for an estimated sketch: ``probability`` maps fragment id -> P
+    (a pandas Series from the size estimator; missing ids count as absent)."""
+    probs = np.zeros(len(part.boundaries) + 1)
+    null_p = 0.0
+    for f, pr in (probability.items() if probability is not None else ()):
+        f = int(f)
+        if f == part.null_id:
+            null_p = float(pr)
+        elif 0 <= f < len(probs):
+            probs[f] = float(pr)
+    return expected_read_fraction(units, boundary_values(part), probs, null_p)
+
+
+def read_fraction_of(units: Sequence[ReadUnit], boundaries: Sequence[Any], fragments, null_id: int) -> float:
+    """Rows read / rows for a captured sketch (a set of fragment ids)."""
+    probs = np.zeros(len(boundaries) + 1)
+    for f in fragments:
+        if 0 <= f < len(probs):
+            probs[f] = 1.0
+    return expected_read_fraction(units, boundaries, probs, 1.0 if null_id in fragments else 0.0)
+
+
+def skip_ceiling(units: Sequence[ReadUnit], lo: Any, hi: Any) -> Optional[float]:
+    """Expected read fraction of a sketch holding one value drawn uniformly from [lo, hi]: the best
+    any sketch on this attribute can do, from unit widths alone.  None for non-numeric attributes."""
+    a, b = _num(lo), _num(hi)
+    total = sum(u.rows for u in units)
+    if a is None or b is None or total <= 0:
+        return None
+    width = b - a
+    read = 0.0
+    for u in units:
+        x, y = _num(u.lo), _num(u.hi)
+        if u.always or x is None or y is None:
+            read += 0.0 if (not u.always and u.lo is None and u.nulls) else u.rows  # all-NULL units skip
+            continue
+        read += u.rows * (1.0 if width <= 0 else min(1.0, (y - x) / width))
+    return read / total
+
+
+# ---------------- where the units come from (store manifest, Parquet footers) ----------------
+def _footer_units(files: list[str], attr: str) -> list[ReadUnit]:
+    """One unit per Parquet row group, from the footers' statistics of ``attr``."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for f in files:
+        md = pq.ParquetFile(f).metadata
+        idx = next((k for k in range(md.num_columns) if md.row_group(0).column(k).path_in_schema == attr), None) \
+            if md.num_row_groups else None
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            st = rg.column(idx).statistics if idx is not None else None
+            if st is None or not st.has_min_max:
+                nulls = st.null_count if st is not None and st.has_null_count else 0
+                all_null = st is not None and nulls == rg.num_rows
+                out.append(ReadUnit(rg.num_rows, None, None, nulls, always=not all_null))
+                continue
+            out.append(ReadUnit(rg.num_rows, st.min, st.max, st.null_count if st.has_null_count else 0))
+    return out
+
+
+def read_units(catalog, table: str, attr: str, version: int) -> Units:
+    """Units a sketched scan of ``table`` at ``version`` reads: the newest clustered layout on
+    ``attr`` at or below the version (files), else the base files' row groups; batch inserts since
+    are always read."""
+    from advisor.layout import find_layout
+    from advisor.partitions import decode_value
+
+    dtype = catalog.column_type(table, attr)
+    lay = find_layout(catalog.store, table, attr, version)
+    vs = [x for x in catalog.versions(table) if x.version <= version]
+    if lay is not None:
+        units = [ReadUnit(int(m["rows"]), decode_value(m["min"], dtype), decode_value(m["max"], dtype),
+                          int(m.get("nulls", 0))) for m in lay["manifest"]]
+        since, source = lay["table_version"], f"layout {lay['id']} ({len(units)} files)"
+    else:
+        base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
+        files = sorted(str(f) for f in Path(base.base_path).glob("*.parquet"))
+        units = _footer_units(files, attr)
+        since, source = base.version, f"row groups ({len(units)})"
+    added = sum(x.n_ins for x in vs if x.version > since)
+    if added:
+        units.append(ReadUnit(int(added), always=True))
+    return Units(tuple(units), source)

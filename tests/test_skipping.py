@@ -1,0 +1,70 @@
+"""Layout-aware read fractions (advisor.skipping): pure logic on hand-built read units."""
+
+import datetime as dt
+from decimal import Decimal
+
+import pandas as pd
+import pytest
+
+from advisor.partitions import RangePartition
+from advisor.skipping import (ReadUnit, expected_read_fraction, fragment_spans, read_fraction_of,
+                              sketch_read_fraction, skip_ceiling)
+
+# Four files of 100 rows clustered on a value in [0, 400): file k holds [100k, 100k + 99].
+CLUSTERED = [ReadUnit(100, 100 * k, 100 * k + 99) for k in range(4)]
+# The same rows unclustered: every file spans the whole range.
+SPREAD = [ReadUnit(100, 0, 399) for _ in range(4)]
+BOUNDS = [50, 100, 200, 300]  # fragments: (-inf,50) [50,100) [100,200) [200,300) [300,inf)
+
+
+def test_spans_follow_half_open_fragments():
+    assert fragment_spans(CLUSTERED, BOUNDS) == [(0, 1), (2, 2), (3, 3), (4, 4)]
+    assert fragment_spans([ReadUnit(5, 100, 100)], BOUNDS) == [(2, 2)]  # 100 starts fragment 2
+    assert fragment_spans([ReadUnit(5, None, None, nulls=5)], BOUNDS) == [None]
+
+
+def test_captured_sketch_reads_only_overlapping_files():
+    # fragment 2 = [100, 200) lies in file 1 only
+    assert read_fraction_of(CLUSTERED, BOUNDS, {2}, null_id=5) == pytest.approx(0.25)
+    # fragments 1 and 4 touch files 0 and 3
+    assert read_fraction_of(CLUSTERED, BOUNDS, {1, 4}, null_id=5) == pytest.approx(0.5)
+    assert read_fraction_of(CLUSTERED, BOUNDS, set(), null_id=5) == 0.0
+    # unclustered: any non-empty sketch reads everything
+    assert read_fraction_of(SPREAD, BOUNDS, {2}, null_id=5) == pytest.approx(1.0)
+
+
+def test_expected_fraction_combines_fragment_probabilities():
+    # P(fragment 0) = 0.5, P(fragment 1) = 0.5 -> file 0 read with 1 - 0.25 = 0.75; file 1 with 0.2
+    probs = [0.5, 0.5, 0.2, 0.0, 0.0]
+    got = expected_read_fraction(CLUSTERED, BOUNDS, probs)
+    assert got == pytest.approx((100 * 0.75 + 100 * 0.2) / 400)
+    # a certain fragment before the span must not poison later spans (log(0) bookkeeping)
+    assert expected_read_fraction(CLUSTERED, BOUNDS, [1.0, 0.0, 0.0, 0.0, 0.5]) == pytest.approx(150 / 400)
+
+
+def test_nulls_and_always_read_units():
+    units = CLUSTERED + [ReadUnit(50, None, None, nulls=50), ReadUnit(50, always=True)]
+    # the all-NULL file is read only with the NULL fragment; the batch rows always
+    assert read_fraction_of(units, BOUNDS, {2}, null_id=5) == pytest.approx(150 / 500)
+    assert read_fraction_of(units, BOUNDS, {2, 5}, null_id=5) == pytest.approx(200 / 500)
+
+
+def test_sketch_read_fraction_from_estimator_probabilities():
+    part = RangePartition(1, "t", "a", "int", tuple(BOUNDS), (50, 50, 100, 100, 100, 0), 0, 5)
+    prob = pd.Series([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], index=range(6))
+    assert sketch_read_fraction(CLUSTERED, part, prob) == pytest.approx(0.25)
+    assert sketch_read_fraction(SPREAD, part, prob) == pytest.approx(1.0)
+
+
+def test_typed_values_dates_and_decimals():
+    days = [ReadUnit(10, dt.date(1995, 1, 1), dt.date(1995, 6, 30)), ReadUnit(10, dt.date(1995, 7, 1), dt.date(1995, 12, 31))]
+    assert read_fraction_of(days, [dt.date(1995, 7, 1)], {1}, null_id=2) == pytest.approx(0.5)
+    money = [ReadUnit(10, Decimal("1.00"), Decimal("9.99")), ReadUnit(30, Decimal("10.00"), Decimal("99.00"))]
+    assert read_fraction_of(money, [Decimal("10.00")], {0}, null_id=2) == pytest.approx(0.25)
+
+
+def test_skip_ceiling_separates_clustered_from_spread():
+    assert skip_ceiling(CLUSTERED, 0, 399) == pytest.approx(99 / 399)
+    assert skip_ceiling(SPREAD, 0, 399) == pytest.approx(1.0)
+    assert skip_ceiling(CLUSTERED + [ReadUnit(400, always=True)], 0, 399) == pytest.approx((99 / 399 + 1) / 2)
+    assert skip_ceiling(CLUSTERED, "a", "z") is None  # strings: no width, no verdict
