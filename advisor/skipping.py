@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -183,8 +184,23 @@ def _footer_units(files: list[str], attr: str) -> list[ReadUnit]:
                 all_null = st is not None and nulls == rg.num_rows
                 out.append(ReadUnit(rg.num_rows, None, None, nulls, always=not all_null))
                 continue
-            out.append(ReadUnit(rg.num_rows, st.min, st.max, st.null_count if st.has_null_count else 0))
+            try:
+                lo, hi = _stat_values(st)
+            except Exception:  # noqa: BLE001 - statistics pyarrow cannot decode: the unit is never skipped
+                out.append(ReadUnit(rg.num_rows, always=True))
+                continue
+            out.append(ReadUnit(rg.num_rows, lo, hi, st.null_count if st.has_null_count else 0))
     return out
+
+
+def _stat_values(st) -> tuple:
+    """(min, max) of a column chunk; decimals stored as INT32/INT64 (Spark's choice up to 18 digits)
+    come back from pyarrow only as raw integers, scaled here."""
+    lt = st.logical_type
+    if lt is not None and getattr(lt, "type", "") == "DECIMAL" and st.physical_type in ("INT32", "INT64"):
+        scale = int(json.loads(lt.to_json()).get("scale", 0))
+        return (decimal.Decimal(st.min_raw).scaleb(-scale), decimal.Decimal(st.max_raw).scaleb(-scale))
+    return st.min, st.max
 
 
 def read_units(catalog, table: str, attr: str, version: int) -> Units:
