@@ -1,6 +1,6 @@
 """From a parsed query to sketch-size estimates per candidate attribute (seed 002, Alg. 1 + Alg. 2).
 
-Pipeline: ``analyze`` finds the innermost aggregation, the table to sample and the HAVING / top-k /
+Pipeline: ``advisor.shape.analyze`` finds the innermost aggregation, the table to sample and the HAVING / top-k /
 nested shape; ``get_sample`` returns the cached stratified sample of that table; ``estimate`` runs the
 aggregation's input (joins, WHERE) over the sample, estimates every group, and sizes the sketch of
 each (attribute, granularity) with ``estimators.size``.
@@ -42,208 +42,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
-from sqlglot import exp
 
 from advisor.errors import BadInput
 from advisor.partitions import assign_column
 from advisor.plan import ir
 from advisor.plan.to_sql import esql, q
 from advisor.select import derive_partition, fine_partition
-from estimators.aggregates import And, Cmp, Not, Or, agg_name
 
 SID, U = "__sid", "__u"
-_OPS = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=", exp.EQ: "=", exp.NEQ: "!="}
-_FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "=", "!=": "!="}
-
-
-class CannotEstimate(Exception):
-    """The query's shape is outside what the estimators model; the message says which part."""
-
-
-@dataclass
-class Shape:
-    """What the estimators need from a query (internal attribute names unless said otherwise)."""
-
-    kind: str                     # 'having' | 'topk' | 'nested' | 'groupby' (no HAVING)
-    inner: ir.Aggregate
-    fact: ir.Scan                 # the sampled scan
-    keys: list                    # inner group-by keys
-    strata: list                  # base columns of the fact table used as strata (sorted)
-    aggs: list                    # estimator aggregates [(func, frame column or None)]
-    args: dict                    # frame column -> SQL of the aggregate argument
-    having: object = None         # estimators predicate over inner aggregates
-    topk: Optional[tuple] = None  # (estimator aggregate name, k, descending)
-    outer_keys: list = field(default_factory=list)
-    outer_aggs: list = field(default_factory=list)
-    outer_having: object = None
-    fact_cols: dict = field(default_factory=dict)  # base column -> internal name in the fact scan
-    relevant: set = field(default_factory=set)     # base columns used by keys, filters, joins, args
-    agg_inputs: set = field(default_factory=set)   # base columns feeding aggregate arguments
-
-    def determined(self, attr: str) -> bool:
-        """A group-by attribute: all rows of a group share its value, so one row shows the fragment."""
-        return self.fact_cols.get(attr) in self.keys
-
-
-def _const(e) -> Optional[float]:
-    if isinstance(e, exp.Paren):
-        return _const(e.this)
-    if isinstance(e, exp.Neg):
-        v = _const(e.this)
-        return None if v is None else -v
-    if isinstance(e, exp.Literal) and not e.is_string:
-        return float(e.this)
-    return None
-
-
-def to_predicate(cond, names: dict):
-    """HAVING condition -> estimators predicate; ``names``: attribute -> estimator aggregate name."""
-    if isinstance(cond, exp.Paren):
-        return to_predicate(cond.this, names)
-    if isinstance(cond, exp.And):
-        return And([to_predicate(cond.this, names), to_predicate(cond.expression, names)])
-    if isinstance(cond, exp.Or):
-        return Or([to_predicate(cond.this, names), to_predicate(cond.expression, names)])
-    if isinstance(cond, exp.Not):
-        return Not(to_predicate(cond.this, names))
-
-    def agg(e):
-        e = e.this if isinstance(e, exp.Paren) else e
-        return names.get(e.name) if isinstance(e, exp.Column) else None
-
-    if isinstance(cond, exp.Between):
-        a, lo, hi = agg(cond.this), _const(cond.args.get("low")), _const(cond.args.get("high"))
-        if a is not None and lo is not None and hi is not None:
-            return Cmp(a, "between", lo, hi)
-    elif type(cond) in _OPS:
-        op = _OPS[type(cond)]
-        if agg(cond.this) is not None and _const(cond.expression) is not None:
-            return Cmp(agg(cond.this), op, _const(cond.expression))
-        if agg(cond.expression) is not None and _const(cond.this) is not None:
-            return Cmp(agg(cond.expression), _FLIP[op], _const(cond.this))
-    text = re.sub(r"`?([a-z0-9_]+?)_\d+`?", r"\1", cond.sql(dialect="spark"))[:80]
-    raise CannotEstimate(f"HAVING part {text!r} is not 'aggregate op constant' "
-                         "(AND/OR/NOT/BETWEEN of such comparisons are supported)")
-
-
-def _path(root: ir.Node, target: ir.Node) -> list:
-    if root is target:
-        return [root]
-    for c in root.children:
-        p = _path(c, target)
-        if p:
-            return [root] + p
-    return []
-
-
-def _conds(chain: list, names: dict):
-    """AND of the Select conditions in a chain of Project/Select nodes (bottom-up), tracking aliases."""
-    preds = []
-    for n in chain:
-        if isinstance(n, ir.Select):
-            preds.append(to_predicate(n.cond, {k: v for k, v in names.items() if not k.startswith("key:")}))
-        elif isinstance(n, ir.Project):
-            for e, c in n.items:
-                if isinstance(e, exp.Column) and e.name in names:
-                    names[c.name] = names[e.name]
-                if isinstance(e, exp.Column) and "key:" + e.name in names:
-                    names["key:" + c.name] = names["key:" + e.name]
-        else:
-            raise CannotEstimate(f"{type(n).__name__} between aggregation levels is not supported")
-    return None if not preds else preds[0] if len(preds) == 1 else And(preds)
-
-
-def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
-    """Find the innermost aggregation, the table to sample and the HAVING/top-k/nested structure."""
-    if query.unsupported:
-        raise CannotEstimate(query.unsupported)
-    aggs = [n for n in query.root.walk() if isinstance(n, ir.Aggregate)]
-    if not aggs:
-        raise CannotEstimate("the query has no aggregation (nothing to estimate: every row passing "
-                             "WHERE is provenance)")
-    inner_l = [a for a in aggs if not any(isinstance(m, ir.Aggregate) for m in a.child.walk())]
-    if len(aggs) > 2 or len(inner_l) != 1:
-        raise CannotEstimate("more than one aggregation per level or more than two levels")
-    inner = inner_l[0]
-    for n in inner.child.walk():
-        if not isinstance(n, (ir.Scan, ir.Select, ir.Join, ir.Project)):
-            raise CannotEstimate(f"{type(n).__name__} below the aggregation is not supported")
-    scans = [n for n in inner.child.walk() if isinstance(n, ir.Scan)]
-    fact_table = max(sorted({s.table for s in scans}), key=rows_of)
-    facts = [s for s in scans if s.table == fact_table]
-    if len(facts) > 1:
-        raise CannotEstimate(f"{fact_table} is read more than once below the aggregation")
-    fact = facts[0]
-    fact_cols = {c.source: c.name for c in fact.cols}
-    base = {c.name: c.source for c in fact.cols}
-    path = _path(query.root, inner)[:-1][::-1]  # nodes above `inner`, bottom-up
-    args, est_aggs, names = {}, [], {}
-    for i, a in enumerate(inner.aggs):
-        if a.distinct:
-            raise CannotEstimate(f"{a.func}(DISTINCT ...) is not supported by the estimators")
-        col = None if a.arg is None else f"__a{i}"
-        if col:
-            args[col] = esql(a.arg)
-        est_aggs.append((a.func, col))
-        names[a.out.name] = agg_name(a.func, col)
-    for k in inner.keys:
-        names["key:" + k] = k
-    used = set(inner.keys) | {c for a in inner.aggs for c in ir.referenced(a.arg)}
-    for n in inner.child.walk():
-        if isinstance(n, (ir.Select, ir.Join)):
-            used |= ir.referenced(n.cond)
-    keys_base = [base[k] for k in inner.keys if k in base]
-    shape = Shape("groupby", inner, fact, list(inner.keys), sorted(keys_base), est_aggs, args,
-                  fact_cols=fact_cols, relevant={base[c] for c in used if c in base},
-                  agg_inputs={base[c] for a in inner.aggs for c in ir.referenced(a.arg) if c in base})
-    outer = next((a for a in aggs if a is not inner), None)
-    stop = path.index(outer) if outer is not None else next(
-        (i for i, n in enumerate(path) if isinstance(n, ir.TopK)), len(path))
-    shape.having = _conds(path[:stop], names)
-    shape.kind = "having" if shape.having is not None else "groupby"
-    rest = path[stop:]
-    if outer is not None:
-        okeys = []
-        for k in outer.keys:
-            if "key:" + k not in names:
-                raise CannotEstimate("the outer GROUP BY must use inner group-by columns")
-            okeys.append(names["key:" + k])
-        onames = {}
-        for a in outer.aggs:
-            if a.distinct or (a.arg is not None and not isinstance(a.arg, exp.Column)):
-                raise CannotEstimate("outer aggregates must be over an inner column or count(*)")
-            ref = None if a.arg is None else names.get(a.arg.name) or names.get("key:" + a.arg.name)
-            if a.arg is not None and ref is None:
-                raise CannotEstimate(f"outer aggregate {a.func} over an expression is not supported")
-            shape.outer_aggs.append((a.func, ref))
-            onames[a.out.name] = f"{a.func}({'*' if ref is None else ref})"
-        shape.outer_keys = okeys
-        rest = rest[1:]
-        stop = next((i for i, n in enumerate(rest) if isinstance(n, ir.TopK)), len(rest))
-        shape.outer_having = _conds(rest[:stop], onames)
-        shape.kind, rest = "nested", rest[stop:]
-    if rest and isinstance(rest[0], ir.TopK):
-        if outer is not None:
-            raise CannotEstimate("top-k over a nested aggregation is not supported")
-        t = rest[0]
-        o = names.get(t.order[0][0]) if t.order else None
-        if o is None:
-            raise CannotEstimate("top-k must order by an aggregate (ordering by a group-by column "
-                                 "or an expression is not modelled)")
-        shape.topk, shape.kind = (o, t.k, not t.order[0][1]), "topk"
-        rest = rest[1:]
-    for n in rest:
-        if not isinstance(n, ir.Project):
-            raise CannotEstimate(f"{type(n).__name__} above the aggregation is not supported")
-    return shape
+from advisor.shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 
 
 # ---------------- samples ----------------
@@ -480,7 +294,8 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
              progress: Optional[Callable[[str], None]] = None, shrink: bool = True) -> Estimation:
     """Sample (or reuse), estimate the groups, then size every attribute at its granularities
     (``plan``: attribute -> fragment counts).  ``progress`` gets one message per step."""
-    from estimators.aggregates import estimate_groups, estimate_nested
+    from estimators.aggregates import estimate_groups
+    from estimators.nested import estimate_nested
     from estimators.size import estimate_size, size_for_having
     from estimators.topk import size_for_topk, topk_probability
 
