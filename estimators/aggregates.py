@@ -1,4 +1,5 @@
-"""Per-group aggregate estimates and HAVING pass probabilities (digest §2.6, C7, C8); nested aggregation is in ``estimators.nested``.
+"""Per-group aggregate estimates and HAVING pass probabilities (digest §2.6, C7, C8).
+Nested aggregation builds on these in ``estimators.nested``.
 
 Input: a sample as a pandas frame (the group columns, the aggregated value columns, ``_n_g`` = the
 population size of the row's stratum and, optionally, ``_stratum``).  Without ``_stratum`` each group
