@@ -97,6 +97,11 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
     path = catalog.root / table / "samples" / f"v{version:06d}_{key}"
     s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid")
     s.df.write.mode("overwrite").parquet(str(path))
+    if not s.uniform_fallback and s.strata and catalog.spark.read.parquet(str(path)).count() != s.sample_size:
+        # a stratum fell short of the pre-filter threshold (rare): rank the whole table instead
+        s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid",
+                              prefilter=False)
+        s.df.write.mode("overwrite").parquet(str(path))
     secs = time.perf_counter() - t0
     meta = {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata, "uniform_fallback": s.uniform_fallback,
             "sample_size": s.sample_size, "seconds": round(secs, 3)}

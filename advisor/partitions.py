@@ -13,6 +13,7 @@ import decimal
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from advisor.errors import BadInput
@@ -271,6 +272,60 @@ def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int 
             (table, attr, n, v, dtype, json.dumps(bounds), json.dumps(sizes), time.time()))
         pid = cur.lastrowid
     return RangePartition(pid, table, attr, dtype, tuple(bounds), tuple(sizes), v, n)
+
+
+ADVANCE_MAX_CHANGE = 0.1  # batches may change at most this share of rows before boundaries are recomputed
+
+
+def fragment_ids(values: list, part: RangePartition) -> list[int]:
+    """Fragment id of each Python value (NULL/NaN -> the NULL fragment), as ``assign_column`` does:
+    fragment i holds [b[i-1], b[i])."""
+    from bisect import bisect_right
+
+    bounds = [decode_value(b, part.dtype) for b in part.boundaries]
+    out = []
+    for x in values:
+        if x is None or (isinstance(x, float) and x != x):
+            out.append(part.null_id)
+        else:
+            out.append(bisect_right(bounds, x))
+    return out
+
+
+def advance_partition(catalog, table: str, attr: str, n: int, version: int) -> RangePartition | None:
+    """The newest stored partition of table.attr (target n) at an earlier version, carried to
+    ``version`` when only small batches lie in between: same boundaries (any boundaries give
+    correct sketches), fragment sizes updated exactly from the batch files' inserted and deleted
+    rows with pyarrow (no Spark job).  None when a rebuild is due."""
+    import pyarrow.dataset as ds
+
+    r = catalog.store.one("SELECT * FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
+                          "table_version<? ORDER BY table_version DESC, id DESC LIMIT 1", (table, attr, n, version))
+    if r is None:
+        return None
+    old = _from_row(r)
+    between = [x for x in catalog.versions(table) if old.table_version < x.version <= version]
+    rows = max(1, catalog.version(table, version).rows)
+    if any(x.kind != "batch" for x in between) or sum(x.n_ins + x.n_del for x in between) > ADVANCE_MAX_CHANGE * rows:
+        return None
+    sizes = list(old.sizes) + [0] * (old.n_fragments - len(old.sizes))
+    for paths, sign in (([x.ins_path for x in between if x.ins_path], 1), ([x.del_path for x in between if x.del_path], -1)):
+        files = sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
+        if not files:
+            continue
+        try:
+            ids = fragment_ids(ds.dataset(files, format="parquet").to_table(columns=[attr]).column(attr).to_pylist(), old)
+        except TypeError:  # values not comparable with the decoded boundaries (e.g. zoned timestamps)
+            return None
+        for f in ids:
+            sizes[f] += sign
+    with catalog.store.tx() as c:
+        cur = c.execute(
+            "INSERT INTO partitions(table_name, attr, n_target, table_version, dtype, boundaries_json,"
+            " sizes_json, created) VALUES (?,?,?,?,?,?,?,?)",
+            (table, attr, n, version, old.dtype, json.dumps(list(old.boundaries)), json.dumps(sizes), time.time()))
+        pid = cur.lastrowid
+    return RangePartition(pid, table, attr, old.dtype, old.boundaries, tuple(sizes), version, n)
 
 
 def load_partition(store, pid: int) -> RangePartition:

@@ -254,13 +254,15 @@ def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:
 
 # ---------------- partitions per granularity ----------------
 def fine_partition(catalog, table: str, attr: str, n: int, version: int) -> RangePartition:
-    """The stored partition with target ``n`` for this table version, built if missing."""
+    """The stored partition with target ``n`` for this table version: stored, carried forward from an
+    earlier version over small batches (``advance_partition``), or built."""
     r = catalog.store.one("SELECT id FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
                           "table_version=? ORDER BY id DESC LIMIT 1", (table, attr, n, version))
     if r is not None:
         from advisor.partitions import load_partition
         return load_partition(catalog.store, r["id"])
-    return build_partition(catalog, table, attr, n, version)
+    from advisor.partitions import advance_partition
+    return advance_partition(catalog, table, attr, n, version) or build_partition(catalog, table, attr, n, version)
 
 
 def derive_partition(fine: RangePartition, n: int) -> RangePartition:

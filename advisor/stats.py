@@ -1,4 +1,5 @@
-"""Per-column min/max/NDV statistics per table version, cached in the store (input to Z3 checks)."""
+"""Per-column min/max/NDV statistics per table version, cached in the store (input to Z3 checks).
+A version reached from a stats-bearing one by small batches derives its stats without a Spark job."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ def column_stats(catalog, table: str, version: int | None = None) -> dict[str, t
         return {r["col"]: (decode_value(json.loads(r["min_json"]), schema[r["col"]]),
                            decode_value(json.loads(r["max_json"]), schema[r["col"]]), r["ndv"])
                 for r in rows}
+    derived = _derive_from_earlier(catalog, table, v, schema)
+    if derived is not None:
+        return derived
     cols = []
     for c, t in schema.items():
         try:
@@ -38,6 +42,50 @@ def column_stats(catalog, table: str, version: int | None = None) -> dict[str, t
             conn.execute("INSERT OR REPLACE INTO colstats VALUES (?,?,?,?,?,?,?)",
                          (table, v, c, json.dumps(encode_value(mn)), json.dumps(encode_value(mx)), nd, None))
             out[c] = (mn, mx, nd)
+    return out
+
+
+DERIVE_MAX_CHANGE = 0.1  # batches since the stats' version may change at most this share of rows
+
+
+def _derive_from_earlier(catalog, table: str, v: int, schema: dict) -> dict | None:
+    """Stats for version ``v`` from an earlier version's, widened by the inserted rows' min/max
+    (pyarrow over the batch files; no Spark job), when only small batches lie in between.  Deleted
+    rows leave the old bounds as a superset of the true domain, which keeps Z3 safety proofs sound
+    (they assume values lie within the bounds); NDV keeps the old approximate count."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    from pathlib import Path
+
+    vs = [x for x in catalog.versions(table) if x.version <= v]
+    prev = catalog.store.one("SELECT max(version) AS u FROM colstats WHERE table_name=? AND version<?", (table, v))
+    u = prev["u"] if prev else None
+    if u is None:
+        return None
+    between = [x for x in vs if x.version > u]
+    rows = max(1, catalog.version(table, v).rows)
+    if any(x.kind != "batch" for x in between) or sum(x.n_ins + x.n_del for x in between) > DERIVE_MAX_CHANGE * rows:
+        return None
+    old = column_stats(catalog, table, u)
+    files = sorted(str(f) for x in between if x.ins_path for f in Path(x.ins_path).glob("*.parquet"))
+    ins = ds.dataset(files, format="parquet").to_table(columns=list(old)) if files else None
+    out = {}
+    for c, (mn, mx, nd) in old.items():
+        if ins is not None and ins.num_rows:
+            mm = pc.min_max(ins.column(c))
+            for x in (mm["min"].as_py(), mm["max"].as_py()):
+                if x is None or (isinstance(x, float) and x != x):
+                    continue
+                try:
+                    mn = x if mn is None or x < mn else mn
+                    mx = x if mx is None or x > mx else mx
+                except TypeError:  # e.g. zoned vs naive timestamps: compute afresh
+                    return None
+        out[c] = (mn, mx, nd)
+    with catalog.store.tx() as conn:
+        for c, (mn, mx, nd) in out.items():
+            conn.execute("INSERT OR REPLACE INTO colstats VALUES (?,?,?,?,?,?,?)",
+                         (table, v, c, json.dumps(encode_value(mn)), json.dumps(encode_value(mx)), nd, None))
     return out
 
 

@@ -102,13 +102,15 @@ def _uniform(df, theta: float, seed: int, N: int, id_col: str | None, u: str):
 
 
 def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
-                      max_strata: int | None = None, id_col: str | None = None) -> Sample:
+                      max_strata: int | None = None, id_col: str | None = None, prefilter: bool = True) -> Sample:
     """Draw a stratified reservoir sample (one stratum per distinct value of ``strata``).
 
     ``theta`` in (0, 1] is the sample rate; ``max_strata`` the largest number of strata to stratify
     on (default: the budget ``theta * N``; more strata than sample slots cannot all be represented);
     ``id_col`` an optional unique row id for partitioning-independent determinism.  Runs one
-    aggregation job (population, strata count, sample size) and returns the lazy sample.
+    aggregation job (population, strata count, sample size) and returns the lazy sample.  With
+    ``prefilter`` only keys under a per-stratum threshold are ranked (same sample, unless a stratum
+    falls short: then the sample has fewer than ``sample_size`` rows and must be redrawn without).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -147,11 +149,23 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
                       uniform_fallback=True, population=N, n_strata=n_strata, sample_size=quota(N, theta),
                       id_col=id_col, strata_sizes=strata_sizes)
 
-    w_all = Window.partitionBy(*strata)
     w_ord = Window.partitionBy(*strata).orderBy(F.col(u))
-    out = (base.withColumn(u, _key(base, seed, id_col))
-           .withColumn("_n_g", F.count(F.lit(1)).over(w_all).cast("long"))
-           .withColumn(rn, F.row_number().over(w_ord))
+    keyed = base.withColumn(u, _key(base, seed, id_col))
+    if prefilter:
+        # Only rows whose key is below a per-stratum threshold t_g can be among the stratum's k_g
+        # smallest keys, unless fewer than k_g rows fall below it (a few sigma away; the caller
+        # checks the sample size and redraws with prefilter=False).  Sorting those instead of the
+        # whole table gives the identical sample.
+        k = F.greatest(F.lit(1), F.ceil(F.col("_n_g") * F.lit(t_adj)))
+        thr = sizes.select(*strata, "_n_g", F.least(F.lit(1.0), (k + F.lit(4.0) * F.sqrt(k) + F.lit(10.0))
+                                                    / F.col("_n_g")).alias("_t"))
+        cond = [keyed[c].eqNullSafe(thr[c]) for c in strata]
+        ranked = (keyed.join(F.broadcast(thr), on=cond, how="inner")
+                  .select(*[keyed[c] for c in keyed.columns], thr["_n_g"], thr["_t"])
+                  .filter(F.col(u) < F.col("_t")).drop("_t"))
+    else:
+        ranked = keyed.withColumn("_n_g", F.count(F.lit(1)).over(Window.partitionBy(*strata)).cast("long"))
+    out = (ranked.withColumn(rn, F.row_number().over(w_ord))
            .filter(F.col(rn) <= F.greatest(F.lit(1), F.ceil(F.col("_n_g") * F.lit(t_adj))))
            .withColumn("_stratum", F.to_json(F.struct(*[F.col(c) for c in strata])))
            .drop(u, rn))

@@ -61,6 +61,15 @@ def test_id_col_makes_sample_independent_of_partitioning(table):
     assert a.groupby(["a", "b"]).size().tolist() == [quota(n, 0.3) for n in STRATA_SIZES]
 
 
+@pytest.mark.parametrize("theta", [0.05, 0.3, 0.9])
+def test_prefilter_draws_the_same_sample_as_ranking_every_row(table, theta):
+    """Ranking only keys under the per-stratum threshold keeps exactly the rows the full window keeps."""
+    fast = _collect(stratified_sample(table, ["a", "b"], theta=theta, seed=9, id_col="rid"))
+    full = _collect(stratified_sample(table, ["a", "b"], theta=theta, seed=9, id_col="rid", prefilter=False))
+    pd.testing.assert_frame_equal(fast, full)
+    assert len(fast) == stratified_sample(table, ["a", "b"], theta=theta, seed=9, id_col="rid").sample_size
+
+
 def test_uniform_fallback_and_no_strata(table):
     N = sum(STRATA_SIZES)
     s = stratified_sample(table, ["a"], theta=0.1, seed=1, max_strata=3)

@@ -67,7 +67,8 @@ def environment(spark) -> dict:
 
 
 def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
-    """Load data, build layouts, draw the steps, apply every batch; returns (and writes) plan.json."""
+    """Load data, build layouts and table statistics, draw the steps, apply every batch; returns (and
+    writes) plan.json."""
     from advisor.layout import build_layout
     from workloads.datasets import load_dataset
     from workloads.steps import plan_steps
@@ -98,6 +99,12 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
         cat.column_type(cat.require(t), a)
         build_layout(cat, t, a, rows_per_file=wl.layout_rows_per_file)
     secs["layouts"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    from advisor.stats import column_stats
+    for t in cat.tables():  # table statistics, as ANALYZE TABLE would keep them: shared by every strategy
+        progress(f"statistics of {t}")
+        column_stats(cat, t)
+    secs["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     progress("drawing bindings")
     steps = plan_steps(cat, wl)

@@ -7,7 +7,8 @@ initialises it by feeding the tables at V as one insert batch), feeds the net de
 through the IMP engine (the non-delta join sides are evaluated by Spark, `SparkBase`), stores the
 result as a new sketch version whose parent is the old one, and persists the new state next to
 it (temp file + rename, then the SQLite row). If the engine cannot continue (a top-k buffer ran
-dry), the sketch is recaptured instead. The previous version is never modified.
+dry), the sketch is recaptured instead. A chain without state is recaptured while initialising
+state does not pay yet (ski rental, `rent`). The previous version is never modified.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from advisor.partitions import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
+from . import rent
 from .engine import Maintainer, MaintState
 from .ops_base import NeedsRecapture
 from .spark_base import SparkBase
@@ -76,7 +78,9 @@ def _cache_put(key: tuple[str, int], state: MaintState, size: int) -> None:
         _cache.popitem(last=False)
 
 
-def save_state(catalog, sketch_id: int, state: MaintState) -> int:
+def save_state(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:
+    """Persist the state (temp file + rename, then the row); ``init`` = {init_seconds, init_rows}
+    when it was just initialised (the rate feeds ``rent.init_rate``)."""
     data = state.to_bytes()
     path = _state_dir(catalog) / f"sketch_{sketch_id}.state"
     tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
@@ -84,7 +88,7 @@ def save_state(catalog, sketch_id: int, state: MaintState) -> int:
     tmp.rename(path)
     with catalog.store.tx() as c:
         c.execute("INSERT OR REPLACE INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
-                  (sketch_id, str(path), json.dumps({"bytes": len(data)}), time.time()))
+                  (sketch_id, str(path), json.dumps({"bytes": len(data)} | (init or {})), time.time()))
     _cache_put((str(catalog.store.path), sketch_id), state, len(data))
     return len(data)
 
@@ -123,9 +127,9 @@ def _versions_for(catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:
 
 
 def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> MaintResult:
-    """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened."""
-    from advisor.capture import capture
-
+    """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened.
+    A chain without operator state either initialises it or, while that does not pay yet, is
+    recaptured (``rent``)."""
     sk = load_sketch(catalog.store, sketch_id)
     if sk is None:
         raise BadInput(f"no sketch with id {sketch_id}")
@@ -137,7 +141,16 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> 
         return MaintResult(sk.id, sk.id, "current", 0.0, 0, {})
     t0 = time.perf_counter()
     sketched = _sketched(catalog, query, sk)
-    state = load_state(catalog, sk.id) or init_state(catalog, sk, query, sketched, topk_buffer)
+    state, init = load_state(catalog, sk.id), None
+    if state is None:
+        rows = sum(catalog.version(t, old[t]).rows for t in tables)
+        spent, last = rent.rent_of(catalog.store, sk.id)
+        if rent.should_rent(spent, last or rows / rent.RECAPTURE_ROWS_PER_S, rows / rent.init_rate(catalog.store)):
+            n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
+            return _recapture(catalog, sk, query, new, t0, None, spent, n)
+        t_init = time.perf_counter()
+        state = init_state(catalog, sk, query, sketched, topk_buffer)
+        init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows}
     deltas, n_delta = {}, 0
     for t in tables:
         if old[t] != new[t]:
@@ -149,17 +162,7 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> 
         per_scan = state.apply(deltas, SparkBase(catalog, sketched, old, new))
         how = "incremental"
     except NeedsRecapture:
-        on = {p.table: p.attr for p in sk.parts}
-        parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}
-        res = capture(catalog, query, on, versions=new, check=False, partitions=parts)
-        # the recapture saved its own row; re-link it as the next version of this chain
-        with catalog.store.tx() as c:
-            c.execute("UPDATE sketches SET parent_id=?, how='recapture', data_versions_json=? WHERE id=?",
-                      (sk.id, json.dumps(new), res.sketch.id))
-        state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, sketched, topk_buffer)
-        size = save_state(catalog, res.sketch.id, state)
-        return MaintResult(sk.id, res.sketch.id, "recapture", time.perf_counter() - t0, n_delta,
-                           _changes(sk, load_sketch(catalog.store, res.sketch.id)), size)
+        return _recapture(catalog, sk, query, new, t0, (sketched, topk_buffer), 0.0, n_delta)
     frags: dict[str, set] = {p.table: set() for p in sk.parts}
     for sid, fs in per_scan.items():
         frags[scan_table[sid]] |= set(fs)
@@ -167,8 +170,32 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> 
                     [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts],
                     dict(new), parent_id=sk.id, how="maintain")
     save_sketch(catalog.store, new_sk)
-    size = save_state(catalog, new_sk.id, state)
+    size = save_state(catalog, new_sk.id, state, init)
     return MaintResult(sk.id, new_sk.id, how, time.perf_counter() - t0, n_delta, _changes(sk, new_sk), size)
+
+
+def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spent: float,
+               n_delta: int = 0) -> MaintResult:
+    """Recapture the chain's next version at ``new``.  With ``init_with`` = (sketched, topk buffer)
+    operator state is initialised for it (a top-k buffer ran dry); without, the chain stays
+    state-less and the recapture is booked as rent (``rent``)."""
+    from advisor.capture import capture
+
+    on = {p.table: p.attr for p in sk.parts}
+    parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}
+    res = capture(catalog, query, on, versions=new, check=False, partitions=parts)
+    # the recapture saved its own row; re-link it as the next version of this chain
+    with catalog.store.tx() as c:
+        c.execute("UPDATE sketches SET parent_id=?, how='recapture', data_versions_json=? WHERE id=?",
+                  (sk.id, json.dumps(new), res.sketch.id))
+    size = 0
+    if init_with is None:
+        rent.record_rent(catalog.store, res.sketch.id, spent + res.seconds, res.seconds)
+    else:
+        state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, *init_with)
+        size = save_state(catalog, res.sketch.id, state)
+    return MaintResult(sk.id, res.sketch.id, "recapture", time.perf_counter() - t0, n_delta,
+                       _changes(sk, load_sketch(catalog.store, res.sketch.id)), size)
 
 
 def _changes(a: Sketch, b: Sketch) -> dict:
