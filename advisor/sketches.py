@@ -83,6 +83,15 @@ def latest_versions(store) -> list[Sketch]:
         "AND s.id NOT IN (SELECT sketch_id FROM retired) ORDER BY id")]
 
 
+def retire(store, sketch_id: int, reason: str) -> None:
+    """Take a chain head out of use and maintenance for good (e.g. it covers nearly everything)."""
+    import time
+
+    with store.tx() as c:
+        c.execute("INSERT OR IGNORE INTO retired(sketch_id, reason, created) VALUES (?,?,?)",
+                  (sketch_id, reason, time.time()))
+
+
 def retire_extra_heads(store, template: str, keep: int = 2) -> list[int]:
     """Keep the `keep` newest live chains of a template; retire the rest (no longer used or maintained).
 

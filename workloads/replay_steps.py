@@ -198,7 +198,7 @@ def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dic
     from advisor.decisions import remember
     from advisor.finder import usable_sketches
 
-    from advisor.sketches import retire_extra_heads
+    from advisor.sketches import retire, retire_extra_heads
 
     d["action"] = "capture"
     retired = retire_extra_heads(store, q.template, keep=LIVE_PER_TEMPLATE)
@@ -208,7 +208,8 @@ def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dic
     if any(g.id == sk.id for g in good):
         return sk
     why = next((w for b, w in bad if b.id == sk.id), "not usable")
-    d["reason"] += f"; captured sketch {sk.id} not used: {why}"
+    d["reason"] += f"; captured sketch {sk.id} not used (retired): {why}"
+    retire(store, sk.id, f"not usable when captured: {why}")  # never maintained or tried again
     remember(store, q.template, strategy, go=False, reason=f"captured sketch {sk.id} was not usable: {why}",
              horizon=3.0, step=str(step["step"]))
     return None

@@ -66,14 +66,21 @@ def after_apply(catalog, table: str, n_tuples: int) -> list:
 
 
 def before_use(catalog, query) -> list:
-    """Lazy catch-up: maintain stale sketches of this query's template before choosing one."""
-    from .service import maintain_sketch, stale_heads
+    """Lazy catch-up: maintain the one stale sketch that will serve this query -- the smallest whose
+    reuse for these bindings is proven and that does not cover nearly everything (the finder's
+    tests, ignoring staleness).  Other stale sketches of the template wait until a query wants them;
+    if the smallest usable sketch is current, nothing is maintained."""
+    from advisor.execute import versions_now
+    from advisor.finder import usable_sketches
+
+    from .service import maintain_sketch
 
     spec = policy_spec(catalog.store)
     done = []
-    tables = {s.table for s in query.scans()}
-    for sk in stale_heads(catalog, tables):
-        if sk.template != query.template:
+    versions = versions_now(catalog, query)
+    good, _ = usable_sketches(catalog, query, versions, allow_stale=True)
+    for sk in good[:1]:
+        if all(versions.get(t) == v for t, v in sk.data_versions.items() if t in versions):
             continue
         pol = _load(catalog.store, sk, spec)
         pol.on_query(time.time())
