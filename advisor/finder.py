@@ -1,5 +1,8 @@
 """Which stored sketch may serve a query: same template, current data, and identical bindings or a
-Z3-proven reuse (seed 001 §5). Every rejected sketch comes with the reason."""
+Z3-proven reuse (seed 001 §5), and a scan that still skips: a sketch that covers more than 90% of the
+rows, or whose fragments are spread over layout files / row groups holding more than 90%, is refused
+(the filter would cost more than it saves).  Usable ones come in order of rows read.  Every rejected
+sketch comes with the reason."""
 
 from __future__ import annotations
 
@@ -58,9 +61,30 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
     for s in good:
         total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in s.parts)
         sel = sketch_rows(catalog, s) / max(1, total)
+        read = read_fraction(catalog, s, versions)
         if sel > MAX_USE_SELECTIVITY:
             bad.append((s, f"covers {sel:.1%} of the rows (> {MAX_USE_SELECTIVITY:.0%}): a plain scan is cheaper"))
+        elif read > MAX_USE_SELECTIVITY:
+            bad.append((s, f"covers {sel:.1%} of the rows, but its fragments are spread over files holding "
+                           f"{read:.1%} of them (> {MAX_USE_SELECTIVITY:.0%}): a plain scan is cheaper"))
         else:
-            kept.append(s)
-    kept.sort(key=lambda s: sketch_rows(catalog, s))
-    return kept, bad
+            kept.append((read, sketch_rows(catalog, s), s.id, s))
+    kept.sort(key=lambda k: k[:3])
+    return [k[3] for k in kept], bad
+
+
+def read_fraction(catalog, s: Sketch, versions: dict[str, int]) -> float:
+    """Share of the sketched tables' rows a scan with the sketch still reads: rows of the layout
+    files (or base row groups) whose min/max overlap the sketch's fragments (``advisor.skipping``)."""
+    from advisor.partitions import load_partition
+    from advisor.skipping import boundary_values, read_fraction_of, read_units
+
+    read = total = 0.0
+    for p in s.parts:
+        part = load_partition(catalog.store, p.partition_id)
+        v = versions.get(p.table) or catalog.current_version(p.table)
+        units = read_units(catalog, p.table, p.attr, v)
+        rows = units.rows
+        read += rows * read_fraction_of(units.units, boundary_values(part), p.fragments, part.null_id)
+        total += rows
+    return read / total if total else 0.0

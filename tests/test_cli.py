@@ -24,12 +24,14 @@ def cli(args, capsys):
 @pytest.fixture(scope="module")
 def wh(spark, tmp_path_factory):
     from advisor.catalog import Catalog
+    from advisor.layout import build_layout
     from advisor.store import Store
 
     d = tmp_path_factory.mktemp("cliwh")
     cat = Catalog(spark, Store(d))
     pdf = pd.DataFrame({"g": [i % 5 for i in range(200)], "v": list(range(200)), "s": [f"x{i % 3}" for i in range(200)]})
     cat.create_table("t", spark.createDataFrame(pdf))
+    build_layout(cat, "t", "g", rows_per_file=40)  # one file per g: a sketch on g skips files
     return str(d)
 
 
@@ -85,7 +87,7 @@ def test_capture_then_run_uses_sketch(wh, capsys):
     # sum over g=k is 40k + 3900: g=3 gives 4020, g=4 gives 4060, so only g=4 passes 4040
     assert [r[0] for r in used["rows"]] == [4]
     assert set(used["metrics"]) == {"files_read", "bytes_read", "rows_read"}
-    assert plain["metrics"]["rows_read"] == 200
+    assert plain["metrics"]["rows_read"] == 200 and used["metrics"]["rows_read"] == 40
 
 
 def test_unsupported_query_runs_plain_with_note(wh, capsys):
