@@ -214,9 +214,12 @@ def read_units(catalog, table: str, attr: str, version: int) -> Units:
     lay = find_layout(catalog.store, table, attr, version)
     vs = [x for x in catalog.versions(table) if x.version <= version]
     if lay is not None:
-        units = [ReadUnit(int(m["rows"]), decode_value(m["min"], dtype), decode_value(m["max"], dtype),
-                          int(m.get("nulls", 0))) for m in lay["manifest"]]
-        since, source = lay["table_version"], f"layout {lay['id']} ({len(units)} files)"
+        # row groups of the layout files (1 MiB each): Spark prunes those inside the files it opens
+        files = sorted(str(f) for f in Path(lay["path"]).glob("*.parquet"))
+        units = _footer_units(files, attr) if files else [
+            ReadUnit(int(m["rows"]), decode_value(m["min"], dtype), decode_value(m["max"], dtype),
+                     int(m.get("nulls", 0))) for m in lay["manifest"]]
+        since, source = lay["table_version"], f"layout {lay['id']} ({len(files)} files, {len(units)} row groups)"
     else:
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         files = sorted(str(f) for f in Path(base.base_path).glob("*.parquet"))
