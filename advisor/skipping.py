@@ -21,8 +21,10 @@ import datetime as dt
 import decimal
 import json
 import math
+import os
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -168,7 +170,15 @@ def skip_ceiling(units: Sequence[ReadUnit], lo: Any, hi: Any) -> Optional[float]
 
 # ---------------- where the units come from (store manifest, Parquet footers) ----------------
 def _footer_units(files: list[str], attr: str) -> list[ReadUnit]:
-    """One unit per Parquet row group, from the footers' statistics of ``attr``."""
+    """One unit per Parquet row group, from the footers' statistics of ``attr``.  Cached per file
+    list and modification times: the finder asks on every query, and layout/base files only change
+    by being replaced."""
+    stamp = tuple(os.stat(f).st_mtime_ns for f in files)
+    return list(_footer_units_cached(tuple(files), stamp, attr))
+
+
+@lru_cache(maxsize=256)
+def _footer_units_cached(files: tuple, stamp: tuple, attr: str) -> tuple:
     import pyarrow.parquet as pq
 
     out = []
@@ -190,7 +200,7 @@ def _footer_units(files: list[str], attr: str) -> list[ReadUnit]:
                 out.append(ReadUnit(rg.num_rows, always=True))
                 continue
             out.append(ReadUnit(rg.num_rows, lo, hi, st.null_count if st.has_null_count else 0))
-    return out
+    return tuple(out)
 
 
 def _stat_values(st) -> tuple:
