@@ -249,7 +249,7 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
             if isinstance(e, BadInput):
                 raise
             raise BadInput(f"Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
-        c.store.log_run("run", sql, res.to_json() | {"rows": len(res.rows)})
+        c.store.log_run("run", sql, res.to_json() | {"rows": len(res.rows), "template": q.template})
     if as_json:
         return emit_json(res.to_json())
     tab = Table(*res.columns)

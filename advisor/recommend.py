@@ -6,6 +6,8 @@ sample, HAVING/top-k/nested shape), candidates with Z3 safety verdicts (``select
 estimate the strategy's pool at each granularity, ``select.choose`` (strategy + cost model), and,
 for OPT, capture every pool candidate to get real sizes.  The record is logged in the store's
 ``runs`` table with kind ``recommend`` (these do not count as executions for reuse prediction).
+Before sampling, ``select.cannot_pay`` ends the advice when even a sketch skipping every row could
+not repay capture, maintenance and the estimation at the costs measured in this store.
 
 JSON shape (``--json``; numbers are fractions of the sampled table unless named otherwise)::
 
@@ -18,7 +20,11 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
       "shape": "having" | "topk" | "nested" | "groupby" | null,
       "sample": {"strata": [str], "rows": int, "cached": bool, "uniform_fallback": bool,
                  "seconds": float} | null,
+      "template": str | null,                 # the query with its constants as parameters
+      "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
       "workload": {"predicted_reuses": float, "updates_per_use": float, "scan_rows_per_s": float,
+                   "fixed_rows": float,       # one Spark job's fixed cost, in rows (advisor.calibrate)
+                   "advice_rows": float | null,  # measured sampling + estimation, in rows
                    "reason": str} | null,
       "candidates": [{
           "attr": str, "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
@@ -51,8 +57,8 @@ from dataclasses import asdict
 
 from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
-from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, best_granularity, choose,
-                            enumerate_candidates, granularities_for, oracle, pool_of, predict_workload)
+from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, best_granularity, cannot_pay,
+                            choose, enumerate_candidates, granularities_for, oracle, pool_of, predict_workload)
 from advisor.skipping import sketch_read_fraction
 
 METHODS = ("bootstrap", "clt")
@@ -118,10 +124,18 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         del plan[a]
     for c in cands:
         c.skip_note = unskippable.get(c.attr)
-    w = predict_workload(ctx.store, q, table, p, upto=versions[table])
+    w = predict_workload(ctx.store, q, table, p, upto=versions[table], table_rows=T)
+    rec["template"] = q.template
     rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use,
-                       "scan_rows_per_s": w.scan_rate, "reason": w.reason}
+                       "scan_rows_per_s": w.scan_rate, "fixed_rows": w.fixed_rows,
+                       "advice_rows": w.advice_rows, "reason": w.reason}
     est = None
+    hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(
+        T, w, p, None if strategy == "OPT" else w.advice_rows)
+    rec["cannot_pay"] = bool(hopeless)
+    if hopeless:
+        rec["reason"] = hopeless
+        plan = {}
     if plan:
         est = estimate(cat, shape, plan, float(sample_rate), seed, method, versions=versions, progress=progress)
         rec["estimable"] = True
@@ -146,7 +160,9 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     elif strategy != "NO-PS":
         rec["reason"] = f"no safe candidate in the {strategy} pool"
     d = choose(strategy, cands, T, w, p, seed, fragments)
-    if not d.go and d.attr is None and unskippable and strategy != "NO-PS":
+    if hopeless:
+        d.reason = hopeless
+    elif not d.go and d.attr is None and unskippable and strategy != "NO-PS":
         d.reason = f"no-go: {rec['reason']}"
     rec["decision"] = {"attr": d.attr, "fragments": d.costing.n_fragments if d.costing else None,
                        "fragments_target": d.n_target, "go": d.go, "reason": d.reason,

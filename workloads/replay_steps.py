@@ -108,12 +108,15 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         rec["decision"]["reason"] = "NO-PS never uses sketches"
     else:
         t0 = time.perf_counter()
-        done = before_use(cat, q)
+        declined: list[str] = []
+        done = before_use(cat, q, declined if wl.measured_costs else None)
         secs["maintenance"] = time.perf_counter() - t0
         maint = [_maint_record(cat, strategy, step["step"], "query", r, wl.measure_recapture) for r in done]
         versions = versions_now(cat, q)
         good, bad = usable_sketches(cat, q, versions)
-        if good:
+        if declined and not good:
+            rec["decision"].update(action="no-go", reason=declined[0])
+        elif good:
             sketch = good[0]
             rec["decision"].update(action="reuse", attr=_attr(sketch),
                                    reason=f"reused sketch {sketch.id}" + (
@@ -131,7 +134,8 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
     if sketch is not None:
         rec["sketch_id"] = sketch.id
         rec["selectivity"]["real"] = _sel(cat, sketch, versions)
-    cat.store.log_run("run", step["sql"], res.to_json() | {"rows": len(res.rows), "replay_step": step["step"]})
+    cat.store.log_run("run", step["sql"], res.to_json() | {"rows": len(res.rows), "replay_step": step["step"],
+                                                     "template": q.template})
     return _finish(rec, res, secs), maint
 
 
@@ -163,8 +167,11 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
                      reason=f"template decided at step {memo.step} (go on {memo.table}.{memo.attr}, "
                             f"{part.n_fragments} fragments): captured for these bindings without re-estimating")
             return _use_captured(cat, q, versions, res.sketch, d, store, strategy, step)
+    from advisor.select import CostParams
+
     r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
-                  method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31))
+                  method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31),
+                  params=CostParams(measured=wl.measured_costs))
     s = r["seconds"]
     secs["sampling"] = s.get("sampling", 0.0)
     secs["oracle"] = s.get("oracle", 0.0)
@@ -186,7 +193,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
                  partition_id=sk.parts[0].partition_id, horizon=horizon, step=where)
         return _use_captured(cat, q, versions, sk, d, store, strategy, step)
     d["action"] = "no-go" if r["supported"] else "unsupported"
-    structural = not r["supported"] or not any(c["estimated"] for c in r["candidates"])
+    structural = not r["supported"] or not (r.get("cannot_pay") or any(c["estimated"] for c in r["candidates"]))
     remember(store, q.template, strategy, go=False, reason=dec["reason"], structural=structural,
              horizon=horizon, step=where)
     return None

@@ -16,6 +16,8 @@ and update batches interleave, the seed, the strategies to compare and the maint
     sample_rate: 0.05                 # theta for the stratified sample
     fragments: null                   # fix the granularity; null = chosen by the cost model
     measure_recapture: true           # time a full recapture next to every maintenance, and compare
+    measured_costs: true              # decide with costs measured during the replay (advisor.calibrate);
+                                      # false keeps decisions independent of timing (CI gate baselines)
     queries: 30                       # number of query steps drawn from the templates by weight
     templates:
       big_orders:
@@ -51,7 +53,7 @@ from advisor.errors import BadInput
 
 DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
-            "fragments", "measure_recapture", "queries", "templates", "updates", "sequence", "method",
+            "fragments", "measure_recapture", "measured_costs", "queries", "templates", "updates", "sequence", "method",
             "layout_rows_per_file"}
 PARAM_KINDS = {"uniform", "choice", "quantile"}
 
@@ -102,6 +104,7 @@ class Workload:
     updates: list[UpdateRule]
     sequence: list[dict] | None
     raw: dict = field(repr=False, default_factory=dict)
+    measured_costs: bool = True
 
 
 def _lines(node, path=(), out=None) -> dict:
@@ -222,6 +225,7 @@ def load_workload(path: str | Path) -> Workload:
     method = c.typed(data, (), "method", str, "bootstrap",
                      check=lambda v: None if v in ("bootstrap", "clt") else "must be bootstrap or clt")
     measure = c.typed(data, (), "measure_recapture", bool, True)
+    measured_costs = c.typed(data, (), "measured_costs", bool, True)
     templates = {}
     tdata = c.typed(data, (), "templates", dict, check=lambda v: None if v else "define at least one template")
     for tname, t in tdata.items():
@@ -276,7 +280,8 @@ def load_workload(path: str | Path) -> Workload:
                       check=lambda v: None if 1 <= v <= 100_000 else "must be between 1 and 100000")
     return Workload(name, str(p.resolve()), hashlib.sha256(text.encode()).hexdigest(),
                     str(data.get("description") or ""), seed, datasets, layouts, rows_per_file, strategies, policy,
-                    sample_rate, fragments, method, measure, queries, templates, updates, sequence, data)
+                    sample_rate, fragments, method, measure, queries, templates, updates, sequence, data,
+                    measured_costs)
 
 
 def _positive(v) -> str | None:

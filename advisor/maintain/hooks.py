@@ -65,15 +65,18 @@ def after_apply(catalog, table: str, n_tuples: int) -> list:
     return done
 
 
-def before_use(catalog, query) -> list:
+def before_use(catalog, query, declined: list | None = None) -> list:
     """Lazy catch-up: maintain the one stale sketch that will serve this query -- the smallest whose
     reuse for these bindings is proven and that does not cover nearly everything (the finder's
     tests, ignoring staleness).  Other stale sketches of the template wait until a query wants them;
-    if the smallest usable sketch is current, nothing is maintained."""
+    if the smallest usable sketch is current, nothing is maintained.  With ``declined`` (a list),
+    maintenance that the store's measurements say costs more than it saves (``worth``) is skipped
+    and the reason appended: the query then runs plain."""
     from advisor.execute import versions_now
     from advisor.finder import usable_sketches
 
     from .service import maintain_sketch
+    from .worth import decline_reason, evidence
 
     spec = policy_spec(catalog.store)
     done = []
@@ -82,6 +85,12 @@ def before_use(catalog, query) -> list:
     for sk in good[:1]:
         if all(versions.get(t) == v for t, v in sk.data_versions.items() if t in versions):
             continue
+        if declined is not None:
+            has_state = catalog.store.one("SELECT 1 FROM states WHERE sketch_id=?", (sk.id,)) is not None
+            why = decline_reason(evidence(catalog, sk, has_state))
+            if why:
+                declined.append(f"{why} (sketch {sk.id})")
+                continue
         pol = _load(catalog.store, sk, spec)
         pol.on_query(time.time())
         res = maintain_sketch(catalog, sk.id)

@@ -41,6 +41,7 @@ class MaintResult:
     delta_rows: int
     changed: dict            # table -> (added fragments, removed fragments)
     state_bytes: int = 0
+    init_seconds: float = 0.0  # of ``seconds``: initialising operator state (first step of a chain)
 
     def to_json(self) -> dict:
         return {"old": self.old_id, "new": self.new_id, "how": self.how, "seconds": round(self.seconds, 4),
@@ -129,7 +130,18 @@ def _versions_for(catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:
 def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> MaintResult:
     """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened.
     A chain without operator state either initialises it or, while that does not pay yet, is
-    recaptured (``rent``)."""
+    recaptured (``rent``).  Each step is logged (kind ``maintain``) for ``advisor.calibrate``."""
+    res = _maintain(catalog, sketch_id, topk_buffer)
+    if res.how != "current":
+        sk = load_sketch(catalog.store, sketch_id)
+        catalog.store.log_run("maintain", sk.sql, {"template": sk.template, "how": res.how,
+                                                   "seconds": round(res.seconds - res.init_seconds, 4),
+                                                   "init_seconds": res.init_seconds, "delta_rows": res.delta_rows,
+                                                   "sketch_id": res.old_id, "new_sketch_id": res.new_id})
+    return res
+
+
+def _maintain(catalog, sketch_id: int, topk_buffer: int | None) -> MaintResult:
     sk = load_sketch(catalog.store, sketch_id)
     if sk is None:
         raise BadInput(f"no sketch with id {sketch_id}")
@@ -171,7 +183,8 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> 
                     dict(new), parent_id=sk.id, how="maintain")
     save_sketch(catalog.store, new_sk)
     size = save_state(catalog, new_sk.id, state, init)
-    return MaintResult(sk.id, new_sk.id, how, time.perf_counter() - t0, n_delta, _changes(sk, new_sk), size)
+    return MaintResult(sk.id, new_sk.id, how, time.perf_counter() - t0, n_delta, _changes(sk, new_sk), size,
+                       init["init_seconds"] if init else 0.0)
 
 
 def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spent: float,

@@ -1,0 +1,108 @@
+"""Costs measured on this engine, from the store's run log: what a query job costs regardless of
+how much it reads, what each row adds, and what captures, maintenance and advice have cost.
+
+The cost model (``select.cost``) counts rows.  Counting rows alone treated a scan of 8% of the rows
+as 8% of a plain query, but on Spark every job pays a fixed price (planning, task launch, opening
+files): at TPC-H SF1 on 2 cores a top-k over 0.5M rows took 0.61-0.85 s against 0.99 s plain.  A
+least-squares line ``seconds = fixed + per_row * rows_read`` through the logged runs gives both
+parts; the fixed part is expressed in rows (``fixed_rows``) and charged to every extra job a sketch
+causes (capture, each maintenance step, the estimation), while only the per-row part is saved.
+With too little spread in the logged rows the intercept is not identifiable; the prior is then no
+fixed cost at all (the paper's rows-proportional model), so a store without sketched runs decides
+as before and the fit takes over once runs of different sizes have been measured.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+
+PRIOR_FIXED_S = 0.0        # unidentifiable intercept: none (a small job on local[2] measured 0.18-0.4 s)
+PRIOR_ROWS_PER_S = 2e6
+MIN_POINTS = 6
+MIN_SPREAD = 4.0           # max/min rows read among the points before the intercept is trusted
+
+
+@dataclass
+class Calibration:
+    fixed_s: float
+    per_row_s: float
+    source: str
+    maint_inc_s: dict = field(default_factory=dict)    # template -> median incremental step seconds
+    recapture_s: dict = field(default_factory=dict)    # template -> median capture/recapture seconds
+    advice_s: list = field(default_factory=list)       # recent sampling + estimation seconds
+
+    @property
+    def fixed_rows(self) -> float:
+        return self.fixed_s / self.per_row_s
+
+    def rows(self, seconds: float) -> float:
+        """Seconds of work as rows of scanning (the cost model's unit)."""
+        return seconds / self.per_row_s
+
+    def advice_rows(self) -> float | None:
+        return self.rows(statistics.median(self.advice_s)) if self.advice_s else None
+
+
+def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED_S,
+             prior_rate: float = PRIOR_ROWS_PER_S) -> tuple[float, float, str]:
+    """(fixed seconds, seconds per row, how) from (rows read, seconds) points.
+
+    Least squares when the points spread enough in rows; otherwise the prior fixed cost and the
+    median per-row cost of what is left after it.  Both parts stay positive."""
+    pts = [(float(r), float(s)) for r, s in points if r and r > 0 and s and s > 0]
+    if not pts:
+        return prior_fixed, 1.0 / prior_rate, "prior"
+    rows = [r for r, _ in pts]
+    if len(pts) >= MIN_POINTS and max(rows) >= MIN_SPREAD * min(rows):
+        mr, ms = statistics.fmean(rows), statistics.fmean(s for _, s in pts)
+        var = sum((r - mr) ** 2 for r in rows)
+        b = sum((r - mr) * (s - ms) for r, s in pts) / var
+        a = ms - b * mr
+        if b > 0 and a >= 0:
+            return a, b, f"fit over {len(pts)} run(s)"
+    b = statistics.median(max(s - prior_fixed, 0.1 * s) / r for r, s in pts)
+    if prior_fixed == 0.0:
+        return 0.0, b, f"no fixed cost (not identifiable), per-row cost from {len(pts)} run(s)"
+    return prior_fixed, b, f"prior fixed cost, per-row cost from {len(pts)} run(s)"
+
+
+def calibrate(store, limit: int = 400) -> Calibration:
+    """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
+    pts, maint, recap, advice = [], {}, {}, []
+    for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "
+                         "ORDER BY id DESC LIMIT ?", (limit,)):
+        try:
+            rec = json.loads(r["record_json"])
+        except ValueError:
+            continue
+        if r["kind"] == "run":
+            rows, secs = (rec.get("metrics") or {}).get("rows_read"), rec.get("seconds")
+            if rows and secs:
+                pts.append((rows, secs))
+        elif r["kind"] == "maintain":
+            tpl, secs = rec.get("template"), rec.get("seconds")
+            if secs is None:
+                continue
+            (maint if rec.get("how") == "incremental" else recap).setdefault(tpl, []).append(secs)
+        else:
+            s = rec.get("seconds") or {}
+            spent = s.get("total", 0.0) - s.get("capture", 0.0) - s.get("oracle", 0.0)
+            if s.get("sampling") and spent > 0:
+                advice.append(spent)
+            cap = rec.get("captured") or {}
+            if cap.get("seconds") and rec.get("template"):
+                recap.setdefault(rec["template"], []).append(cap["seconds"])
+    a, b, how = fit_line(pts)
+    med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
+    return Calibration(a, b, how, med(maint), med(recap), advice[:20])
+
+
+def rows_for(cal: Calibration, per_template: dict, template: str | None) -> float | None:
+    """A template's measured seconds (else the median over all templates) as rows, or None."""
+    if template in per_template:
+        return cal.rows(per_template[template])
+    if per_template:
+        return cal.rows(statistics.median(per_template.values()))
+    return None

@@ -1,0 +1,75 @@
+"""Is bringing a stale sketch up to date worth it for the query that wants it?  Decided from what
+this store has measured: the template's plain and sketched query times, and what maintaining it
+costs (a recapture while the chain has no operator state, an incremental step once it has).
+
+At TPC-H SF1 on 2 cores a stale top-k sketch was recaptured for 2.9 s before each use that then
+saved 0.1-0.4 s over a plain run; lazily maintaining it lost ~70 s over the run.  When the
+predicted maintenance exceeds what the uses until the next batch save, the query runs plain and
+the sketch stays stale (it can be caught up in one step later, when that pays).  Without
+measurements of both query kinds, maintenance goes ahead: there is no evidence against it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass
+class Evidence:
+    plain_s: float | None       # median plain run of the template
+    sketched_s: float | None    # median sketched run of the template
+    uses_per_batch: float       # instances of the template per update batch of its tables
+    future_uses: float          # predicted further instances (the template seen m times: m more)
+    maint_s: float | None       # predicted next step: recapture (no state) or incremental step
+    init_s: float | None        # predicted state initialisation (no state yet), else None
+    inc_s: float | None         # predicted incremental step once state exists
+
+
+def decline_reason(e: Evidence) -> str | None:
+    """Why maintaining now does not pay (run plain instead), or None to maintain."""
+    if e.plain_s is None or e.sketched_s is None or e.maint_s is None:
+        return None
+    saving = max(0.0, e.plain_s - e.sketched_s) * max(1.0, e.uses_per_batch)
+    if saving >= e.maint_s:
+        return None
+    if e.init_s is not None and e.inc_s is not None and e.future_uses > 0:
+        batches = e.future_uses / max(1.0, e.uses_per_batch)
+        if batches * (saving - e.inc_s) > e.init_s:  # buying operator state pays over the horizon
+            return None
+    return (f"stale sketch not maintained: maintenance ~{e.maint_s:.2f} s > saving ~{saving:.2f} s "
+            f"(plain {e.plain_s:.2f} s vs sketched {e.sketched_s:.2f} s, {max(1.0, e.uses_per_batch):.1f} "
+            f"use(s) per batch; measured)")
+
+
+def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
+    """Gather the measurements for sketch ``sk``'s template from the store's run log."""
+    from advisor.calibrate import calibrate
+    from advisor.maintain.rent import init_rate, rent_of
+
+    store = catalog.store
+    plain, sketched = [], []
+    for r in store.query("SELECT record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT ?", (limit,)):
+        try:
+            rec = json.loads(r["record_json"])
+        except ValueError:
+            continue
+        if rec.get("template") != sk.template or rec.get("seconds") is None:
+            continue
+        (sketched if rec.get("sketch") else plain).append(rec["seconds"])
+    tables = {p.table for p in sk.parts}
+    batches = sum(1 for t in tables for v in catalog.versions(t) if v.kind == "batch")
+    n = len(plain) + len(sketched)
+    cal = calibrate(store, limit)
+    inc = cal.maint_inc_s.get(sk.template)
+    if has_state:
+        maint, init = inc, None
+    else:
+        _, last = rent_of(store, sk.id)
+        maint = last or cal.recapture_s.get(sk.template)
+        rows = sum(catalog.version(t).rows for t in tables)
+        init = rows / init_rate(store)
+    med = lambda xs: statistics.median(xs[:10]) if xs else None  # noqa: E731
+    return Evidence(med(plain), med(sketched), n / max(1, batches), float(n), maint, init,
+                    inc if inc is not None else cal.fixed_s)

@@ -1,0 +1,87 @@
+"""Measured-cost calibration and the decisions built on it (pure logic, a real SQLite store)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.calibrate import PRIOR_FIXED_S, calibrate, fit_line
+from advisor.maintain.worth import Evidence, decline_reason
+from advisor.select import CostParams, Workload, cannot_pay, maintenance_per_update
+from advisor.store import Store
+
+
+def test_fit_line_recovers_fixed_and_per_row_cost():
+    # seconds = 0.4 + 2e-7 * rows, with rows spread 0.1M .. 6M
+    pts = [(r, 0.4 + 2e-7 * r) for r in (100_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 6_000_000)]
+    a, b, how = fit_line(pts)
+    assert a == pytest.approx(0.4, abs=1e-9)
+    assert b == pytest.approx(2e-7, rel=1e-9)
+    assert how.startswith("fit")
+
+
+def test_fit_line_without_spread_uses_prior_fixed_cost():
+    # every run read the whole table: the intercept cannot be told from the slope
+    pts = [(6_000_000, 1.6), (6_000_000, 1.5), (6_000_000, 1.7), (6_001_000, 1.6), (6_002_000, 1.6), (6_000_500, 1.6)]
+    a, b, how = fit_line(pts)
+    assert a == PRIOR_FIXED_S == 0.0 and "not identifiable" in how
+    assert b == pytest.approx(1.6 / 6_000_500, rel=0.01)
+    a, b, how = fit_line(pts, prior_fixed=0.3)
+    assert a == 0.3 and b == pytest.approx(1.3 / 6_000_500, rel=0.01) and "prior" in how
+
+
+def test_fit_line_with_no_runs_is_the_prior():
+    a, b, how = fit_line([])
+    assert how == "prior" and a == 0.0 and b > 0
+
+
+def test_calibrate_reads_runs_maintenance_and_advice(tmp_path):
+    store = Store(tmp_path / "wh")
+    for r in (100_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 6_000_000):
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": 0.5 + 1e-7 * r, "template": "t"})
+    store.log_run("maintain", "q", {"template": "t", "how": "incremental", "seconds": 0.3})
+    store.log_run("maintain", "q", {"template": "t", "how": "incremental", "seconds": 0.5})
+    store.log_run("maintain", "q", {"template": "t", "how": "recapture", "seconds": 3.0})
+    store.log_run("recommend", "q", {"template": "t", "seconds": {"sampling": 5.0, "total": 12.0, "capture": 2.0}})
+    cal = calibrate(store)
+    assert cal.fixed_s == pytest.approx(0.5) and cal.per_row_s == pytest.approx(1e-7)
+    assert cal.fixed_rows == pytest.approx(5_000_000)
+    assert cal.maint_inc_s == {"t": pytest.approx(0.4)}
+    assert cal.recapture_s == {"t": pytest.approx(3.0)}
+    assert cal.advice_rows() == pytest.approx(10.0 / 1e-7)
+
+
+def test_maintenance_is_the_cheaper_of_renting_and_buying_state():
+    T, p = 1_000_000.0, CostParams()
+    # 3 updates over the horizon; initialising state costs 40 scans, a recapture 1.3, a step 0.1
+    w = Workload(3, updates_per_use=1.0, init_rows=40 * T, inc_rows=0.1 * T)
+    assert maintenance_per_update(T, 1.3 * T, w, p) == pytest.approx(1.3 * T)
+    # 1,000 updates: buying wins, (40 + 1000 * 0.1) / 1000 scans per update
+    w = Workload(1000, updates_per_use=1.0, init_rows=40 * T, inc_rows=0.1 * T)
+    assert maintenance_per_update(T, 1.3 * T, w, p) == pytest.approx(0.14 * T)
+
+
+def test_cannot_pay_when_maintenance_exceeds_any_saving():
+    T, p = 1_000_000.0, CostParams()
+    # each use meets a batch whose recapture (1.3 scans) costs more than skipping everything saves
+    w = Workload(3, updates_per_use=1.0, init_rows=60 * T, inc_rows=0.2 * T, capture_rows=1.3 * T)
+    why = cannot_pay(T, w, p, advice_rows=8 * T)
+    assert why is not None and "no-go before sampling" in why
+    # read-only workload: a sketch that skips a lot can repay capture and estimation
+    calm = Workload(20, capture_rows=1.3 * T)
+    assert cannot_pay(T, calm, p, advice_rows=8 * T) is None
+    # ...but not when the estimation alone costs more than 20 uses could save
+    assert cannot_pay(T, calm, p, advice_rows=25 * T) is not None
+
+
+def test_decline_maintenance_that_costs_more_than_it_saves():
+    # the SF1 top-k case: recapture 2.9 s before a use that saves 0.99 - 0.75 s
+    e = Evidence(plain_s=0.99, sketched_s=0.75, uses_per_batch=1.0, future_uses=40, maint_s=2.9,
+                 init_s=70.0, inc_s=0.3)
+    why = decline_reason(e)
+    assert why is not None and "2.90 s" in why
+    # the same sketch used 20 times per batch: one recapture is repaid
+    assert decline_reason(Evidence(0.99, 0.75, 20.0, 40, 2.9, 70.0, 0.3)) is None
+    # big saving per use: buying state pays over the horizon even if one rent does not
+    assert decline_reason(Evidence(10.0, 1.0, 1.0, 40, 12.0, 70.0, 0.3)) is None
+    # no sketched run measured yet: no evidence against maintaining
+    assert decline_reason(Evidence(0.99, None, 1.0, 40, 2.9, 70.0, 0.3)) is None
