@@ -100,9 +100,11 @@ def calibrate(store, limit: int = 400) -> Calibration:
 
 
 def rows_for(cal: Calibration, per_template: dict, template: str | None) -> float | None:
-    """A template's measured seconds (else the median over all templates) as rows, or None."""
-    if template in per_template:
-        return cal.rows(per_template[template])
-    if per_template:
-        return cal.rows(statistics.median(per_template.values()))
-    return None
+    """A template's measured seconds as rows, or None (other templates may read other tables:
+    their captures say little about this one's)."""
+    return cal.rows(per_template[template]) if template in per_template else None
+
+
+def predicted_seconds(cal: Calibration, rows: float) -> float:
+    """A plain run reading ``rows`` rows, by the fitted line."""
+    return cal.fixed_s + cal.per_row_s * rows

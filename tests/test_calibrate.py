@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.calibrate import PRIOR_FIXED_S, calibrate, fit_line
+from advisor.calibrate import PRIOR_FIXED_S, calibrate, fit_line, predicted_seconds, rows_for
 from advisor.maintain.worth import Evidence, decline_reason
 from advisor.select import CostParams, Workload, cannot_pay, maintenance_per_update
 from advisor.store import Store
@@ -47,6 +47,9 @@ def test_calibrate_reads_runs_maintenance_and_advice(tmp_path):
     assert cal.fixed_rows == pytest.approx(5_000_000)
     assert cal.maint_inc_s == {"t": pytest.approx(0.4)}
     assert cal.recapture_s == {"t": pytest.approx(3.0)}
+    assert rows_for(cal, cal.recapture_s, "t") == pytest.approx(3.0 / 1e-7)
+    assert rows_for(cal, cal.recapture_s, "other") is None  # another template's capture says nothing
+    assert predicted_seconds(cal, 1_000_000) == pytest.approx(0.5 + 0.1)
     assert cal.advice_rows() == pytest.approx(10.0 / 1e-7)
 
 

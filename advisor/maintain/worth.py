@@ -5,8 +5,9 @@ costs (a recapture while the chain has no operator state, an incremental step on
 At TPC-H SF1 on 2 cores a stale top-k sketch was recaptured for 2.9 s before each use that then
 saved 0.1-0.4 s over a plain run; lazily maintaining it lost ~70 s over the run.  When the
 predicted maintenance exceeds what the uses until the next batch save, the query runs plain and
-the sketch stays stale (it can be caught up in one step later, when that pays).  Without
-measurements of both query kinds, maintenance goes ahead: there is no evidence against it.
+the sketch stays stale (it can be caught up in one step later, when that pays).  A template never
+run plain in this store gets its plain time from the fitted cost line (``advisor.calibrate``);
+without a sketched run or a maintenance measurement, maintenance goes ahead: no evidence against it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def decline_reason(e: Evidence) -> str | None:
 
 def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     """Gather the measurements for sketch ``sk``'s template from the store's run log."""
-    from advisor.calibrate import calibrate
+    from advisor.calibrate import calibrate, predicted_seconds
     from advisor.maintain.rent import init_rate, rent_of
 
     store = catalog.store
@@ -71,5 +72,7 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
         rows = sum(catalog.version(t).rows for t in tables)
         init = rows / init_rate(store)
     med = lambda xs: statistics.median(xs[:10]) if xs else None  # noqa: E731
-    return Evidence(med(plain), med(sketched), n / max(1, batches), float(n), maint, init,
+    # never run plain in this store (every instance used a sketch): the fitted line predicts it
+    plain_s = med(plain) if plain else predicted_seconds(cal, sum(catalog.version(t).rows for t in tables))
+    return Evidence(plain_s, med(sketched), n / max(1, batches), float(n), maint, init,
                     inc if inc is not None else cal.fixed_s)
