@@ -1,0 +1,69 @@
+"""Lazy maintenance declined when the store's measurements say it costs more than the uses save
+(advisor.maintain.worth through hooks.before_use), on Spark with a real store; the measurements
+are logged records with chosen seconds, so the decision does not depend on this machine's speed."""
+
+from __future__ import annotations
+
+from advisor.capture import capture
+from advisor.catalog import Catalog
+from advisor.finder import usable_sketches
+from advisor.layout import build_layout
+from advisor.maintain import rent
+from advisor.maintain.hooks import before_use
+from advisor.partitions import build_partition
+from advisor.plan.parse import parse_sql
+from advisor.store import Store
+from workloads.updates import batch_frames
+
+from diffgen import make_facts
+
+SQL = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) < 300"  # two small groups
+
+
+def _setup(spark, tmp_path, recapture_s: float):
+    cat = Catalog(spark, Store(tmp_path))
+    cat.create_table("facts", spark.createDataFrame(make_facts(5, 500)))
+    build_layout(cat, "facts", "g1", rows_per_file=50)  # clustered: the sketch's files hold ~20 %
+    q = parse_sql(SQL, lambda t: cat.schema(t))
+    parts = {"facts": build_partition(cat, "facts", "g1", 6)}
+    sk = capture(cat, q, {"facts": "g1"}, 6, check=False, partitions=parts).sketch
+    for secs, sketch in ((1.0, None), (1.0, None), (0.8, {"id": sk.id}), (0.8, {"id": sk.id})):
+        cat.store.log_run("run", SQL, {"template": q.template, "seconds": secs, "sketch": sketch,
+                                       "metrics": {"rows_read": 1000}})
+    cat.store.log_run("maintain", SQL, {"template": q.template, "how": "recapture", "seconds": recapture_s})
+    ins, dels = batch_frames(cat, "facts", 20, 10, 0)
+    cat.apply_frames("facts", ins, dels)
+    return cat, q, sk
+
+
+def test_maintenance_dearer_than_the_saving_is_declined(spark, tmp_path, monkeypatch):
+    cat, q, sk = _setup(spark, tmp_path, recapture_s=3.0)  # saves 0.2 s per use, recapture 3 s
+    monkeypatch.setattr(rent, "init_rate", lambda store: 5.0)  # state for 500 rows: 100 s, never pays
+    declined: list[str] = []
+    assert before_use(cat, q, declined) == []
+    # four logged runs of the template per batch, each saving 1.0 - 0.8 s: 0.8 s against 3 s
+    assert len(declined) == 1 and "maintenance ~3.00 s > saving ~0.80 s" in declined[0]
+    assert "4.0 use(s) per batch" in declined[0]
+    good, bad = usable_sketches(cat, q, {"facts": cat.current_version("facts")})
+    assert good == [] and [b.id for b, _ in bad] == [sk.id]  # stale, untouched: the query runs plain
+    # without the gate (e.g. `advisor run`, measured_costs: false) the same sketch is maintained
+    done = before_use(cat, q)
+    assert [r.old_id for r in done] == [sk.id] and done[0].how in ("recapture", "incremental")
+
+
+def test_maintenance_cheaper_than_the_saving_goes_ahead(spark, tmp_path):
+    cat, q, sk = _setup(spark, tmp_path, recapture_s=0.1)
+    declined: list[str] = []
+    done = before_use(cat, q, declined)
+    assert declined == [] and [r.old_id for r in done] == [sk.id]
+    good, _ = usable_sketches(cat, q, {"facts": cat.current_version("facts")})
+    assert [g.id for g in good] == [done[0].new_id]
+
+
+def test_cheap_operator_state_is_bought_even_when_a_recapture_would_not_pay(spark, tmp_path):
+    # a 3 s recapture would not pay, but initialising state for 500 rows (prior 150k rows/s) does:
+    # over the predicted batches the saving exceeds the incremental steps plus the initialisation
+    cat, q, sk = _setup(spark, tmp_path, recapture_s=3.0)
+    declined: list[str] = []
+    done = before_use(cat, q, declined)
+    assert declined == [] and [(r.old_id, r.how) for r in done] == [(sk.id, "incremental")]
