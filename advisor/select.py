@@ -14,11 +14,18 @@ layout is perfectly clustered, as the paper assumes; ties by selectivity); OPT (
 ``oracle``: evaluation only).  Pools: ALL = safe candidates, GB = group-by attributes, REL = used
 by group-by, WHERE, joins or aggregate arguments, AGG = aggregate arguments, PK = primary key.
 
-Cost model (beyond the paper; unit = rows of the sketched table, T = its row count):
-  capture      = (1 + instr_overhead) * T                     one instrumented run of the query
+Cost model (beyond the paper; unit = rows of the sketched table, T = its row count; seconds
+become rows through the per-row cost fitted by ``advisor.calibrate``, and ``fixed`` is one job's
+fixed cost in rows, 0 until the run log identifies it):
+  capture      = measured capture of the template, else (1 + instr_overhead) * T + fixed
   per use      = saving (1 - read) * T  minus  filter overhead runs * (term_cost * sel * T + plan_rows)
-               minus maintenance  updates_per_use * (maint_fixed * T + maint_per_delta * delta_rows)
+               minus maintenance  updates_per_use * min(capture, (init + U * step) / U)
+                 (ski rental over the U predicted updates: recapture each batch, or initialise
+                 operator state once and step incrementally; step = measured, else
+                 maint_fixed * T + maint_per_delta * delta_rows + fixed)
   net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
+Before sampling, ``cannot_pay`` stops the advice when even read = 0 could not repay capture,
+maintenance and the measured estimation cost.
 ``read`` is the share of rows scans still read with the sketch (``advisor.skipping``: files of a
 clustered layout or Parquet row groups whose min/max overlap the sketch's fragments); it equals
 ``sel`` only for a perfectly clustered table, and is ~1 for an attribute no layout clusters (such
@@ -28,7 +35,7 @@ scattered at random (an upper-ish guess).  The number of fragments is the granul
 net.  The partition build is a sunk cost by decision time (estimation needed its fragment sizes), so
 it is not charged.  Reuses are predicted from the store's ``runs`` log: a template seen m times is
 expected m more times, plus a prior (default 3).  Updates per use = update batches of the table /
-logged runs reading it (0 without batches).  Two-attribute candidates are not modelled (the core
+logged runs of this template (0 without batches).  Two-attribute candidates are not modelled (the core
 stores one attribute per table and sketch).
 """
 
