@@ -32,6 +32,7 @@ class Calibration:
     maint_inc_s: dict = field(default_factory=dict)    # template -> median incremental step seconds
     recapture_s: dict = field(default_factory=dict)    # template -> median capture/recapture seconds
     advice_s: list = field(default_factory=list)       # recent sampling + estimation seconds
+    query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
 
     @property
     def fixed_rows(self) -> float:
@@ -70,7 +71,7 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
 
 def calibrate(store, limit: int = 400) -> Calibration:
     """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
-    pts, maint, recap, advice = [], {}, {}, []
+    pts, maint, recap, advice, queries = [], {}, {}, [], {}
     for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "
                          "ORDER BY id DESC LIMIT ?", (limit,)):
         try:
@@ -81,6 +82,8 @@ def calibrate(store, limit: int = 400) -> Calibration:
             rows, secs = (rec.get("metrics") or {}).get("rows_read"), rec.get("seconds")
             if rows and secs:
                 pts.append((rows, secs))
+            if secs is not None and rec.get("template") is not None:
+                queries.setdefault(rec["template"], ([], []))[1 if rec.get("sketch") else 0].append(secs)
         elif r["kind"] == "maintain":
             tpl, secs = rec.get("template"), rec.get("seconds")
             if secs is None:
@@ -96,7 +99,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
                 recap.setdefault(rec["template"], []).append(cap["seconds"])
     a, b, how = fit_line(pts)
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
-    return Calibration(a, b, how, med(maint), med(recap), advice[:20])
+    return Calibration(a, b, how, med(maint), med(recap), advice[:20], queries)
 
 
 def rows_for(cal: Calibration, per_template: dict, template: str | None) -> float | None:

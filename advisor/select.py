@@ -188,7 +188,7 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
     T = float(table_rows)
     f = max(0.0, s.fragments)
     runs = min(f, f * (1.0 - f / max(s.n_fragments, 1)) + 1.0) if f else 0.0
-    capture = w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
+    capture = capture_rows(T, w, p)
     read = s.sel if s.read is None else s.read
     saving = (1.0 - read) * T
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
@@ -212,6 +212,11 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
                    maint, w.reuses, net, go, why + figures)
 
 
+def capture_rows(T: float, w: Workload, p: CostParams) -> float:
+    """One capture: as measured for the template, else an instrumented run plus a job's fixed cost."""
+    return w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
+
+
 def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams) -> float:
     """Rows one update batch costs a used sketch: an incremental step once operator state exists,
     or a recapture (ski rental, ``maintain.rent``) while initialising the state does not pay over
@@ -229,7 +234,7 @@ def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None) 
 
     Even a sketch that skips every row saves at most T per use; capture, maintenance and the
     estimation itself are charged as measured (``advisor.calibrate``)."""
-    capture = w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
+    capture = capture_rows(T, w, p)
     maint = w.updates_per_use * maintenance_per_update(T, capture, w, p)
     best = w.reuses * (T - maint) - capture - (advice_rows or 0.0)
     if best > 0:

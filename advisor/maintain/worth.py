@@ -12,7 +12,6 @@ without a sketched run or a maintenance measurement, maintenance goes ahead: no 
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 
@@ -50,29 +49,21 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     from advisor.maintain.rent import init_rate, rent_of
 
     store = catalog.store
-    plain, sketched = [], []
-    for r in store.query("SELECT record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT ?", (limit,)):
-        try:
-            rec = json.loads(r["record_json"])
-        except ValueError:
-            continue
-        if rec.get("template") != sk.template or rec.get("seconds") is None:
-            continue
-        (sketched if rec.get("sketch") else plain).append(rec["seconds"])
+    cal = calibrate(store, limit)
+    plain, sketched = cal.query_s.get(sk.template, ([], []))
     tables = {p.table for p in sk.parts}
     batches = sum(1 for t in tables for v in catalog.versions(t) if v.kind == "batch")
     n = len(plain) + len(sketched)
-    cal = calibrate(store, limit)
+    rows = sum(catalog.version(t).rows for t in tables)
     inc = cal.maint_inc_s.get(sk.template)
     if has_state:
         maint, init = inc, None
     else:
         _, last = rent_of(store, sk.id)
         maint = last or cal.recapture_s.get(sk.template)
-        rows = sum(catalog.version(t).rows for t in tables)
         init = rows / init_rate(store)
     med = lambda xs: statistics.median(xs[:10]) if xs else None  # noqa: E731
     # never run plain in this store (every instance used a sketch): the fitted line predicts it
-    plain_s = med(plain) if plain else predicted_seconds(cal, sum(catalog.version(t).rows for t in tables))
+    plain_s = med(plain) if plain else predicted_seconds(cal, rows)
     return Evidence(plain_s, med(sketched), n / max(1, batches), float(n), maint, init,
                     inc if inc is not None else cal.fixed_s)
