@@ -399,6 +399,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     import sqlglot
 
     from advisor.calibrate import calibrate, rows_for
+    from advisor.maintain.bulk import supports
     from advisor.maintain.rent import init_rate
     from advisor.plan.parse import templatize
 
@@ -430,7 +431,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
         rate = 1.0 / calibrate(store).per_row_s
         return Workload(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)")
     cal = calibrate(store)
-    init = None if table_rows is None else cal.rows(table_rows / init_rate(store))
+    init = None if table_rows is None else cal.rows(table_rows / init_rate(store, supports(query.root)))
     reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
     return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, fixed_rows=cal.fixed_rows,
                     capture_rows=rows_for(cal, cal.recapture_s, query.template),

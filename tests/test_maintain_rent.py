@@ -36,6 +36,21 @@ def test_rent_spend_is_recorded_per_sketch_version(tmp_path):
     rent.record_rent(store, 7, 2.5, 1.25)
     assert rent.rent_of(store, 7) == (2.5, 1.25) and rent.rent_of(store, 8) == (0.0, 0.0)
     assert rent.init_rate(store) == rent.INIT_ROWS_PER_S  # no initialisation observed yet
+    assert rent.init_rate(store, bulk=True) == rent.BULK_INIT_ROWS_PER_S
+
+
+def test_init_rate_is_measured_per_kind(tmp_path):
+    import json
+    import time
+
+    store = Store(tmp_path)
+    with store.tx() as c:
+        for sid, meta in [(1, {"init_seconds": 2.0, "init_rows": 6_000_000, "bulk": True}),
+                          (2, {"init_seconds": 10.0, "init_rows": 1_000_000})]:
+            c.execute("INSERT INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
+                      (sid, "x", json.dumps(meta), time.time()))
+    assert rent.init_rate(store, bulk=True) == 3_000_000
+    assert rent.init_rate(store) == 100_000
 
 
 def test_chain_rents_then_buys_and_stays_correct(spark, tmp_path, monkeypatch):
@@ -46,7 +61,7 @@ def test_chain_rents_then_buys_and_stays_correct(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(rent, "MIN_INIT_SECONDS", 0.0)
     monkeypatch.setattr(rent, "INIT_ROWS_PER_S", rows / 2.5)
     monkeypatch.setattr(rent, "RECAPTURE_ROWS_PER_S", rows / 1.0)
-    monkeypatch.setattr(rent, "init_rate", lambda store: rent.INIT_ROWS_PER_S)
+    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False: rent.INIT_ROWS_PER_S)
     sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
     q = parse_sql(sql, lambda t: cat.schema(t))
     parts = {"facts": build_partition(cat, "facts", "g1", 6)}

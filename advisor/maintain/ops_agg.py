@@ -65,6 +65,7 @@ class AggOp(Op):
         self.groups: dict[tuple, _Group] = {}
         self.is_global = not self.keys
         self.started = False
+        self.pending: Optional[pd.DataFrame] = None  # output precomputed by a bulk initialisation
 
     # ----- values -----
     def _value(self, g: _Group, j: int):
@@ -102,6 +103,10 @@ class AggOp(Op):
 
     # ----- the rule -----
     def step(self, ctx: Ctx) -> pd.DataFrame:
+        pending = getattr(self, "pending", None)
+        if pending is not None:  # state filled by `bulk.initialise`: emit its output once
+            self.pending = None
+            return pending
         d = self.children[0].step(ctx)
         touched: dict[tuple, object] = {}
         if self.is_global and not self.started:

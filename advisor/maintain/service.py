@@ -26,7 +26,7 @@ from advisor.partitions import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
-from . import rent
+from . import bulk, rent
 from .engine import Maintainer, MaintState
 from .ops_base import NeedsRecapture
 from .spark_base import SparkBase
@@ -113,10 +113,16 @@ def _pandas_tables(catalog, tables: list[str], versions: dict[str, int]) -> dict
     return {t: catalog.read_pandas(t, versions[t]) for t in tables}
 
 
-def init_state(catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | None = None) -> MaintState:
-    """Initialise operator state by feeding the tables at the sketch's versions as one insert batch."""
+def init_state(catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | None = None,
+               use_bulk: bool = True) -> MaintState:
+    """Initialise operator state for the tables at the sketch's versions: by one Spark aggregation
+    where the plan allows (``bulk``), else by feeding the tables as one insert batch."""
     tables = sorted({s.table for s in query.scans()})
     versions = _versions_for(catalog, sk, tables)
+    if use_bulk and bulk.supports(query.root):
+        state = MaintState(query.root, sketched, topk_buffer=topk_buffer)
+        if bulk.initialise(state, SparkBase(catalog, sketched, versions, versions)):
+            return state
     data = _pandas_tables(catalog, tables, versions)
     return Maintainer.init(query.root, sketched, data, topk_buffer=topk_buffer)
 
@@ -157,12 +163,14 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None) -> MaintResult:
     if state is None:
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
         spent, last = rent.rent_of(catalog.store, sk.id)
-        if rent.should_rent(spent, last or rows / rent.RECAPTURE_ROWS_PER_S, rows / rent.init_rate(catalog.store)):
+        is_bulk = bulk.supports(query.root)
+        if rent.should_rent(spent, last or rows / rent.RECAPTURE_ROWS_PER_S,
+                            rows / rent.init_rate(catalog.store, is_bulk)):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
             return _recapture(catalog, sk, query, new, t0, None, spent, n)
         t_init = time.perf_counter()
         state = init_state(catalog, sk, query, sketched, topk_buffer)
-        init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows}
+        init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk}
     deltas, n_delta = {}, 0
     for t in tables:
         if old[t] != new[t]:

@@ -43,6 +43,13 @@ def decline_reason(e: Evidence) -> str | None:
             f"use(s) per batch; measured)")
 
 
+def _bulk_plan(catalog, sk) -> bool:
+    from advisor.maintain.bulk import supports
+    from advisor.plan.parse import parse_sql
+
+    return supports(parse_sql(sk.sql, catalog.schema).root)
+
+
 def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     """Gather the measurements for sketch ``sk``'s template from the store's run log."""
     from advisor.calibrate import calibrate, predicted_seconds
@@ -61,7 +68,7 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     else:
         _, last = rent_of(store, sk.id)
         maint = last or cal.recapture_s.get(sk.template)
-        init = rows / init_rate(store)
+        init = rows / init_rate(store, _bulk_plan(catalog, sk))
     med = lambda xs: statistics.median(xs[:10]) if xs else None  # noqa: E731
     # never run plain in this store (every instance used a sketch): the fitted line predicts it
     plain_s = med(plain) if plain else predicted_seconds(cal, rows)

@@ -1,0 +1,115 @@
+"""Bulk (one Spark aggregation) initialisation of operator state builds the same state as feeding
+the tables through the operators row by row, and maintains to the same sketch as a recapture."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.capture import capture, capture_batch
+from advisor.catalog import Catalog
+from advisor.maintain import bulk
+from advisor.maintain.service import _sketched, init_state, maintain_sketch
+from advisor.partitions import build_partition
+from advisor.plan.parse import parse_sql
+from advisor.sketches import load_sketch
+from advisor.store import Store
+from workloads.updates import batch_frames
+
+from diffgen import make_dims, make_facts
+
+SUPPORTED = [
+    ("SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500", "g1"),
+    ("SELECT g2, count(*) AS a FROM facts WHERE v > 10 GROUP BY g2 HAVING count(*) >= 40", "k"),
+    ("SELECT g1, avg(v) AS a, count(v) AS c FROM facts GROUP BY g1 HAVING avg(v) > 38", "d"),
+    ("SELECT dm.region, count(*) AS a FROM facts f JOIN dims dm ON f.g1 = dm.g1 GROUP BY dm.region "
+     "ORDER BY a DESC LIMIT 2", "k"),
+    ("SELECT d, count(*) AS a FROM facts GROUP BY d ORDER BY a DESC LIMIT 3", "d"),
+    ("SELECT count(*) AS n FROM (SELECT g1, sum(v) AS s FROM facts GROUP BY g1 HAVING sum(v) > 1000) x", "g1"),
+    ("SELECT DISTINCT g2, g1 FROM facts WHERE v > 90", "d"),
+    ("SELECT count(*) AS n, sum(v) AS s FROM facts WHERE w > 3", "k"),
+]
+UNSUPPORTED = [
+    "SELECT g1, min(m) AS a FROM facts GROUP BY g1 HAVING min(m) < 5",
+    "SELECT g2, max(v) AS a FROM facts GROUP BY g2 ORDER BY a DESC LIMIT 2",
+    "SELECT g1, count(DISTINCT g2) AS a FROM facts GROUP BY g1 HAVING count(DISTINCT g2) > 2",
+    "SELECT k, v FROM facts WHERE w > 12",
+]
+
+
+@pytest.fixture(scope="module")
+def cat(spark, tmp_path_factory):
+    c = Catalog(spark, Store(tmp_path_factory.mktemp("bulkwh")))
+    c.create_table("facts", spark.createDataFrame(make_facts(7, 700)))
+    c.create_table("dims", spark.createDataFrame(make_dims()))
+    return c
+
+
+def _q(cat, sql):
+    return parse_sql(sql, lambda t: cat.schema(t))
+
+
+def test_supports_the_aggregation_shapes_only(cat):
+    assert all(bulk.supports(_q(cat, s).root) for s, _ in SUPPORTED)
+    assert not any(bulk.supports(_q(cat, s).root) for s in UNSUPPORTED)
+
+
+@pytest.mark.parametrize("sql,attr", SUPPORTED)
+def test_bulk_state_equals_row_state(cat, sql, attr):
+    q = _q(cat, sql)
+    part = build_partition(cat, "facts", attr, 8)
+    sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
+    sketched = _sketched(cat, q, sk)
+    fast = init_state(cat, sk, q, sketched, use_bulk=True)
+    slow = init_state(cat, sk, q, sketched, use_bulk=False)
+    assert fast.snapshot() == slow.snapshot()
+    assert fast.sketch() == slow.sketch()
+    captured = sk.parts[0].fragments
+    assert set().union(*fast.sketch().values()) == set(captured)
+
+
+def test_bulk_sum_of_decimals_matches_within_rounding(cat):
+    q = _q(cat, "SELECT g1, sum(m) AS a FROM facts GROUP BY g1 HAVING sum(m) > 2000")
+    part = build_partition(cat, "facts", "g1", 8)
+    sk = capture(cat, q, {"facts": "g1"}, 8, check=False, partitions={"facts": part}).sketch
+    sketched = _sketched(cat, q, sk)
+    fast = init_state(cat, sk, q, sketched, use_bulk=True)
+    slow = init_state(cat, sk, q, sketched, use_bulk=False)
+    (fa,) = [s for k, s in fast.snapshot()["ops"].items() if "Aggregate" in k]
+    (sa,) = [s for k, s in slow.snapshot()["ops"].items() if "Aggregate" in k]
+    assert fa.keys() == sa.keys()
+    for key in fa:
+        assert fa[key][0] == sa[key][0] and fa[key][4] == sa[key][4]
+        assert math.isclose(fa[key][2][0], sa[key][2][0], rel_tol=1e-12)
+    assert fast.sketch() == slow.sketch()
+
+
+def test_join_blooms_hold_every_key(cat):
+    q = _q(cat, SUPPORTED[3][0])
+    part = build_partition(cat, "facts", "k", 8)
+    sk = capture(cat, q, {"facts": "k"}, 8, check=False, partitions={"facts": part}).sketch
+    st = init_state(cat, sk, q, _sketched(cat, q, sk), use_bulk=True)
+    (join,) = [op for op in st.root_op.walk() if type(op).__name__ == "JoinOp"]
+    assert join.use_bloom
+    keys = [(int(g),) for g in cat.read_pandas("facts", cat.current_version("facts"))["g1"].unique()]
+    assert join.bloom_l.might_contain(keys).all()
+    assert join.bloom_r.might_contain([(g,) for g in range(12)]).all()
+
+
+def test_bulk_initialised_chain_maintains_to_the_recapture(cat):
+    sql, attr = SUPPORTED[0]
+    q = _q(cat, sql)
+    part = build_partition(cat, "facts", attr, 8)
+    sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
+    for n_ins, n_del, seed in [(40, 30, 1), (5, 60, 2), (80, 0, 3)]:
+        ins, dels = batch_frames(cat, "facts", n_ins, n_del, seed)
+        cat.apply_frames("facts", ins, dels)
+        res = maintain_sketch(cat, sk.id)
+        assert res.how == "incremental"
+        sk = load_sketch(cat.store, res.new_id)
+        v = cat.current_version("facts")
+        (fresh,), _ = capture_batch(cat, [(q, {"facts": attr}, {"facts": part})], {"facts": v})
+        assert sk.parts[0].fragments == fresh.parts[0].fragments
+    meta = [r["meta_json"] for r in cat.store.query("SELECT meta_json FROM states")]
+    assert any('"bulk": true' in m for m in meta)
