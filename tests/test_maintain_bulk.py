@@ -113,3 +113,24 @@ def test_bulk_initialised_chain_maintains_to_the_recapture(cat):
         assert sk.parts[0].fragments == fresh.parts[0].fragments
     meta = [r["meta_json"] for r in cat.store.query("SELECT meta_json FROM states")]
     assert any('"bulk": true' in m for m in meta)
+
+
+def test_unchanged_join_side_is_read_once_then_served_from_memory(cat):
+    from advisor.maintain import spark_base
+
+    sql, attr = SUPPORTED[3]
+    q = _q(cat, sql)
+    part = build_partition(cat, "facts", attr, 8)
+    sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
+    spark_base._sides.clear()
+    spark_base._seen.clear()
+    for i, (n_ins, n_del, seed) in enumerate([(30, 10, 11), (30, 10, 12), (30, 10, 13)]):
+        ins, dels = batch_frames(cat, "facts", n_ins, n_del, seed)
+        cat.apply_frames("facts", ins, dels)
+        res = maintain_sketch(cat, sk.id)
+        sk = load_sketch(cat.store, res.new_id)
+        v = cat.current_version("facts")
+        (fresh,), _ = capture_batch(cat, [(q, {"facts": attr}, {"facts": part})], {"facts": v, "dims": 1})
+        assert sk.parts[0].fragments == fresh.parts[0].fragments
+        # dims never changes: the first batch asks Spark, the second reads it whole and caches it
+        assert len(spark_base._sides) == (0 if i == 0 else 1)

@@ -1,6 +1,8 @@
 """Benchmark: incremental maintenance (IMP) vs full recapture, side by side in one run.
 
-For each query: capture at the current version and initialise the operator state (timed), then
+For each query: capture at the current version and initialise the operator state, timed both ways
+(one Spark aggregation, ``bulk``, which is what maintenance uses, and the row-at-a-time path, which
+must give the same sketch), then
 for each delta (size x kind: insert / delete / mixed): apply the batch as a new table version,
 maintain incrementally (state in memory, delta read from the batch files, join sides by Spark)
 and recapture on the new version; both sketches must be equal. Prints per step the two times,
@@ -38,7 +40,8 @@ def _sizes(rows: int, sizes) -> list[int]:
 
 
 def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"),
-                   kinds=("insert", "delete", "mixed"), fragments: int = 1000, console=None) -> list[dict]:
+                   kinds=("insert", "delete", "mixed"), fragments: int = 1000, console=None,
+                   init_both: bool = True) -> list[dict]:
     cat = ctx.catalog
     out = []
     for name, sql, on in queries:
@@ -50,6 +53,17 @@ def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"
         t0 = time.perf_counter()
         state = init_state(cat, sk, q, sketched)
         t_init = time.perf_counter() - t0
+        t_init_rows, same_init = None, None
+        if init_both:
+            t0 = time.perf_counter()
+            rows_state = init_state(cat, sk, q, sketched, use_bulk=False)
+            t_init_rows = time.perf_counter() - t0
+            same_init = rows_state.sketch() == state.sketch()
+            del rows_state
+        if console is not None:
+            console.print(f"{name}: state initialisation {t_init:.2f}s (bulk)"
+                          + (f" vs {t_init_rows:.2f}s row path, same sketch={same_init}" if init_both else "")
+                          + f"; capture {cap.seconds:.2f}s")
         parts = {p.table: load_partition(cat.store, p.partition_id) for p in sk.parts}
         table = next(iter(on))
         cur = dict(versions)
@@ -69,6 +83,7 @@ def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"
                 same = frags == set(fresh.parts[0].fragments)
                 rec = {"query": name, "delta": n, "kind": kind, "t_incremental": t_inc, "t_recapture": t_cap,
                        "speedup": t_cap / t_inc if t_inc else None, "same": same, "t_init": t_init,
+                       "t_init_rows": t_init_rows, "same_init": same_init, "t_capture0": cap.seconds,
                        "table_rows": cat.version(table).rows, "fragments": len(frags)}
                 out.append(rec)
                 cur = new
