@@ -9,7 +9,8 @@ removes one copy). `base` is a `BaseSide` (see `base.py`) answering for subtree 
 (and, for top-k refills, after) the batch; `PandasBase(old_tables, new_tables, sketched)` is the
 pure one. Plans without joins and top-k never call it.
 
-The plan is first rewritten for delta selection push-down (`pushdown.rewrite`), then compiled to
+The plan is first rewritten for delta selection push-down (`pushdown.rewrite`) and its scans
+pruned to the attributes used above them (`prune`), then compiled to
 operators: stateless scan/select/project/union here, stateful join (`ops_join`), aggregate and
 distinct (`ops_agg`), top-k (`ops_topk`), and the final merge `Merge` (mu): per scan and fragment
 the number of result rows (with multiplicity) whose annotation holds the fragment; the sketch is
@@ -31,7 +32,7 @@ import pandas as pd
 from advisor.errors import Unsupported
 from advisor.plan import ir
 
-from . import pushdown, relops
+from . import prune, pushdown, relops
 from .base import BaseSide, PandasBase, empty_like
 from .frames import M, annotations, deep_size, empty_frame
 from .ops_agg import AggOp
@@ -149,7 +150,8 @@ class MaintState:
         if missing:
             raise ValueError(f"sketched scan id(s) {missing} not in the plan")
         self.query = root
-        self.plan = pushdown.rewrite(root) if pushdown_on else root
+        plan = pushdown.rewrite(root) if pushdown_on else root
+        self.plan = prune.prune(plan, keep={attr for attr, _ in sketched.values()})
         self.sketched = dict(sketched)
         self.root_op = build(self.plan, self.sketched, topk_buffer, on_topk_exhausted, bloom)
         self.merge = Merge(self.root_op.sids, sorted(self.sketched))
