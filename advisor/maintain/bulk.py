@@ -34,6 +34,7 @@ from advisor.plan.to_sql import Gen, esql, gen, q
 from .base import OLD
 from .frames import frame_from_rows, normalize_frame, py_scalar, row_values
 from .ops_agg import AggOp
+from .ops_join import JoinOp
 
 BLOOM_MAX_KEYS = 200_000
 _BULK_FUNCS = ("count", "sum", "avg")
@@ -76,7 +77,7 @@ def initialise(state, base) -> bool:
     if op is None or state.batches:
         return False
     spark = base.catalog.spark
-    g = Gen(base._source(OLD))
+    g = Gen(base.source(OLD))
     sql, lams = gen(op.node.child, g)
     lam_of = {g.lams[name]: name for name in lams}          # sid -> Λ column
     items = [q(k) for k in op.keys] + [q(lam_of[s]) for s in op.sids]
@@ -90,7 +91,7 @@ def initialise(state, base) -> bool:
     by = f" GROUP BY {', '.join(group)}" if group else ""
     df = spark.sql(f"SELECT {', '.join(items)} FROM ({sql}) _bulk{by}").toPandas()
     _load_groups(op, df, [lam_of[s] for s in op.sids])
-    for join in [o for o in op.children[0].walk() if type(o).__name__ == "JoinOp"]:
+    for join in [o for o in op.children[0].walk() if isinstance(o, JoinOp)]:
         _fill_blooms(join, base)
     rows, anns = [], []
     for key, grp in op.groups.items():
@@ -138,7 +139,7 @@ def _fill_blooms(join, base) -> None:
         return
     for side, cols, bloom in ((join.children[0], join.lkeys, join.bloom_l),
                               (join.children[1], join.rkeys, join.bloom_r)):
-        g = Gen(base._source(OLD))
+        g = Gen(base.source(OLD))
         sql, _ = gen(side.node, g)
         sel = ", ".join(q(c) for c in cols)
         keys = base.catalog.spark.sql(

@@ -64,7 +64,8 @@ class SparkBase:
         self.rows_fetched = 0
         self.cache_hits = 0
 
-    def _source(self, version: str):
+    def source(self, version: str):
+        """How each scan reads its table at OLD or NEW (sketched scans with their fragment column)."""
         vers = self.versions[version]
 
         def src(scan: ir.Scan) -> Source:
@@ -83,7 +84,7 @@ class SparkBase:
 
     def rows(self, node: ir.Node, version: str, keys: Optional[KeyFilter] = None) -> pd.DataFrame:
         self.calls += 1
-        g = Gen(self._source(version))
+        g = Gen(self.source(version))
         sql, lams = gen(node, g)
         where = ""
         if keys is not None and len(keys.cols) == 1 and 0 < len(keys.values) <= MAX_IN_LIST:
