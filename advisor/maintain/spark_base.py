@@ -110,6 +110,8 @@ class SparkBase:
             self.cache_hits += 1
             df = _filtered(side, keys).reset_index(drop=True)
         else:
+            if len(_seen) > 10_000:  # sides of changing tables never repeat: forget them
+                _seen.clear()
             _seen[ck] = _seen.get(ck, 0) + 1
             df = self._read(full + where, lams, sid_of)
         self.rows_fetched += len(df)
