@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from advisor.capture import FRAG
@@ -33,24 +34,40 @@ from .frames import fcol, normalize_frame, py_scalar
 
 MAX_IN_LIST = 5000
 SIDE_CACHE_ROWS = 8_000_000
-_sides: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()
+_sides: "OrderedDict[tuple, _Side]" = OrderedDict()
 _seen: dict[tuple, int] = {}
 
 
-def _cache_side(key: tuple, df: pd.DataFrame) -> None:
-    _sides[key] = df
+class _Side:
+    """A cached side: the frame and, per filtered key column, a hash index built on first use
+    (a lookup of a batch's few keys instead of a pass over every row)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+        self.index: dict[str, pd.Index] = {}
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def rows(self, keys: Optional[KeyFilter]) -> pd.DataFrame:
+        if keys is None:
+            return self.df
+        if len(keys.cols) != 1:
+            return self.df[keys.mask(self.df)]
+        col = keys.cols[0]
+        ix = self.index.get(col)
+        if ix is None:
+            ix = self.index[col] = pd.Index(self.df[col])
+        vals = [py_scalar(v[0] if isinstance(v, tuple) else v) for v in keys.values]
+        pos = ix.get_indexer_for([v for v in vals if v is not None])
+        return self.df.iloc[np.sort(pos[pos >= 0])]
+
+
+def _cache_side(key: tuple, side: _Side) -> None:
+    _sides[key] = side
     _sides.move_to_end(key)
     while sum(len(d) for d in _sides.values()) > SIDE_CACHE_ROWS and len(_sides) > 1:
         _sides.popitem(last=False)
-
-
-def _filtered(df: pd.DataFrame, keys: Optional[KeyFilter]) -> pd.DataFrame:
-    if keys is None:
-        return df
-    if len(keys.cols) == 1:
-        vals = [py_scalar(v[0] if isinstance(v, tuple) else v) for v in keys.values]
-        return df[df[keys.cols[0]].isin([v for v in vals if v is not None]).fillna(False).to_numpy(bool)]
-    return df[keys.mask(df)]
 
 
 class SparkBase:
@@ -101,14 +118,14 @@ class SparkBase:
         ck = (str(self.catalog.store.path), full, ident)  # a replaced table has a new base path
         side = _sides.get(ck)
         if side is None and _seen.get(ck, 0) >= 1:  # asked before: read it whole, once
-            side = normalize_frame(self._read(full, lams, sid_of))  # key values in the engine's forms
+            side = _Side(normalize_frame(self._read(full, lams, sid_of)))  # values in the engine's forms
             if len(side) <= SIDE_CACHE_ROWS:
                 _cache_side(ck, side)
         elif side is not None:
             _sides.move_to_end(ck)
         if side is not None:
             self.cache_hits += 1
-            df = _filtered(side, keys).reset_index(drop=True)
+            df = side.rows(keys).reset_index(drop=True)
         else:
             if len(_seen) > 10_000:  # sides of changing tables never repeat: forget them
                 _seen.clear()
