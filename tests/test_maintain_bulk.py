@@ -134,3 +134,24 @@ def test_unchanged_join_side_is_read_once_then_served_from_memory(cat):
         assert sk.parts[0].fragments == fresh.parts[0].fragments
         # dims never changes: the first batch asks Spark, the second reads it whole and caches it
         assert len(spark_base._sides) == (0 if i == 0 else 1)
+
+
+def test_join_side_over_large_tables_is_never_read_whole(cat, monkeypatch):
+    from advisor.maintain import spark_base
+
+    monkeypatch.setattr(spark_base, "SIDE_MAX_ROWS", 5)  # dims has 12 rows: too large now
+    sql, attr = SUPPORTED[3]
+    q = _q(cat, sql)
+    part = build_partition(cat, "facts", attr, 8)
+    sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
+    spark_base._sides.clear()
+    spark_base._seen.clear()
+    for n_ins, n_del, seed in [(30, 10, 21), (30, 10, 22), (30, 10, 23)]:
+        ins, dels = batch_frames(cat, "facts", n_ins, n_del, seed)
+        cat.apply_frames("facts", ins, dels)
+        res = maintain_sketch(cat, sk.id)
+        sk = load_sketch(cat.store, res.new_id)
+        (fresh,), _ = capture_batch(cat, [(q, {"facts": attr}, {"facts": part})],
+                                    {"facts": cat.current_version("facts"), "dims": 1})
+        assert sk.parts[0].fragments == fresh.parts[0].fragments
+    assert not spark_base._sides

@@ -8,7 +8,8 @@ the scan); multi-column filters are ignored, which is always correct.
 
 Side cache: the same subtree on the same table versions (identical generated SQL: view names
 carry the versions) asked for a second time in this process is read once in full and kept in
-memory (LRU, at most ``SIDE_CACHE_ROWS`` rows in all); later requests filter it in pandas. A
+memory (LRU, at most ``SIDE_CACHE_ROWS`` rows in all; only sides over at most ``SIDE_MAX_ROWS``
+table rows, so the one full read stays cheap); later requests look keys up in pandas. A
 dimension side that no batch touches (orders under a stream of lineitem batches) then costs a
 lookup instead of a Spark job (0.2-0.5 s at TPC-H SF1) per batch. A side whose tables change with
 every batch never repeats its SQL, so it never fills the cache.
@@ -33,7 +34,8 @@ from .base import NEW, OLD, KeyFilter
 from .frames import fcol, normalize_frame, py_scalar
 
 MAX_IN_LIST = 5000
-SIDE_CACHE_ROWS = 8_000_000
+SIDE_CACHE_ROWS = 8_000_000   # all cached sides together
+SIDE_MAX_ROWS = 2_000_000     # a side over tables with more rows is never read whole (TPC-H SF1 orders: 1.5M)
 _sides: "OrderedDict[tuple, _Side]" = OrderedDict()
 _seen: dict[tuple, int] = {}
 
@@ -113,14 +115,14 @@ class SparkBase:
         cols = [q(c) for c in node.names] + [f"{q(name)} AS {q(fcol(sid_of[name]))}" for name in lams]
         full = f"SELECT {', '.join(cols)} FROM ({sql}) _b"
         vers = self.versions[version]
-        ident = tuple(sorted({(n.table, vers[n.table], self.catalog.version(n.table, vers[n.table]).base_path)
-                              for n in node.walk() if isinstance(n, ir.Scan)}, key=str))
+        tv = {n.table: self.catalog.version(n.table, vers[n.table]) for n in node.walk() if isinstance(n, ir.Scan)}
+        ident = tuple(sorted((t, x.version, x.base_path) for t, x in tv.items()))
         ck = (str(self.catalog.store.path), full, ident)  # a replaced table has a new base path
         side = _sides.get(ck)
-        if side is None and _seen.get(ck, 0) >= 1:  # asked before: read it whole, once
+        small = sum(x.rows for x in tv.values()) <= SIDE_MAX_ROWS
+        if side is None and small and _seen.get(ck, 0) >= 1:  # asked before: read it whole, once
             side = _Side(normalize_frame(self._read(full, lams, sid_of)))  # values in the engine's forms
-            if len(side) <= SIDE_CACHE_ROWS:
-                _cache_side(ck, side)
+            _cache_side(ck, side)
         elif side is not None:
             _sides.move_to_end(ck)
         if side is not None:
