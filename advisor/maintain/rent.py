@@ -1,8 +1,9 @@
 """Rent or buy operator state (ski rental) for a sketch chain that has none yet.
 
 Initialising IMP state means one Spark aggregation where the plan allows (``bulk``, about a
-capture) or else reading every table the query reads into the engine (SF0.1 lineitem: ~5 s), while a recapture costs one instrumented scan (~1-2 s).  State pays off only if the chain
-is maintained again and again, which is not known in advance.  The classic ski-rental rule is
+capture) or else reading every table the query reads into the engine (SF0.1 lineitem: ~5 s),
+while a recapture costs one instrumented scan (~1-2 s).  State pays off only if the chain is
+maintained again and again, which is not known in advance.  The classic ski-rental rule is
 2-competitive: keep *renting* (recapture, no state) while the recapture time already spent on the
 chain plus the next recapture stays within the estimated *purchase* (state initialisation); then
 buy.  Tables small enough to initialise in under ``MIN_INIT_SECONDS`` are bought at once.  The
