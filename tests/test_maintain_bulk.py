@@ -115,7 +115,9 @@ def test_bulk_initialised_chain_maintains_to_the_recapture(cat):
     assert any('"bulk": true' in m for m in meta)
 
 
-def test_unchanged_join_side_is_read_once_then_served_from_memory(cat):
+def _maintained_join_batches(cat, seeds):
+    """Maintain the join query's sketch over one 30+10-row batch per seed, checking each step
+    against a recapture; yields after each batch (dims is never updated)."""
     from advisor.maintain import spark_base
 
     sql, attr = SUPPORTED[3]
@@ -124,34 +126,31 @@ def test_unchanged_join_side_is_read_once_then_served_from_memory(cat):
     sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
     spark_base._sides.clear()
     spark_base._seen.clear()
-    for i, (n_ins, n_del, seed) in enumerate([(30, 10, 11), (30, 10, 12), (30, 10, 13)]):
-        ins, dels = batch_frames(cat, "facts", n_ins, n_del, seed)
+    for i, seed in enumerate(seeds):
+        ins, dels = batch_frames(cat, "facts", 30, 10, seed)
         cat.apply_frames("facts", ins, dels)
         res = maintain_sketch(cat, sk.id)
         sk = load_sketch(cat.store, res.new_id)
         v = cat.current_version("facts")
         (fresh,), _ = capture_batch(cat, [(q, {"facts": attr}, {"facts": part})], {"facts": v, "dims": 1})
         assert sk.parts[0].fragments == fresh.parts[0].fragments
+        yield i
+
+
+def test_unchanged_join_side_is_read_once_then_served_from_memory(cat):
+    from advisor.maintain import spark_base
+
+    steps = 0
+    for i in _maintained_join_batches(cat, [11, 12, 13]):
         # dims never changes: the first batch asks Spark, the second reads it whole and caches it
         assert len(spark_base._sides) == (0 if i == 0 else 1)
+        steps += 1
+    assert steps == 3
 
 
 def test_join_side_over_large_tables_is_never_read_whole(cat, monkeypatch):
     from advisor.maintain import spark_base
 
     monkeypatch.setattr(spark_base, "SIDE_MAX_ROWS", 5)  # dims has 12 rows: too large now
-    sql, attr = SUPPORTED[3]
-    q = _q(cat, sql)
-    part = build_partition(cat, "facts", attr, 8)
-    sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
-    spark_base._sides.clear()
-    spark_base._seen.clear()
-    for n_ins, n_del, seed in [(30, 10, 21), (30, 10, 22), (30, 10, 23)]:
-        ins, dels = batch_frames(cat, "facts", n_ins, n_del, seed)
-        cat.apply_frames("facts", ins, dels)
-        res = maintain_sketch(cat, sk.id)
-        sk = load_sketch(cat.store, res.new_id)
-        (fresh,), _ = capture_batch(cat, [(q, {"facts": attr}, {"facts": part})],
-                                    {"facts": cat.current_version("facts"), "dims": 1})
-        assert sk.parts[0].fragments == fresh.parts[0].fragments
+    assert len(list(_maintained_join_batches(cat, [21, 22, 23]))) == 3
     assert not spark_base._sides
