@@ -250,6 +250,8 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
     """
     import warnings
 
+    from estimators.quantiles import nan_quantiles
+
     fr = est.frame
     rng = np.random.default_rng(est.seed + 7919)
     for (f, col), name in zip(est.aggs, est.names):
@@ -288,7 +290,7 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
         a = (1.0 - est.confidence) / 2.0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            sd, (lo, hi) = np.nanstd(new, axis=0), np.nanquantile(new, [a, 1.0 - a], axis=0)
+            sd, (lo, hi) = np.nanstd(new, axis=0), nan_quantiles(new, [a, 1.0 - a])
         fr[name + "_se"] = np.where(ok, sd, fr[name + "_se"].to_numpy(float))
         fr[name + "_lo"] = np.where(ok, lo, fr[name + "_lo"].to_numpy(float))
         fr[name + "_hi"] = np.where(ok, hi, fr[name + "_hi"].to_numpy(float))

@@ -47,7 +47,6 @@ Rules worth knowing:
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Sequence, Union
 
@@ -193,11 +192,11 @@ def _group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.Dat
 
 def _interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of replicates per group (NaN where every replicate is NULL)."""
+    from estimators.quantiles import nan_quantiles
+
     a = (1.0 - confidence) / 2.0
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        q = np.nanquantile(reps, [a, 1.0 - a], axis=0)
-    return q[0], q[1]
+    q = nan_quantiles(np.asarray(reps, dtype=float).reshape(len(reps), -1), [a, 1.0 - a])
+    return q[0].reshape(np.shape(reps)[1:]), q[1].reshape(np.shape(reps)[1:])
 
 
 def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence[tuple],

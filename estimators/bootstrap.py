@@ -114,7 +114,8 @@ def replicate_counts(stratum_idx: np.ndarray, B: int, rng: np.random.Generator |
     if n == 0:
         return np.zeros((B, 0), dtype=np.int64)
     rng = _rng(rng)
-    order = np.argsort(stratum_idx, kind="stable")
+    presorted = bool(np.all(stratum_idx[1:] >= stratum_idx[:-1]))  # estimate_groups sorts by stratum
+    order = np.arange(n) if presorted else np.argsort(stratum_idx, kind="stable")
     _, start, size = np.unique(stratum_idx[order], return_index=True, return_counts=True)
     slot_stratum = np.repeat(np.arange(start.shape[0]), size)
     off, sz = start[slot_stratum], size[slot_stratum]
@@ -122,6 +123,8 @@ def replicate_counts(stratum_idx: np.ndarray, B: int, rng: np.random.Generator |
     pick = off + np.minimum((u * sz).astype(np.int64), sz - 1)
     flat = (np.arange(B, dtype=np.int64)[:, None] * n + pick).ravel()
     c_sorted = np.bincount(flat, minlength=B * n).reshape(B, n)
+    if presorted:
+        return c_sorted
     counts = np.empty_like(c_sorted)
     counts[:, order] = c_sorted
     return counts
