@@ -246,15 +246,21 @@ class Catalog:
             return net_ins, net_del
         return ins, dels
 
-    def delta_pandas(self, name: str, v_from: int, v_to: int | None = None):
+    def delta_pandas(self, name: str, v_from: int, v_to: int | None = None, columns: list | None = None):
         """Same as `delta`, read straight from the batch files with pyarrow (no Spark job): the
-        fast path for maintenance, whose deltas are small. Returns pandas frames without `_rid`."""
+        fast path for maintenance, whose deltas are small. Returns pandas frames without `_rid`;
+        ``columns`` keeps only those (a pruned maintenance plan reads a few of the table's columns)."""
         import pyarrow.dataset as ds
 
         name = self.require(name)
         to = self.version(name, v_to).version
         batches = [x for x in self.versions(name) if v_from < x.version <= to]
         cols = [c for c, _ in self.schema(name)]
+        if columns is not None:
+            unknown = set(columns) - set(cols)
+            if unknown:
+                raise BadInput(f"table {name!r} has no column(s) {', '.join(sorted(unknown))}")
+            cols = [c for c in cols if c in set(columns)]
 
         def load(paths):
             if not paths:

@@ -37,6 +37,19 @@ def test_versions_and_delta(spark, cat, tmp_path):
     assert not new_rids & {r["_rid"] for r in cat.read("t", 1, with_rid=True).collect()}  # fresh row ids
 
 
+def test_delta_pandas_matches_spark_delta_and_keeps_only_asked_columns(spark, cat, tmp_path):
+    rids = [r["_rid"] for r in cat.read("t", with_rid=True).orderBy("k").limit(3).collect()]
+    rows = [("insert", None, 2000 + i, 7, 2.5) for i in range(4)] + [("delete", r, None, None, None) for r in rids]
+    cat.apply_batch("t", write_batch(spark, tmp_path / "b1", rows))
+    ins, dels = cat.delta_pandas("t", 1, 2)
+    assert sorted(ins["k"]) == [2000, 2001, 2002, 2003] and sorted(dels["k"]) == [0, 1, 2]
+    ins_k, dels_k = cat.delta_pandas("t", 1, 2, columns=["v", "k"])
+    assert list(ins_k.columns) == ["k", "v"] and list(dels_k.columns) == ["k", "v"]  # table order
+    assert ins_k.sort_values("k").reset_index(drop=True).equals(ins[["k", "v"]].sort_values("k").reset_index(drop=True))
+    with pytest.raises(BadInput, match="no column"):
+        cat.delta_pandas("t", 1, 2, columns=["k", "nope"])
+
+
 def test_delete_of_inserted_row_nets_out(spark, cat, tmp_path):
     cat.apply_batch("t", write_batch(spark, tmp_path / "b1", [("insert", None, 500, 1, 1.0)]))
     rid = cat.read("t", with_rid=True).filter("k = 500").first()["_rid"]

@@ -180,6 +180,11 @@ class MaintState:
         """Base tables whose deltas this state consumes."""
         return sorted({n.table for n in self.plan.walk() if isinstance(n, ir.Scan)})
 
+    def columns(self, table: str) -> list[str]:
+        """Source columns of ``table`` the (pruned) plan's scans read: all a delta needs to carry."""
+        return sorted({c.source or c.name for n in self.plan.walk() if isinstance(n, ir.Scan) and n.table == table
+                       for c in n.cols})
+
     def snapshot(self) -> dict:
         """Comparable picture of all operator states (aggregate/distinct groups, current top-k,
         merge counts); equal for two states that saw the same net data."""
