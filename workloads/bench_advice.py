@@ -107,6 +107,58 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool = True) -> dict:
     return rec
 
 
+class Checkpoint:
+    """Append-only JSONL log next to the output: the generated queries and each finished record.
+
+    A run over 300 TPC-H SF1 queries takes hours (the exhaustive captures dominate); an interrupted
+    run started again with the same output path and configuration skips what the log holds.  A log
+    written under another configuration is set aside (renamed), never mixed in."""
+
+    def __init__(self, path, config: dict):
+        import os
+        from pathlib import Path
+
+        self.path = Path(path) if path else None
+        self.gen: dict = {}
+        self.recs: dict = {}
+        if self.path is None:
+            return
+        head = {"config": config}
+        if self.path.exists():
+            lines = [json.loads(x) for x in self.path.read_text().splitlines() if x.strip()]
+            if lines and lines[0] == head:
+                for x in lines[1:]:
+                    if "queries" in x:
+                        self.gen[x["ds"]] = x["queries"]
+                    else:
+                        self.recs[(x["ds"], x["i"], x["sql"])] = x["rec"]
+                return
+            os.replace(self.path, self.path.with_suffix(f".stale{int(time.time())}"))
+        self._append(head)
+
+    def _append(self, obj: dict) -> None:
+        if self.path is not None:
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)) + "\n")
+
+    def queries(self, ds: str):
+        from workloads.templates_advice import GenQuery
+
+        got = self.gen.get(ds)
+        return None if got is None else [GenQuery(**g) for g in got]
+
+    def save_queries(self, ds: str, gen: list) -> None:
+        from dataclasses import asdict
+
+        self._append({"ds": ds, "queries": [asdict(g) for g in gen]})
+
+    def record(self, ds: str, i: int, sql: str):
+        return self.recs.get((ds, i, sql))
+
+    def save_record(self, ds: str, i: int, sql: str, rec: dict) -> None:
+        self._append({"ds": ds, "i": i, "sql": sql, "rec": rec})
+
+
 def _pct(xs, q):
     return float(np.percentile(xs, q)) if len(xs) else None
 
@@ -215,14 +267,22 @@ def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), s
            "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count(),
                        "platform": platform.platform()},
            "thetas": list(thetas), "datasets": {}}
+    ckpt = Checkpoint(f"{out_json}.partial.jsonl" if out_json else None, res["config"])
     for ds in datasets:
         t0 = time.perf_counter()
         _ensure(ctx.catalog, ds, sf)
-        gen = generate(ctx.catalog, ds, queries_per_dataset, seed)
+        gen = ckpt.queries(ds)
+        if gen is None:
+            gen = generate(ctx.catalog, ds, queries_per_dataset, seed)
+            ckpt.save_queries(ds, gen)
         t_gen = time.perf_counter() - t0
         recs = []
         for i, gq in enumerate(gen):
-            recs.append(_query(ctx, gq, thetas, seed, p, shrink))
+            rec = ckpt.record(ds, i, gq.sql)
+            if rec is None:
+                rec = _query(ctx, gq, thetas, seed, p, shrink)
+                ckpt.save_record(ds, i, gq.sql, rec)
+            recs.append(rec)
             if console is not None and (i + 1) % 10 == 0:
                 console.print(f"{ds}: {i + 1}/{len(gen)} queries", style="dim")
         skipped = {}
