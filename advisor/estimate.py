@@ -229,7 +229,8 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
     return pdf, fcols
 
 
-def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0.05) -> None:
+def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0.05, prior: str = "normal",
+                  nu: float = 4.0) -> None:
     """Empirical-Bayes shrinkage of SUM/AVG group estimates, in place (an [INFERRED] repair).
 
     Why: when the sampling noise of a group's estimate is larger than the true spread between groups
@@ -246,7 +247,11 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
     probabilities.  Exact groups and groups without a passing sampled row are left alone.  Known
     limit: a heavy upper tail (flight delays) is under-counted by the normal prior; a nonparametric
     prior (NPMLE) fixed those queries but over-shrank others (noise of 2-row means of delays is far
-    from normal) and was worse overall in the harness, so it was dropped.
+    from normal) and was worse overall in the harness, so it was dropped.  ``prior='t'`` replaces the
+    normal prior by a Student-t with ``nu`` degrees of freedom (a scale mixture of normals): one EM
+    step gives each group the prior variance ``tau^2 / lam_g``, ``lam_g = (nu + 1) / (nu + (m_g - mu)^2
+    / (tau^2 + v_g))``, so a group far out in the tail keeps most of its own estimate while groups
+    inside the bulk shrink as before.
     """
     import warnings
 
@@ -275,7 +280,14 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
         tau2 = max(vm - float(np.mean(v[ok])), floor * vm)
         if tau2 <= 0:
             continue
-        B = np.where(ok, v / (v + tau2), 0.0)
+        if prior == "t":
+            lam = (nu + 1.0) / (nu + (m - mu) ** 2 / (tau2 + v))
+            tau2_g = tau2 / np.where(ok & np.isfinite(lam) & (lam > 0), lam, 1.0)
+        elif prior == "normal":
+            tau2_g = tau2
+        else:
+            raise ValueError(f"prior must be 'normal' or 't', got {prior!r}")
+        B = np.where(ok, v / (v + tau2_g), 0.0)
         post = np.where(ok, mu + (1.0 - B) * (m - mu), m)
         reps = est.replicates[name] / scale[None, :]
         dev = (reps - m[None, :]) * np.sqrt(1.0 - B)[None, :]
@@ -298,7 +310,7 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
 
 def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
              method: str = "bootstrap", B: int = 50, versions: Optional[dict] = None,
-             progress: Optional[Callable[[str], None]] = None, shrink: bool = True) -> Estimation:
+             progress: Optional[Callable[[str], None]] = None, shrink: bool | str = True) -> Estimation:
     """Sample (or reuse), estimate the groups, then size every attribute at its granularities
     (``plan``: attribute -> fragment counts).  ``progress`` gets one message per step."""
     from estimators.aggregates import estimate_groups
@@ -333,8 +345,9 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     t0 = time.perf_counter()
     gcols = shape.keys + [U]
     est = estimate_groups(pdf, gcols, shape.aggs, method=method, B=B, seed=seed, where=U)
-    if shrink:
-        shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(shape.strata) == len(shape.keys))
+    if shrink:  # True / 'normal': the normal prior; 't': Student-t (see shrink_groups)
+        shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(shape.strata) == len(shape.keys),
+                      prior="t" if shrink == "t" else "normal")
     nested = topk = None
     if shape.kind == "nested":
         nested = estimate_nested(est, shape.outer_keys + [U], shape.outer_aggs, shape.having, shape.outer_having)

@@ -249,3 +249,30 @@ def test_shrinkage_repairs_the_inflated_pass_rate_of_noisy_groups(dist):
     p_shr = float(pass_probability(shrunk, pred).mean())
     assert p_raw > truth + 0.15  # noise (sd 14/sqrt(10) = 4.4) >> spread: far too many groups pass
     assert abs(p_shr - truth) < 0.06 and abs(p_shr - truth) < abs(p_raw - truth) / 3
+
+
+def test_student_t_prior_keeps_tail_groups_that_the_normal_prior_pulls_under_the_threshold():
+    """Heavy tail: 30 of 1,500 groups sit far above the rest.  The normal prior shrinks them towards
+    the bulk; the Student-t prior leaves them above the threshold, while the bulk still shrinks."""
+    import pandas as pd
+
+    from advisor.estimate import U, shrink_groups
+    from estimators.aggregates import estimate_groups, pass_probability
+
+    rng = np.random.default_rng(11)
+    G, N, n = 1500, 200, 10
+    theta = rng.normal(25, 1, G)
+    theta[:30] = 60.0  # the tail
+    rows = pd.DataFrame({"g": np.repeat(np.arange(G), n), "x": np.repeat(theta, n) + rng.normal(0, 14, G * n),
+                         "_n_g": N, U: True})
+    pred = Cmp("avg(x)", ">", 45.0)
+    p = {}
+    for prior in ("normal", "t"):
+        est = estimate_groups(rows, ["g", U], [("avg", "x")], seed=1)
+        shrink_groups(est, rows, ["g", U], prior=prior)
+        p[prior] = pass_probability(est, pred).to_numpy()
+    tail = est.frame["g"].to_numpy() < 30
+    assert p["normal"][tail].mean() < 0.5 < p["t"][tail].mean()   # the tail survives only under t
+    assert p["t"][~tail].mean() < 0.01                           # the bulk still does not pass
+    with pytest.raises(ValueError, match="prior"):
+        shrink_groups(est, rows, ["g", U], prior="cauchy")

@@ -57,10 +57,10 @@ def _ensure(catalog, ds: str, sf: float) -> None:
 
 
 def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool = True) -> dict:
-    from advisor.estimate import CannotEstimate, analyze, estimate
+    from advisor.estimate import CannotEstimate, analyze
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
-    from advisor.select import SizeSummary, enumerate_candidates, fine_partition, oracle
+    from advisor.select import enumerate_candidates, fine_partition, oracle
 
     cat = ctx.catalog
     rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
@@ -82,8 +82,20 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool = True) -> dict:
                real={a: s.sel for (a, _), s in real.items()}, roles={c.attr: sorted(c.roles) for c in pool})
     if max(s.sel for s in real.values()) == 0:
         return rec | {"skipped": "empty provenance"}
+    rec["theta"] = _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, STRATEGIES)
+    return rec
+
+
+def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies) -> dict:
+    """Per sample rate: estimated sizes, intervals, timings and each strategy's pick.  ``real``
+    maps (attr, fragments) to the oracle's SizeSummary (or to the real selectivity alone, which
+    serves every strategy but OPT)."""
+    from advisor.estimate import estimate
+    from advisor.select import SizeSummary
+
     plan = {c.attr: (N_FRAGMENTS,) for c in pool}
-    rec["theta"] = {}
+    sel = {k: (v.sel if hasattr(v, "sel") else float(v)) for k, v in real.items()}
+    out = {}
     for theta in thetas:
         t0 = time.perf_counter()
         est = estimate(cat, shape, plan, theta, seed, versions=versions, shrink=shrink)
@@ -94,17 +106,41 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool = True) -> dict:
                            {N_FRAGMENTS: real[(c.attr, N_FRAGMENTS)]}) for c in pool]
         w = Workload(p.prior_reuses)
         picks = {}
-        for s in STRATEGIES:
+        for s in strategies:
             d = choose(s, cands, T, w, p, seed, N_FRAGMENTS)
-            picks[s] = {"attr": d.attr, "go": d.go,
-                        "pool": [real[(a, N_FRAGMENTS)].sel for a in d.pool]}
-        rec["theta"][str(theta)] = {
+            picks[s] = {"attr": d.attr, "go": d.go, "pool": [sel[(a, N_FRAGMENTS)] for a in d.pool]}
+        out[str(theta)] = {
             "est": {c.attr: c.sizes[N_FRAGMENTS].sel for c in cands},
             "point": {c.attr: c.sizes[N_FRAGMENTS].sel_point for c in cands},
             "ci": {c.attr: [c.sizes[N_FRAGMENTS].sel_lo, c.sizes[N_FRAGMENTS].sel_hi] for c in cands},
             "est_s": est_s, "cold_s": est_s + float(est.sample.meta.get("seconds", 0.0)),
             "fallback": bool(est.sample.meta.get("uniform_fallback")), "picks": picks}
-    return rec
+    return out
+
+
+def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True) -> list:
+    """Ablation: the evaluated records again with another estimator setting (``shrink``), keeping
+    their oracle sizes, so estimator variants are compared on the same queries without recapturing."""
+    from advisor.estimate import analyze
+    from advisor.execute import versions_now
+    from advisor.plan.parse import parse_sql
+    from advisor.select import enumerate_candidates, fine_partition
+
+    cat, p, out = ctx.catalog, CostParams(), []
+    strategies = [s for s in STRATEGIES if s != "OPT"]
+    for r in recs:
+        if "skipped" in r:
+            out.append(r)
+            continue
+        q = parse_sql(r["sql"], ctx.schema_lookup())
+        shape = analyze(q, lambda t: cat.version(t).rows)
+        versions = versions_now(cat, q)
+        pool = [c for c in _harness_pool(cat, enumerate_candidates(cat, q, shape, versions)) if c.attr in r["real"]]
+        parts = {(c.attr, N_FRAGMENTS): fine_partition(cat, c.table, c.attr, N_FRAGMENTS, versions[c.table]) for c in pool}
+        real = {(a, N_FRAGMENTS): s for a, s in r["real"].items()}
+        out.append(dict(r, theta=_estimates(cat, shape, pool, parts, real, versions, r["rows"], thetas, seed, p,
+                                             shrink, strategies)))
+    return out
 
 
 class Checkpoint:
@@ -321,7 +357,24 @@ if __name__ == "__main__":
     ap.add_argument("--out", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-shrink", action="store_true", help="ablation: the paper's estimator without shrinkage")
+    ap.add_argument("--shrink", default=None, help="ablation: shrinkage prior 'normal' (default) or 't'")
+    ap.add_argument("--reestimate", default=None,
+                    help="ablation: re-estimate the evaluated queries of this result JSON (oracle sizes kept)")
     a = ap.parse_args()
     c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
+    shrink = False if a.no_shrink else (a.shrink or True)
+    if a.reestimate:
+        src = json.load(open(a.reestimate))
+        thetas = tuple(float(x) for x in a.thetas.split(","))
+        res = {"thetas": list(thetas), "config": dict(src["config"], shrink=shrink, reestimated=a.reestimate),
+               "datasets": {}}
+        for ds in a.datasets.split(","):
+            recs = reestimate(c, src["datasets"][ds]["queries"], thetas, a.seed, shrink)
+            res["datasets"][ds] = {"metrics": {str(t): summarize(recs, str(t)) for t in thetas}, "queries": recs}
+        render(Console(width=200), res)
+        if a.out:
+            with open(a.out, "w") as fh:
+                json.dump(res, fh, indent=1, default=str)
+        raise SystemExit(0)
     bench_advice_command(c, Console(width=200), tuple(a.datasets.split(",")), a.sf, a.queries,
-                         tuple(float(x) for x in a.thetas.split(",")), a.out, a.seed, not a.no_shrink)
+                         tuple(float(x) for x in a.thetas.split(",")), a.out, a.seed, shrink)
