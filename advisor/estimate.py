@@ -24,10 +24,13 @@ Decisions (documented deviations from the paper):
   keys in HAVING, expressions of aggregates and DISTINCT aggregates are refused with a reason.
   Top-k orders by its first ORDER BY key, which must be an aggregate.  Nested: one outer
   aggregation grouped by a subset of the inner keys, over inner aggregates / keys / ``count(*)``.
-* **Cache.** A sample is keyed by (table, sorted strata, theta, seed, table version): Parquet under
-  ``tables/<table>/samples/`` plus a row in the ``samples`` table.  A new table version is a new
-  key, so the old sample is never used again (invalidation, not maintenance); writing a sample for a
-  newer version deletes the table's older samples.
+* **Cache and maintenance.** A sample is keyed by (table, sorted strata, theta, seed, table version):
+  Parquet under ``tables/<table>/samples/`` plus a row in the ``samples`` table.  For a newer table
+  version the newest older sample of the same key is *maintained* from the delta
+  (``estimators.sample_delta``: stratified samples are drawn with a per-stratum reserve, and the
+  maintained sample equals a fresh draw on the new version row for row); when that cannot be done
+  exactly (a stratum's reserve ran out, a uniform sample, the strata now outnumber the budget) the
+  sample is drawn afresh.  Writing a sample deletes the older samples of its key.
 * **Shrinkage** (``shrink_groups``, on by default): SUM/AVG group estimates are pulled towards the
   mean of all groups by empirical Bayes before pass probabilities are taken -- without it, noise
   larger than the true spread between groups inflates the sketches of upper-tail HAVING thresholds
@@ -76,7 +79,7 @@ class SampleInfo:
     seconds: float
 
 
-SAMPLER = 2  # bump when the sampling rule changes: cached samples of other versions are redrawn
+SAMPLER = 3  # bump when the sampling rule changes: cached samples of other versions are redrawn
 
 
 def get_sample(catalog, table: str, strata: list, theta: float, seed: int, version: int) -> SampleInfo:
@@ -95,26 +98,71 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
     t0 = time.perf_counter()
     key = hashlib.sha1(f"{sj}|{theta}|{seed}".encode()).hexdigest()[:12]
     path = catalog.root / table / "samples" / f"v{version:06d}_{key}"
-    s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid")
-    s.df.write.mode("overwrite").parquet(str(path))
-    if not s.uniform_fallback and s.strata and catalog.spark.read.parquet(str(path)).count() != s.sample_size:
-        # a stratum fell short of the pre-filter threshold (rare): rank the whole table instead
+    meta = _maintained(catalog, table, strata, sj, theta, seed, version, path)
+    if meta is None:
         s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid",
-                              prefilter=False)
+                              reserve=True)
         s.df.write.mode("overwrite").parquet(str(path))
+        if not s.uniform_fallback and s.strata and _in_sample(catalog.spark.read.parquet(str(path))).count() != s.sample_size:
+            # a stratum fell short of the pre-filter threshold (rare): rank the whole table instead
+            s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid",
+                                  prefilter=False, reserve=True)
+            s.df.write.mode("overwrite").parquet(str(path))
+        meta = {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata,
+                "uniform_fallback": s.uniform_fallback, "sample_size": s.sample_size,
+                "reserve": bool(s.strata) and not s.uniform_fallback}
     secs = time.perf_counter() - t0
-    meta = {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata, "uniform_fallback": s.uniform_fallback,
-            "sample_size": s.sample_size, "seconds": round(secs, 3)}
+    meta["seconds"] = round(secs, 3)
     with catalog.store.tx() as c:
-        old = c.execute("SELECT path FROM samples WHERE table_name=? AND table_version<?",
-                        (table, version)).fetchall()
-        c.execute("DELETE FROM samples WHERE table_name=? AND table_version<?", (table, version))
+        same_key = "table_name=? AND strata_json=? AND theta=? AND seed=? AND table_version<?"
+        args = (table, sj, theta, seed, version)
+        old = c.execute(f"SELECT path FROM samples WHERE {same_key}", args).fetchall()
+        c.execute(f"DELETE FROM samples WHERE {same_key}", args)
         c.execute("INSERT INTO samples(table_name, strata_json, theta, seed, table_version, path, meta_json,"
                   " created) VALUES (?,?,?,?,?,?,?,?)", (table, sj, theta, seed, version, str(path),
                                                          json.dumps(meta), time.time()))
     for o in old:
         shutil.rmtree(o["path"], ignore_errors=True)
     return SampleInfo(table, strata, theta, seed, version, str(path), meta, False, secs)
+
+
+def _in_sample(df):
+    """The sampled rows of a stored sample (a sample drawn with a reserve also stores reserve rows)."""
+    return df.filter("_in") if "_in" in df.columns else df
+
+
+def _maintained(catalog, table: str, strata: list, sj: str, theta: float, seed: int, version: int, path):
+    """Write the sample for ``version`` maintained from the newest older one with the same key
+    (``estimators.sample_delta``) and return its meta, or None when a fresh draw is needed: no
+    older sample with a reserve, a stratum ran out of known rows, or the strata now outnumber the
+    sample budget (a fresh draw would fall back to a uniform sample)."""
+    from pathlib import Path
+
+    from pyspark.sql import functions as F
+
+    from estimators.sample_delta import maintain
+
+    prev = catalog.store.one("SELECT * FROM samples WHERE table_name=? AND strata_json=? AND theta=? AND seed=? "
+                             "AND table_version<? ORDER BY table_version DESC, id DESC LIMIT 1",
+                             (table, sj, theta, seed, version))
+    if prev is None or not strata:
+        return None
+    pm = json.loads(prev["meta_json"])
+    if pm.get("sampler") != SAMPLER or not pm.get("reserve") or not Path(prev["path"]).exists():
+        return None
+    ins, dels = catalog.delta(table, prev["table_version"], version)
+    df = maintain(catalog.spark.read.parquet(prev["path"]), ins, dels, strata, theta, seed)
+    if df is None:
+        return None
+    df.write.mode("overwrite").parquet(str(path))
+    got = catalog.spark.read.parquet(str(path))
+    per = got.groupBy("_stratum").agg(F.first("_n_g").alias("n"), F.sum(F.col("_in").cast("long")).alias("k"))
+    row = per.agg(F.count(F.lit(1)).alias("strata"), F.sum("n").alias("N"), F.sum("k").alias("k")).collect()[0]
+    if row["strata"] > theta * row["N"]:
+        return None
+    return {"sampler": SAMPLER, "population": int(row["N"]), "n_strata": int(row["strata"]),
+            "uniform_fallback": False, "sample_size": int(row["k"]), "reserve": True,
+            "maintained_from": int(prev["table_version"])}
 
 
 # ---------------- estimation ----------------
@@ -212,7 +260,7 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
     that do not survive get ``__u`` false)."""
     from advisor.execute import table_view
 
-    df = catalog.spark.read.parquet(sample.path)
+    df = _in_sample(catalog.spark.read.parquet(sample.path))
     view = catalog.view_name(sample.table, sample.version, "_smp" + hashlib.sha1(sample.path.encode()).hexdigest()[:8])
     df.createOrReplaceTempView(view)
     base, fcols = _fragment_ids(df, sample.path, parts)

@@ -19,6 +19,7 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
       "table": str | null, "table_rows": int | null,
       "shape": "having" | "topk" | "nested" | "groupby" | null,
       "sample": {"strata": [str], "rows": int, "cached": bool, "uniform_fallback": bool,
+                 "maintained_from": int | null,  # table version the sample was maintained from
                  "seconds": float} | null,
       "template": str | null,                 # the query with its constants as parameters
       "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
@@ -142,6 +143,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
         rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),
                          "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
+                         "maintained_from": est.sample.meta.get("maintained_from"),
                          "seconds": round(est.sample.seconds, 3)}
         by = {c.attr: c for c in cands}
         for (a, n), se in est.sizes.items():

@@ -101,8 +101,19 @@ def _uniform(df, theta: float, seed: int, N: int, id_col: str | None, u: str):
             .drop(u))
 
 
+def reserve_size(k):
+    """Rows kept per stratum with a reserve: ``k + ceil(2 sqrt(k)) + 2`` (a Spark column or an int)."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if isinstance(k, Column):
+        return k + F.ceil(F.lit(2.0) * F.sqrt(k)) + F.lit(2)
+    return int(k) + math.ceil(2.0 * math.sqrt(int(k))) + 2
+
+
 def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
-                      max_strata: int | None = None, id_col: str | None = None, prefilter: bool = True) -> Sample:
+                      max_strata: int | None = None, id_col: str | None = None, prefilter: bool = True,
+                      reserve: bool = False) -> Sample:
     """Draw a stratified reservoir sample (one stratum per distinct value of ``strata``).
 
     ``theta`` in (0, 1] is the sample rate; ``max_strata`` the largest number of strata to stratify
@@ -111,6 +122,10 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
     aggregation job (population, strata count, sample size) and returns the lazy sample.  With
     ``prefilter`` only keys under a per-stratum threshold are ranked (same sample, unless a stratum
     falls short: then the sample has fewer than ``sample_size`` rows and must be redrawn without).
+    With ``reserve`` (stratified draws only) each stratum also keeps its next ``reserve_size(k) - k``
+    rows by key, and the output carries the key ``_key`` and ``_in`` (among the ``k`` sampled rows):
+    the stored rows of a stratum are then exactly its rows with a key up to the largest stored one,
+    which is what ``estimators.sample_delta`` needs to maintain the sample from a delta.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -157,6 +172,8 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
         # checks the sample size and redraws with prefilter=False).  Sorting those instead of the
         # whole table gives the identical sample.
         k = F.greatest(F.lit(1), F.ceil(F.col("_n_g") * F.lit(t_adj)))
+        if reserve:
+            k = reserve_size(k)
         thr = sizes.select(*strata, "_n_g", F.least(F.lit(1.0), (k + F.lit(4.0) * F.sqrt(k) + F.lit(10.0))
                                                     / F.col("_n_g")).alias("_t"))
         cond = [keyed[c].eqNullSafe(thr[c]) for c in strata]
@@ -165,10 +182,14 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
                   .filter(F.col(u) < F.col("_t")).drop("_t"))
     else:
         ranked = keyed.withColumn("_n_g", F.count(F.lit(1)).over(Window.partitionBy(*strata)).cast("long"))
+    quota_col = F.greatest(F.lit(1), F.ceil(F.col("_n_g") * F.lit(t_adj)))
     out = (ranked.withColumn(rn, F.row_number().over(w_ord))
-           .filter(F.col(rn) <= F.greatest(F.lit(1), F.ceil(F.col("_n_g") * F.lit(t_adj))))
-           .withColumn("_stratum", F.to_json(F.struct(*[F.col(c) for c in strata])))
-           .drop(u, rn))
+           .filter(F.col(rn) <= (reserve_size(quota_col) if reserve else quota_col))
+           .withColumn("_stratum", F.to_json(F.struct(*[F.col(c) for c in strata]))))
+    if reserve:
+        out = out.withColumn("_in", F.col(rn) <= quota_col).withColumnRenamed(u, "_key").drop(rn)
+    else:
+        out = out.drop(u, rn)
     return Sample(df=out, strata=strata, theta=theta, seed=seed, uniform_fallback=False, population=N,
                   n_strata=n_strata, sample_size=int(row["s"] or 0), id_col=id_col,
                   strata_sizes=strata_sizes)

@@ -104,7 +104,7 @@ def test_read_fraction_follows_the_layout(ctx):
     assert rec["decision"]["attr"] == "g" and "(layout " in rec["decision"]["reason"]
 
 
-def test_sample_is_cached_and_a_new_table_version_invalidates_it(ctx, spark):
+def test_sample_is_cached_and_a_new_table_version_maintains_it(ctx, spark):
     first = recommend(ctx, HAVING, fragments=100, sample_rate=0.1)
     again = recommend(ctx, HAVING.replace("5000", "4000"), fragments=100, sample_rate=0.1)
     assert again["sample"]["cached"] and again["sample"]["strata"] == ["g"]
@@ -113,8 +113,10 @@ def test_sample_is_cached_and_a_new_table_version_invalidates_it(ctx, spark):
     ctx.catalog.apply_frames("t", ins, None)
     after = recommend(ctx, HAVING, fragments=100, sample_rate=0.1)
     assert not after["sample"]["cached"]
-    rows = ctx.store.query("SELECT table_version FROM samples WHERE table_name='t'")
-    assert {r["table_version"] for r in rows} == {2}
+    rows = ctx.store.query("SELECT table_version, meta_json FROM samples WHERE table_name='t' "
+                           "AND strata_json='[\"g\"]' AND theta=0.1")
+    assert [r["table_version"] for r in rows] == [2]  # the key's version-1 sample is replaced
+    assert json.loads(rows[0]["meta_json"])["maintained_from"] == 1  # from the 10-row delta, not redrawn
 
 
 @pytest.mark.parametrize("kw,msg", [({"strategy": "BEST"}, "unknown strategy"), ({"sample_rate": 0}, "sample-rate"),
