@@ -138,8 +138,6 @@ def _maintained(catalog, table: str, strata: list, sj: str, theta: float, seed: 
     sample budget (a fresh draw would fall back to a uniform sample)."""
     from pathlib import Path
 
-    from pyspark.sql import functions as F
-
     from estimators.sample_delta import maintain
 
     prev = catalog.store.one("SELECT * FROM samples WHERE table_name=? AND strata_json=? AND theta=? AND seed=? "
@@ -151,17 +149,14 @@ def _maintained(catalog, table: str, strata: list, sj: str, theta: float, seed: 
     if pm.get("sampler") != SAMPLER or not pm.get("reserve") or not Path(prev["path"]).exists():
         return None
     ins, dels = catalog.delta(table, prev["table_version"], version)
-    df = maintain(catalog.spark.read.parquet(prev["path"]), ins, dels, strata, theta, seed)
-    if df is None:
+    got = maintain(catalog.spark, prev["path"], ins, dels, strata, theta, seed, str(path))
+    if got is None:
         return None
-    df.write.mode("overwrite").parquet(str(path))
-    got = catalog.spark.read.parquet(str(path))
-    per = got.groupBy("_stratum").agg(F.first("_n_g").alias("n"), F.sum(F.col("_in").cast("long")).alias("k"))
-    row = per.agg(F.count(F.lit(1)).alias("strata"), F.sum("n").alias("N"), F.sum("k").alias("k")).collect()[0]
-    if row["strata"] > theta * row["N"]:
+    N, n_strata, k = got
+    if n_strata > theta * N:
         return None
-    return {"sampler": SAMPLER, "population": int(row["N"]), "n_strata": int(row["strata"]),
-            "uniform_fallback": False, "sample_size": int(row["k"]), "reserve": True,
+    return {"sampler": SAMPLER, "population": N, "n_strata": n_strata,
+            "uniform_fallback": False, "sample_size": k, "reserve": True,
             "maintained_from": int(prev["table_version"])}
 
 

@@ -11,54 +11,95 @@ rows were all stored (``N_g`` of them) takes every insert; a stratum new in the 
 inserted rows, all known.  The new reserve is cut back to ``reserve_size(k')`` rows.  When any stratum
 has fewer than ``k'`` known rows (deletions ate its reserve), ``maintain`` returns None and the
 caller draws afresh.  Uniform samples (no strata, or more strata than the budget) are not maintained.
+
+Only the delta goes through Spark (its keys and stratum labels, computed by the same expressions
+as the draw); the stored sample is merged with pyarrow on the driver, because a Spark plan over
+the sample (aggregate, join, window, write) cost more than drawing afresh at TPC-H SF1.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
+
+import numpy as np
 
 from estimators.sampling import ROUND_GUARD, _key, reserve_size
 
 
-def maintain(old, ins, dels, strata: Sequence[str], theta: float, seed: int, id_col: str = "_rid"):
-    """The maintained sample (a lazy DataFrame with the old sample's columns) or None.
-
-    ``old``: the stored sample with ``_n_g``, ``_stratum``, ``_key``, ``_in``; ``ins`` / ``dels``: the
-    net inserted and deleted rows between the two versions (table columns and ``id_col``)."""
-    from pyspark.sql import Window
+def _delta_arrow(df, strata: Sequence[str], seed: int, id_col: str, id_type, cols: list):
+    """The delta rows as an Arrow table with the draw's ``_key`` and ``_stratum`` (one Spark job)."""
     from pyspark.sql import functions as F
 
-    strata = list(strata)
-    t_adj = float(theta) * ROUND_GUARD
-    # the key hashes the id's binary form: give the delta's ids the stored sample's type (batch ids
-    # can be INT where the table, read as a union with its LONG base ids, has LONG)
-    id_type = old.schema[id_col].dataType
-    ins = ins.withColumn(id_col, F.col(id_col).cast(id_type))
-    dels = dels.withColumn(id_col, F.col(id_col).cast(id_type))
-    skey = F.to_json(F.struct(*[F.col(c) for c in strata]))
-    per_old = old.groupBy("_stratum").agg(F.first("_n_g").alias("_n_old"), F.count(F.lit(1)).alias("_stored"),
-                                          F.max("_key").alias("_cut"))
-    d_ins = ins.groupBy(skey.alias("_stratum")).agg(F.count(F.lit(1)).alias("_n_ins"))
-    d_del = dels.groupBy(skey.alias("_stratum")).agg(F.count(F.lit(1)).alias("_n_del"))
-    per = (per_old.join(d_ins, "_stratum", "full_outer").join(d_del, "_stratum", "full_outer")
-           .fillna(0, ["_n_old", "_stored", "_n_ins", "_n_del"])
-           .withColumn("_n_new", F.col("_n_old") + F.col("_n_ins") - F.col("_n_del"))
-           # every row of the stratum is known: it was stored whole, or it is new in this batch
-           .withColumn("_whole", F.col("_stored") >= F.col("_n_old"))
-           .withColumn("_k", F.greatest(F.lit(1), F.ceil(F.col("_n_new") * F.lit(t_adj))))
-           .filter(F.col("_n_new") > 0))
-    kept_old = old.join(dels.select(id_col), id_col, "left_anti").drop("_n_g", "_in")
-    new_rows = (ins.withColumn("_key", _key(ins, seed, id_col)).withColumn("_stratum", skey)
-                .select(*kept_old.columns))
-    cand = kept_old.unionByName(new_rows).join(F.broadcast(per.select("_stratum", "_n_new", "_cut", "_whole", "_k")),
-                                               "_stratum", "inner")
-    cand = cand.filter(F.col("_whole") | (F.col("_key") <= F.col("_cut")))
-    cand = cand.withColumn("_rank", F.row_number().over(Window.partitionBy("_stratum").orderBy("_key")))
-    cand = cand.withColumn("_known", F.count(F.lit(1)).over(Window.partitionBy("_stratum")))
-    short = cand.filter(F.col("_known") < F.col("_k")).limit(1).count()
-    if short or per.join(cand.select("_stratum").distinct(), "_stratum", "left_anti").limit(1).count():
+    df = df.withColumn(id_col, F.col(id_col).cast(id_type))  # the key hashes the id's binary form
+    df = df.withColumn("_key", _key(df, seed, id_col)).withColumn(
+        "_stratum", F.to_json(F.struct(*[F.col(c) for c in strata])))
+    return df.select(*cols).toArrow()
+
+
+def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: float, seed: int, out_path: str,
+             id_col: str = "_rid"):
+    """Write the maintained sample to ``out_path`` (one Parquet file) and return (population, strata,
+    sample size), or return None when a fresh draw is needed.
+
+    ``old_path``: the stored sample (with ``_n_g``, ``_stratum``, ``_key``, ``_in``); ``ins`` / ``dels``:
+    Spark DataFrames of the net inserted and deleted rows between the two versions (table columns and
+    ``id_col``)."""
+    import os
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    old = ds.dataset(old_path, format="parquet").to_table()
+    sdf = spark.read.parquet(old_path).limit(0)
+    id_type = sdf.schema[id_col].dataType
+    keep_cols = [c for c in old.column_names if c not in ("_n_g", "_in")]
+    d_ins = _delta_arrow(ins, strata, seed, id_col, id_type, [c for c in keep_cols])
+    d_del = _delta_arrow(dels, strata, seed, id_col, id_type, [id_col, "_stratum"])
+
+    # per stratum: old size, stored rows, cut-off; then the new size and quota
+    stats = old.group_by("_stratum").aggregate([("_n_g", "max"), ("_key", "count"), ("_key", "max")]).to_pandas()
+    stats.columns = [{"_n_g_max": "n_old", "_key_count": "stored", "_key_max": "cut"}.get(c, c) for c in stats.columns]
+    stats = stats.set_index("_stratum")
+    n_ins = d_ins.column("_stratum").to_pandas().value_counts()
+    n_del = d_del.column("_stratum").to_pandas().value_counts()
+    idx = stats.index.union(n_ins.index).union(n_del.index)
+    st = stats.reindex(idx)
+    n_old = st["n_old"].fillna(0).to_numpy(np.int64)
+    stored = st["stored"].fillna(0).to_numpy(np.int64)
+    cut = st["cut"].fillna(np.inf).to_numpy(float)
+    n_new = n_old + n_ins.reindex(idx).fillna(0).to_numpy(np.int64) - n_del.reindex(idx).fillna(0).to_numpy(np.int64)
+    whole = stored >= n_old
+    k = np.array([max(1, math.ceil(n * (float(theta) * ROUND_GUARD))) if n > 0 else 0 for n in n_new], dtype=np.int64)
+
+    # candidates: stored rows not deleted + inserted rows up to the cut-off (all of them for whole strata)
+    kept = old.select(keep_cols).filter(pc.invert(pc.is_in(old.column(id_col), value_set=d_del.column(id_col))))
+    d_ins = d_ins.cast(kept.schema)
+    code_ins = idx.get_indexer(d_ins.column("_stratum").to_pandas())
+    ok_ins = whole[code_ins] | (d_ins.column("_key").to_numpy() <= cut[code_ins])
+    cand = pa.concat_tables([kept, d_ins.filter(pa.array(ok_ins))])
+    code = idx.get_indexer(cand.column("_stratum").to_pandas())
+    key = cand.column("_key").to_numpy()
+    order = np.lexsort((key, code))
+    code_s = code[order]
+    known = np.bincount(code_s, minlength=len(idx))
+    if np.any((n_new > 0) & (known < k)):
         return None  # a stratum has fewer known rows than its quota: draw afresh
-    out = (cand.filter(F.col("_rank") <= reserve_size(F.col("_k")))
-           .withColumn("_in", F.col("_rank") <= F.col("_k"))
-           .withColumn("_n_g", F.col("_n_new").cast("long")))
-    return out.select(*old.columns)
+    start = np.concatenate([[0], np.cumsum(known)[:-1]])
+    rank = np.arange(len(order)) - start[code_s] + 1
+    limit = np.array([reserve_size(int(x)) if x > 0 else 0 for x in k], dtype=np.int64)
+    take = rank <= limit[code_s]
+    out = cand.take(pa.array(order[take]))
+    out = out.append_column("_n_g", pa.array(n_new[code_s[take]], pa.int64()))
+    out = out.append_column("_in", pa.array(rank[take] <= k[code_s[take]]))
+    out = out.select(old.column_names).cast(old.schema)
+    shutil.rmtree(out_path, ignore_errors=True)  # nothing of an earlier attempt may be read with it
+    os.makedirs(out_path)
+    tmp = os.path.join(out_path, ".part-0.parquet.tmp")
+    pq.write_table(out, tmp)
+    os.replace(tmp, os.path.join(out_path, "part-0.parquet"))
+    live = n_new > 0
+    return int(n_new[live].sum()), int(live.sum()), int(k[live].sum())

@@ -47,9 +47,14 @@ def _sampled_rids(df, stratum: str) -> list[int]:
     return [r["_rid"] for r in df.filter("_in").filter(df["_stratum"] == stratum).select("_rid").collect()]
 
 
+def _stored(df, path) -> tuple:
+    df.write.mode("overwrite").parquet(str(path))
+    return str(path), df.sparkSession.read.parquet(str(path))
+
+
 @pytest.mark.parametrize("strata", [["g"], ["g", "h"]])
-def test_maintained_sample_equals_a_fresh_draw(spark, cat, strata):
-    old = _fresh(cat, 1, strata).cache()
+def test_maintained_sample_equals_a_fresh_draw(spark, cat, strata, tmp_path):
+    old_path, old = _stored(_fresh(cat, 1, strata), tmp_path / "old")
     old_a = _sampled_rids(old, '{"g":"a"}') if strata == ["g"] else []
     rids = [r["_rid"] for r in cat.read("t", 1, with_rid=True).select("_rid").collect()]
     # deletes hit sampled rows of the big stratum and the whole one-row stratum; inserts grow a
@@ -58,20 +63,22 @@ def test_maintained_sample_equals_a_fresh_draw(spark, cat, strata):
     e_rid = [r["_rid"] for r in cat.read("t", 1, with_rid=True).filter("g = 'e'").collect()]
     v2 = _apply(spark, cat, [("d", 0, 1.0)] * 9 + [("f", 1, 2.0)] * 12 + [("a", 1, 0.5)] * 40, sorted(set(gone + e_rid)))
     ins, dels = cat.delta("t", 1, v2)
-    got = maintain(old, ins, dels, strata, THETA, SEED)
-    assert got is not None
+    counts = maintain(spark, old_path, ins, dels, strata, THETA, SEED, str(tmp_path / "new"))
+    assert counts is not None
+    got = _sampled(spark.read.parquet(str(tmp_path / "new")))
     want = _sampled(_fresh(cat, v2, strata))
     assert len(want) > 0
-    pd.testing.assert_frame_equal(_sampled(got), want)
-    assert not (_sampled(got)["_stratum"] == '{"g":"e"}').any()  # the emptied stratum is gone
+    pd.testing.assert_frame_equal(got, want)
+    assert counts == (cat.version("t", v2).rows, want["_stratum"].nunique(), len(want))
+    assert not (got["_stratum"] == '{"g":"e"}').any()  # the emptied stratum is gone
 
 
-def test_a_stratum_whose_reserve_is_used_up_needs_a_fresh_draw(spark, cat):
-    old = _fresh(cat, 1, ["g"]).cache()
+def test_a_stratum_whose_reserve_is_used_up_needs_a_fresh_draw(spark, cat, tmp_path):
+    old_path, old = _stored(_fresh(cat, 1, ["g"]), tmp_path / "old")
     stored_a = [r["_rid"] for r in old.filter(old["_stratum"] == '{"g":"a"}').collect()]
     v2 = _apply(spark, cat, [], stored_a)  # every stored row of stratum a is deleted
     ins, dels = cat.delta("t", 1, v2)
-    assert maintain(old, ins, dels, ["g"], THETA, SEED) is None
+    assert maintain(spark, old_path, ins, dels, ["g"], THETA, SEED, str(tmp_path / "new")) is None
 
 
 def test_get_sample_maintains_across_batches_and_stays_equal_to_a_fresh_draw(spark, cat):
