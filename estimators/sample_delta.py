@@ -57,7 +57,7 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     sdf = spark.read.parquet(old_path).limit(0)
     id_type = sdf.schema[id_col].dataType
     keep_cols = [c for c in old.column_names if c not in ("_n_g", "_in")]
-    d_ins = _delta_arrow(ins, strata, seed, id_col, id_type, [c for c in keep_cols])
+    d_ins = _delta_arrow(ins, strata, seed, id_col, id_type, keep_cols)
     d_del = _delta_arrow(dels, strata, seed, id_col, id_type, [id_col, "_stratum"])
 
     # per stratum: old size, stored rows, cut-off; then the new size and quota

@@ -56,7 +56,7 @@ def _ensure(catalog, ds: str, sf: float) -> None:
         load_dataset(catalog, ds, sf=sf, rows=max(10_000, int(1_000_000 * sf)))
 
 
-def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool = True) -> dict:
+def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True) -> dict:
     from advisor.estimate import CannotEstimate, analyze
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
@@ -285,7 +285,7 @@ def render(console, res: dict) -> None:
 
 def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), sf: float = 1.0,
                          queries_per_dataset: int = 300, thetas=(0.05, 0.10), out_json=None, seed: int = 0,
-                         shrink: bool = True) -> dict:
+                         shrink: bool | str = True) -> dict:
     """Run the harness (loads missing datasets into the context's warehouse) and print the tables.
 
     ``shrink=False`` is the ablation without ``estimate.shrink_groups`` (the paper's estimator)."""
