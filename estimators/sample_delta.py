@@ -19,12 +19,11 @@ the sample (aggregate, join, window, write) cost more than drawing afresh at TPC
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 
-from estimators.sampling import ROUND_GUARD, _key, reserve_size
+from estimators.sampling import _key, quota, reserve_size
 
 
 def _delta_arrow(df, strata: Sequence[str], seed: int, id_col: str, id_type, cols: list):
@@ -73,7 +72,7 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     cut = st["cut"].fillna(np.inf).to_numpy(float)
     n_new = n_old + n_ins.reindex(idx).fillna(0).to_numpy(np.int64) - n_del.reindex(idx).fillna(0).to_numpy(np.int64)
     whole = stored >= n_old
-    k = np.array([max(1, math.ceil(n * (float(theta) * ROUND_GUARD))) if n > 0 else 0 for n in n_new], dtype=np.int64)
+    k = np.array([quota(int(n), float(theta)) for n in n_new], dtype=np.int64)  # 0 for an emptied stratum
 
     # candidates: stored rows not deleted + inserted rows up to the cut-off (all of them for whole strata)
     kept = old.select(keep_cols).filter(pc.invert(pc.is_in(old.column(id_col), value_set=d_del.column(id_col))))
