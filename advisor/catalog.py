@@ -250,7 +250,8 @@ class Catalog:
         """Same as `delta`, read straight from the batch files with pyarrow (no Spark job): the
         fast path for maintenance, whose deltas are small. Returns pandas frames without `_rid`;
         ``columns`` keeps only those (a pruned maintenance plan reads a few of the table's columns)."""
-        import pyarrow.dataset as ds
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         name = self.require(name)
         to = self.version(name, v_to).version
@@ -268,7 +269,13 @@ class Catalog:
             files = sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
             if not files:
                 return None
-            return ds.dataset(files, format="parquet").to_table(columns=[RID] + cols)
+            # file by file on this thread: for a few small batch files this is ~6x faster than a
+            # dataset scan, whose thread pool costs more than the reading
+            parts = []
+            for f in files:
+                with pq.ParquetFile(f) as pf:
+                    parts.append(pf.read(columns=[RID] + cols, use_threads=False))
+            return parts[0] if len(parts) == 1 else pa.concat_tables(parts, promote_options="permissive")
 
         ins = load([b.ins_path for b in batches if b.ins_path])
         dels = load([b.del_path for b in batches if b.del_path])

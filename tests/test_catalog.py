@@ -56,6 +56,9 @@ def test_delete_of_inserted_row_nets_out(spark, cat, tmp_path):
     cat.apply_batch("t", write_batch(spark, tmp_path / "b2", [("delete", rid, None, None, None)]))
     ins, dels = cat.delta("t", 1, 3)
     assert ins.count() == 0 and dels.count() == 0
+    assert cat.delta_pandas("t", 1, 3) == (None, None)  # the driver-side read nets it out too
+    ins2, _ = cat.delta_pandas("t", 1, 2)
+    assert ins2["k"].tolist() == [500]
     assert cat.read("t").count() == 100
 
 

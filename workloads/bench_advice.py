@@ -360,6 +360,8 @@ if __name__ == "__main__":
     ap.add_argument("--shrink", default=None, help="ablation: shrinkage prior 'normal' (default) or 't'")
     ap.add_argument("--reestimate", default=None,
                     help="ablation: re-estimate the evaluated queries of this result JSON (oracle sizes kept)")
+    ap.add_argument("--templates", default=None,
+                    help="with --reestimate: only these templates (comma-separated, e.g. Q-AAGH)")
     a = ap.parse_args()
     c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     shrink = False if a.no_shrink else (a.shrink or True)
@@ -368,8 +370,10 @@ if __name__ == "__main__":
         thetas = tuple(float(x) for x in a.thetas.split(","))
         res = {"thetas": list(thetas), "config": dict(src["config"], shrink=shrink, reestimated=a.reestimate),
                "datasets": {}}
+        keep = set(a.templates.split(",")) if a.templates else None
         for ds in a.datasets.split(","):
-            recs = reestimate(c, src["datasets"][ds]["queries"], thetas, a.seed, shrink)
+            recs = [r for r in src["datasets"][ds]["queries"] if keep is None or r.get("template") in keep]
+            recs = reestimate(c, recs, thetas, a.seed, shrink)
             res["datasets"][ds] = {"metrics": {str(t): summarize(recs, str(t)) for t in thetas}, "queries": recs}
         render(Console(width=200), res)
         if a.out:

@@ -130,6 +130,7 @@ def _load_groups(op: AggOp, df: pd.DataFrame, frag_cols: list[str]) -> None:
             if f is not None:  # a union's other branch: no fragment of this scan
                 F = grp.F[j]
                 F[int(f)] = F.get(int(f), 0) + c
+                grp.ann = None
     if op.is_global and () not in groups:
         groups[()] = op._new_group()
 

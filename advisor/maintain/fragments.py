@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 
 import numpy as np
 import pandas as pd
@@ -18,16 +19,34 @@ from advisor.partitions import RangePartition, decode_value, kind_of
 
 
 def _bounds_array(part: RangePartition, values: pd.Series):
-    bounds = [decode_value(b, part.dtype) for b in part.boundaries]
     kind = kind_of(part.dtype)
     if pd.api.types.is_datetime64_any_dtype(values.dtype) or kind in ("date", "ts"):
-        return np.array([np.datetime64(pd.Timestamp(b), "ns") for b in bounds], dtype="datetime64[ns]"), "dt"
-    if kind in ("int", "bool") and all(isinstance(b, (int, bool)) for b in bounds) \
-            and (pd.api.types.is_integer_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype)):
-        return np.array([int(b) for b in bounds], dtype=np.int64), "int"
-    if kind in ("int", "float", "dec", "bool"):
-        return np.array([float(b) for b in bounds], dtype=np.float64), "float"
-    return np.array(bounds, dtype=object), "obj"
+        how = "dt"
+    elif kind in ("int", "bool") and (pd.api.types.is_integer_dtype(values.dtype)
+                                      or pd.api.types.is_bool_dtype(values.dtype)):
+        how = "int"
+    elif kind in ("int", "float", "dec", "bool"):
+        how = "float"
+    else:
+        how = "obj"
+    return _decoded(part.dtype, tuple(part.boundaries), how)
+
+
+@functools.lru_cache(maxsize=64)
+def _decoded(dtype: str, boundaries: tuple, how: str):
+    """Boundaries decoded once per (type, boundaries, comparison); maintenance assigns fragments
+    to every batch with the same partition, and decoding 1,000 boundaries costs milliseconds."""
+    bounds = [decode_value(b, dtype) for b in boundaries]
+    if how == "dt":
+        arr = np.array([np.datetime64(pd.Timestamp(b), "ns") for b in bounds], dtype="datetime64[ns]")
+    elif how == "int" and all(isinstance(b, (int, bool)) for b in bounds):
+        arr = np.array([int(b) for b in bounds], dtype=np.int64)
+    elif how in ("int", "float"):
+        arr, how = np.array([float(b) for b in bounds], dtype=np.float64), "float"
+    else:
+        arr = np.array(bounds, dtype=object)
+    arr.setflags(write=False)
+    return arr, how
 
 
 def assign(values: pd.Series, part: RangePartition) -> np.ndarray:

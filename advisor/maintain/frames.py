@@ -70,8 +70,30 @@ def py_scalar(v: Any) -> Any:
 
 
 def column_values(s: pd.Series) -> list:
-    """The column as a list of normalised Python values."""
-    return [py_scalar(v) for v in s.tolist()]
+    """The column as a list of normalised Python values.
+
+    Numeric and boolean columns (numpy or nullable) convert in one vectorised step, with NULL and
+    NaN set to None afterwards; other columns go value by value through `py_scalar`."""
+    d = s.dtype
+    kind = _FAST_KINDS.get(str(d)) or (d.kind if isinstance(d, np.dtype) and d.kind in "iufb" else None)
+    if kind is None or not len(s):
+        return [py_scalar(v) for v in s.tolist()]
+    if kind == "f":
+        vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        null = np.isnan(vals)
+    else:
+        null = s.isna().to_numpy(dtype=bool)
+        vals = s.to_numpy(dtype=_FAST_NP[kind], na_value=_FAST_NP[kind](0))
+    out = vals.tolist()
+    if null.any():
+        for i in np.flatnonzero(null).tolist():
+            out[i] = None
+    return out
+
+
+_FAST_KINDS = {"Int64": "i", "Int32": "i", "Int16": "i", "Int8": "i", "Float64": "f", "Float32": "f",
+               "boolean": "b"}
+_FAST_NP = {"i": np.int64, "u": np.uint64, "b": np.bool_}
 
 
 def row_values(df: pd.DataFrame, cols: Sequence[str]) -> list[tuple]:
@@ -82,36 +104,48 @@ def row_values(df: pd.DataFrame, cols: Sequence[str]) -> list[tuple]:
 
 
 # ---------- dtype normalisation ----------
-def _infer_dtype(vals: list) -> str | None:
-    kinds = set()
-    for v in vals:
-        if is_null(v):
-            continue
-        if isinstance(v, (bool, np.bool_)):
-            kinds.add("bool")
-        elif isinstance(v, (int, np.integer)):
-            kinds.add("int")
-        elif isinstance(v, (float, np.floating, decimal.Decimal)):
-            kinds.add("float")
-        elif isinstance(v, str):
-            kinds.add("str")
-        elif isinstance(v, (dt.date, dt.datetime, pd.Timestamp, np.datetime64)):
-            kinds.add("date")
-        else:
-            return None
-    if not kinds:
-        return "Int64"
-    if kinds <= {"int"}:
-        return "Int64"
-    if kinds <= {"int", "float"}:
-        return "Float64"
-    if kinds == {"bool"}:
-        return "boolean"
-    if kinds == {"str"}:
-        return "string"
-    if kinds == {"date"}:
-        return "datetime64[ns]"
+def _kind_of_type(t: type) -> str | None:
+    """The dtype family of one Python/numpy type ("null" for NULL flavours, None if unknown)."""
+    if t is type(None) or t is type(pd.NA) or t is type(pd.NaT):
+        return "null"
+    if issubclass(t, (bool, np.bool_)):
+        return "bool"
+    if issubclass(t, (int, np.integer)):
+        return "int"
+    if issubclass(t, (float, np.floating, decimal.Decimal)):
+        return "float"
+    if issubclass(t, str):
+        return "str"
+    if issubclass(t, (dt.date, dt.datetime, pd.Timestamp, np.datetime64)):
+        return "date"
     return None
+
+
+_DTYPE_OF = {frozenset(): "Int64", frozenset({"int"}): "Int64", frozenset({"float"}): "Float64",
+             frozenset({"int", "float"}): "Float64", frozenset({"bool"}): "boolean",
+             frozenset({"str"}): "string", frozenset({"date"}): "datetime64[ns]"}
+
+
+def _infer_dtype(vals: list) -> str | None:
+    """The nullable dtype for a list of values, decided from the set of their Python types (a
+    float NaN is NULL, so a float type only counts when some float is not NaN)."""
+    kinds = set()
+    for t in {type(v) for v in vals}:
+        k = _kind_of_type(t)
+        if k is None:
+            return None
+        if k == "float" and issubclass(t, float) and not any(
+                type(v) is t and v == v for v in vals):
+            continue  # only NaNs of this type: NULLs
+        if k != "null":
+            kinds.add(k)
+    return _DTYPE_OF.get(frozenset(kinds))
+
+
+def _plain_numbers(vals: list) -> bool:
+    """Only Python ints and non-NaN floats: pandas converts such a list as it is."""
+    types = {type(v) for v in vals}
+    return types <= {int, float} and (float not in types or not any(v != v for v in vals))
 
 
 def from_values(vals: list, index=None) -> pd.Series:
@@ -119,6 +153,8 @@ def from_values(vals: list, index=None) -> pd.Series:
     dtype = _infer_dtype(vals)
     if dtype is None:
         return pd.Series([None if is_null(v) else v for v in vals], index=index, dtype=object)
+    if dtype in ("Float64", "Int64") and _plain_numbers(vals):
+        return pd.Series(pd.array(vals, dtype=dtype), index=index)
     if dtype == "Float64":
         vals = [None if is_null(v) else float(v) for v in vals]
     elif dtype == "datetime64[ns]":
@@ -239,6 +275,54 @@ def topk_sort_key(names: Sequence[str], order: Sequence[tuple[str, bool]]):
         return (xa > ya) - (xa < ya)
 
     return functools.cmp_to_key(cmp)
+
+
+class _Desc:
+    """A value in descending position of a tuple sort key (strings, dates: no negation)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, o):
+        return self.v == o.v
+
+    def __lt__(self, o):
+        return o.v < self.v
+
+    def __gt__(self, o):
+        return self.v < o.v
+
+    __hash__ = None
+
+
+def topk_tuple_key(names: Sequence[str], order: Sequence[tuple[str, bool]]):
+    """The order of `topk_sort_key` as a plain tuple key, which Python compares in C: several
+    times cheaper than the comparison function. Values of incomparable types make it raise
+    TypeError; callers then fall back to `topk_sort_key`, which orders them by type name."""
+    pos = {n: i for i, n in enumerate(names)}
+    keyed = [(pos[n], asc) for n, asc in order]
+    used = {p for p, _ in keyed}
+    rest = [i for i in range(len(names)) if i not in used]
+    num = (int, float, bool)
+
+    def key(x: tuple) -> tuple:
+        xv = x[0]
+        out = []
+        for p, asc in keyed:
+            v = xv[p]
+            if asc:
+                out.append((0,) if v is None else (1, v))
+            else:
+                out.append((1,) if v is None else (0, -v if type(v) in num else _Desc(v)))
+        for p in rest:
+            v = xv[p]
+            out.append((0,) if v is None else (1, v))
+        out.append(tuple(tuple(sorted(s)) for s in x[1]))
+        return tuple(out)
+
+    return key
 
 
 # ---------- sizes ----------

@@ -32,7 +32,7 @@ from .ops_base import Ctx, MaintenanceError, Op, state_size
 
 
 class _Group:
-    __slots__ = ("cnt", "nn", "sum", "vals", "ext", "F")
+    __slots__ = ("cnt", "nn", "sum", "vals", "ext", "F", "ann")
 
     def __init__(self, n_aggs: int, n_sids: int, multiset: list[bool]):
         self.cnt = 0
@@ -41,12 +41,21 @@ class _Group:
         self.vals: list[Optional[dict]] = [({} if ms else None) for ms in multiset]
         self.ext: list = [None] * n_aggs
         self.F: list[dict] = [{} for _ in range(n_sids)]
+        self.ann = None  # cached annotation (frozensets of F's keys); None when F's key set changed
 
     def __getstate__(self):
         return (self.cnt, self.nn, self.sum, self.vals, self.ext, self.F)
 
     def __setstate__(self, st):
         self.cnt, self.nn, self.sum, self.vals, self.ext, self.F = st
+        self.ann = None
+
+    def annotation(self) -> tuple:
+        """The group's sketch per scan: fragments with a positive count (cached until one enters
+        or leaves; a count may dip below zero in the middle of a batch)."""
+        if self.ann is None:
+            self.ann = tuple(frozenset(f for f, c in F.items() if c > 0) for F in self.F)
+        return self.ann
 
 
 class AggOp(Op):
@@ -62,10 +71,24 @@ class AggOp(Op):
         self.keys = list(keys)
         self.aggs = list(aggs)
         self.multiset = [a.func in ("min", "max") or a.distinct for a in aggs]
+        self.plain = self._plain()
         self.groups: dict[tuple, _Group] = {}
         self.is_global = not self.keys
         self.started = False
         self.pending: Optional[pd.DataFrame] = None  # output precomputed by a bulk initialisation
+
+    def _plain(self):
+        """Per aggregate how `_output` reads it without `_value` (0 count(*), 1 count(x), 2 sum,
+        3 avg), or None when some aggregate needs a multiset (min, max, DISTINCT)."""
+        if any(self.multiset):
+            return None
+        return [(j, 0 if a.func == "count" and a.arg is None else 1 if a.func == "count" else
+                 2 if a.func == "sum" else 3) for j, a in enumerate(self.aggs)]
+
+    def __setstate__(self, st):
+        self.__dict__.update(st)
+        if "plain" not in st:  # a state pickled before the field existed
+            self.plain = self._plain()
 
     # ----- values -----
     def _value(self, g: _Group, j: int):
@@ -94,9 +117,12 @@ class AggOp(Op):
         """(row values, annotation) of a group, or None if the group has no output row."""
         if g is None or (g.cnt == 0 and not self.is_global):
             return None
-        vals = tuple(self._value(g, j) for j in range(len(self.aggs)))
-        ann = tuple(frozenset(f for f, c in F.items() if c > 0) for F in g.F)
-        return (key + vals, ann)
+        if self.plain is not None:  # only count / sum / avg without DISTINCT: no multisets
+            vals = tuple(g.cnt if how == 0 else g.nn[j] if how == 1 else None if g.nn[j] == 0
+                         else g.sum[j] if how == 2 else g.sum[j] / g.nn[j] for j, how in self.plain)
+        else:
+            vals = tuple(self._value(g, j) for j in range(len(self.aggs)))
+        return (key + vals, g.annotation())
 
     def _new_group(self) -> _Group:
         return _Group(len(self.aggs), len(self.sids), self.multiset)
@@ -178,7 +204,10 @@ class AggOp(Op):
             for j, P in enumerate(ann[i]):
                 F = g.F[j]
                 for f in P:
-                    c = F.get(f, 0) + m
+                    o = F.get(f, 0)
+                    c = o + m
+                    if (o > 0) != (c > 0):
+                        g.ann = None  # the fragment enters or leaves the group's sketch
                     if c:
                         F[f] = c
                     else:

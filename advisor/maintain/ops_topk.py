@@ -25,7 +25,7 @@ import pandas as pd
 from advisor.plan import ir
 
 from .base import NEW
-from .frames import M, annotations, frame_from_rows, row_values, topk_sort_key
+from .frames import M, annotations, frame_from_rows, row_values, topk_sort_key, topk_tuple_key
 from .ops_base import Ctx, MaintenanceError, NeedsRecapture, Op, state_size
 
 
@@ -53,7 +53,19 @@ class TopKOp(Op):
         return topk_sort_key(self.names, self.node.order)
 
     def _sorted(self) -> list[tuple]:
-        return sorted(self.buf, key=self._key())
+        try:
+            return sorted(self.buf, key=topk_tuple_key(self.names, self.node.order))
+        except TypeError:  # incomparable values: the comparison function orders them by type
+            return sorted(self.buf, key=self._key())
+
+    def _after(self, last: tuple, e: tuple) -> bool:
+        """Entry `e` sorts strictly after entry `last`."""
+        fast = topk_tuple_key(self.names, self.node.order)
+        try:
+            return fast(last) < fast(e)
+        except TypeError:
+            key = self._key()
+            return key(last) < key(e)
 
     def _topk(self, entries: list[tuple]) -> dict[tuple, int]:
         out, taken = {}, 0
@@ -81,17 +93,19 @@ class TopKOp(Op):
         return frame_from_rows(self.names, rows, mults, self.sids, anns)
 
     def _absorb(self, d: pd.DataFrame, before: list[tuple]) -> None:
-        key = self._key()
-        last = key(before[-1]) if before else None
+        last = before[-1] if before else None
         acc: dict[tuple, int] = {}
         for e, m in zip(zip(row_values(d, self.names), annotations(d, self.sids)), d[M].tolist()):
             acc[e] = acc.get(e, 0) + m
         self.bad = False
+        beyond = self._beyond(before[-1]) if before and not self.complete else None
         for e, m in acc.items():
             if m == 0:
                 continue
             self.n_total += m
-            if self.complete or (last is not None and not last < key(e)):
+            if beyond is not None and beyond(e):
+                continue
+            if self.complete or (last is not None and not self._after(last, e)):
                 c = self.buf.get(e, 0) + m
                 if c > 0:
                     self.buf[e] = c
@@ -101,6 +115,20 @@ class TopKOp(Op):
                         self.bad = True  # deleted more copies than the prefix holds: state is off
         if self.n_total < 0:
             raise MaintenanceError("top-k input lost more rows than it had")
+
+    def _beyond(self, last: tuple):
+        """A cheap test that an entry sorts strictly after `last` by the first order key alone
+        (both values plain numbers); False means "compare in full", never "not beyond"."""
+        if not self.node.order:
+            return None
+        name, asc = self.node.order[0]
+        p = self.names.index(name)
+        lv = last[0][p]
+        if type(lv) not in (int, float):
+            return None
+        if asc:
+            return lambda e: type(e[0][p]) in (int, float) and e[0][p] > lv
+        return lambda e: type(e[0][p]) in (int, float) and e[0][p] < lv
 
     def _settle(self, ctx: Ctx) -> None:
         held = sum(self.buf.values())

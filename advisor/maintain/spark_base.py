@@ -83,8 +83,11 @@ class SparkBase:
         self.rows_fetched = 0
         self.cache_hits = 0
 
-    def source(self, version: str):
-        """How each scan reads its table at OLD or NEW (sketched scans with their fragment column)."""
+    def source(self, version: str, register: bool = True):
+        """How each scan reads its table at OLD or NEW (sketched scans with their fragment column).
+
+        With ``register=False`` only the view names are produced (no Spark call): enough to
+        build the SQL text that keys the side cache."""
         vers = self.versions[version]
 
         def src(scan: ir.Scan) -> Source:
@@ -93,17 +96,19 @@ class SparkBase:
                 attr_internal, part = self.sketched[scan.scan_id]
                 attr = scan.col(attr_internal).source
                 name = self.catalog.view_name(scan.table, v, f"_cap{part.id}")
-                if not self.catalog.spark.catalog.tableExists(name):
+                if register and not self.catalog.spark.catalog.tableExists(name):
                     df = self.catalog.read(scan.table, v)
                     assign_column(df, attr, part, FRAG).createOrReplaceTempView(name)
                 return Source(name, FRAG)
+            if not register:
+                return Source(self.catalog.view_name(scan.table, self.catalog.version(scan.table, v).version))
             return Source(table_view(self.catalog, scan.table, v))
 
         return src
 
     def rows(self, node: ir.Node, version: str, keys: Optional[KeyFilter] = None) -> pd.DataFrame:
         self.calls += 1
-        g = Gen(self.source(version))
+        g = Gen(self.source(version, register=False))  # names only: a cache hit needs no Spark call
         sql, lams = gen(node, g)
         where = ""
         if keys is not None and len(keys.cols) == 1 and 0 < len(keys.values) <= MAX_IN_LIST:
@@ -121,7 +126,7 @@ class SparkBase:
         side = _sides.get(ck)
         small = sum(x.rows for x in tv.values()) <= SIDE_MAX_ROWS
         if side is None and small and _seen.get(ck, 0) >= 1:  # asked before: read it whole, once
-            side = _Side(normalize_frame(self._read(full, lams, sid_of)))  # values in the engine's forms
+            side = _Side(normalize_frame(self._read(node, version, full, lams, sid_of)))  # values in the engine's forms
             _cache_side(ck, side)
         elif side is not None:
             _sides.move_to_end(ck)
@@ -132,11 +137,12 @@ class SparkBase:
             if len(_seen) > 10_000:  # sides of changing tables never repeat: forget them
                 _seen.clear()
             _seen[ck] = _seen.get(ck, 0) + 1
-            df = self._read(full + where, lams, sid_of)
+            df = self._read(node, version, full + where, lams, sid_of)
         self.rows_fetched += len(df)
         return df
 
-    def _read(self, sql: str, lams: dict, sid_of: dict) -> pd.DataFrame:
+    def _read(self, node: ir.Node, version: str, sql: str, lams: dict, sid_of: dict) -> pd.DataFrame:
+        gen(node, Gen(self.source(version)))  # register the views the SQL names
         df = self.catalog.spark.sql(sql).toPandas()
         for name, kind in lams.items():
             c = fcol(sid_of[name])
