@@ -55,6 +55,13 @@ class Catalog:
         self.root.mkdir(parents=True, exist_ok=True)
         self.pins: dict[str, int] = {}
 
+    @classmethod
+    def offline(cls, store: Store) -> "Catalog":
+        """A catalog for reading the store's metadata only (tables, versions): no Spark session."""
+        cat = cls.__new__(cls)
+        cat.spark, cat.store, cat.root, cat.pins = None, store, store.warehouse / "tables", {}
+        return cat
+
     def pin(self, table: str, version: int) -> None:
         """Make `version` the table's current version for this catalog object: later versions stay
         invisible (replay applies every update batch once up front, then moves the pins forward so

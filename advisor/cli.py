@@ -71,8 +71,7 @@ def data_list(as_json: bool = typer.Option(False, "--json")):
     c = ctx()
     from advisor.catalog import Catalog
 
-    cat = Catalog.__new__(Catalog)
-    cat.store = c.store
+    cat = Catalog.offline(c.store)
     rows = []
     for t in cat.tables():
         for v in cat.versions(t):

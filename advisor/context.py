@@ -45,6 +45,5 @@ class Context:
         """table -> [(column, type)] for the SQL parser (no Spark needed)."""
         from advisor.catalog import Catalog
 
-        cat = Catalog.__new__(Catalog)
-        cat.store = self.store
+        cat = Catalog.offline(self.store)
         return lambda t: cat.schema(t)

@@ -66,6 +66,13 @@ def test_bad_input_exits_2_with_one_line(wh, capsys, args, needle):
     assert "Traceback" not in err
 
 
+def test_data_list_reads_versions_without_spark(wh, capsys):
+    code, out, err = cli(["--warehouse", wh, "data", "list", "--json"], capsys)
+    assert code == 0, err
+    rows = [r for r in json.loads(out) if r["table"] == "t"]
+    assert rows and rows[0]["version"] == 1 and rows[0]["kind"] == "base" and rows[0]["rows"] == 200
+
+
 def test_damaged_store(tmp_path, capsys):
     (tmp_path / "advisor.db").write_bytes(b"this is not sqlite" * 100)
     code, _, err = cli(["--warehouse", str(tmp_path), "data", "list"], capsys)
