@@ -280,17 +280,17 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
     (TPC-H: uniform data, small groups), the noisy estimates are spread wider than the truth, so a
     threshold in the upper part of the distribution is passed by too many groups and sketches look
     larger than they are.  Model: ``m_g ~ N(mu, tau^2)`` across groups, estimate ``~ N(m_g, v_g)``,
-    ``tau^2 = max(var(m) - mean(v), floor * var(m))``.  ``m_g`` is the row mean ``SUM_g / N_g`` when
+    ``tau^2 = max(var(m) - mean(noise variance), floor * var(m))``.  ``m_g`` is the row mean ``SUM_g / N_g`` when
     groups are strata (``aligned``: ``N_g`` is exact) and ``AVG_g``; else the total ``SUM_g`` (its
     ``N_g`` is estimated too).  ``v_g`` is the larger of the replicate variance and, for row means,
     ``s_w^2 (1 - n_g/N_g) / n_g`` with the pooled within-group variance ``s_w^2`` (one sampled row
     has no replicate spread).  ``tau^2`` subtracts the mean analytic variance alone: it is unbiased,
     while the larger-of-two is biased upwards, and when the spread is a tenth of the noise (TPC-H
     avg(l_discount) per supplier and ship mode, 15 sampled rows) that bias alone drove ``tau^2`` to
-    its floor and cut the pass rate of a high threshold four-fold.  Each group's point becomes the posterior mean
-    ``mu + (1-B)(m - mu)``, ``B = v/(v + tau^2)``; its replicates are rescaled (and topped up with
-    normal noise where narrower than the posterior) so pass probabilities become posterior
-    probabilities.  Exact groups and groups without a passing sampled row are left alone.  Known
+    its floor and cut the pass rate of a high threshold four-fold.  Each group's point becomes the
+    posterior mean ``mu + (1-B)(m - mu)``, ``B = v/(v + tau^2)``; its replicates are rescaled (and
+    topped up with normal noise where narrower than the posterior) so pass probabilities become
+    posterior probabilities.  Exact groups and groups without a passing sampled row are left alone.  Known
     limit: a heavy upper tail (flight delays) is under-counted by the normal prior; a nonparametric
     prior (NPMLE) fixed those queries but over-shrank others (noise of 2-row means of delays is far
     from normal) and was worse overall in the harness, so it was dropped.  ``prior='t'`` replaces the
