@@ -58,9 +58,8 @@ class TopKOp(Op):
         except TypeError:  # incomparable values: the comparison function orders them by type
             return sorted(self.buf, key=self._key())
 
-    def _after(self, last: tuple, e: tuple) -> bool:
-        """Entry `e` sorts strictly after entry `last`."""
-        fast = topk_tuple_key(self.names, self.node.order)
+    def _after(self, last: tuple, e: tuple, fast) -> bool:
+        """Entry `e` sorts strictly after entry `last` (`fast`: this operator's `topk_tuple_key`)."""
         try:
             return fast(last) < fast(e)
         except TypeError:
@@ -99,13 +98,14 @@ class TopKOp(Op):
             acc[e] = acc.get(e, 0) + m
         self.bad = False
         beyond = self._beyond(before[-1]) if before and not self.complete else None
+        fast = topk_tuple_key(self.names, self.node.order)  # built once per batch, not per entry
         for e, m in acc.items():
             if m == 0:
                 continue
             self.n_total += m
             if beyond is not None and beyond(e):
                 continue
-            if self.complete or (last is not None and not self._after(last, e)):
+            if self.complete or (last is not None and not self._after(last, e, fast)):
                 c = self.buf.get(e, 0) + m
                 if c > 0:
                     self.buf[e] = c
