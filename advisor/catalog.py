@@ -115,21 +115,29 @@ class Catalog:
         r = self.store.one("SELECT max(version) v FROM versions WHERE table_name=?", (name,))
         return min(int(r["v"]), self.pins.get(name, int(r["v"])))
 
-    def versions(self, name: str) -> list[Version]:
+    def versions(self, name: str, after: int | None = None, upto: int | None = None) -> list[Version]:
+        """Versions of ``name`` in order, optionally only those with ``after < version <= upto``
+        (a range query: a long-lived table has one row per batch)."""
         name = self.require(name)
-        rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version<=? ORDER BY version",
-                                (name, self.pins.get(name, 1 << 62)))
-        return [Version(r["table_name"], r["version"], r["kind"], r["base_path"], r["ins_path"],
-                        r["del_path"], r["rows"], r["bytes"], r["n_ins"], r["n_del"]) for r in rows]
+        hi = self.pins.get(name, 1 << 62) if upto is None else min(upto, self.pins.get(name, 1 << 62))
+        rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version>? AND version<=? "
+                                "ORDER BY version", (name, -1 if after is None else after, hi))
+        return [_version(r) for r in rows]
 
     def version(self, name: str, version: int | None = None) -> Version:
-        vs = self.versions(name)
+        name = self.require(name)
+        pin = self.pins.get(name, 1 << 62)
         if version is None:
-            return vs[-1]
-        for v in vs:
-            if v.version == version:
-                return v
-        raise BadInput(f"table {name!r} has no version {version} (latest is {vs[-1].version})")
+            rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version<=? "
+                                    "ORDER BY version DESC LIMIT 1", (name, pin))
+        else:
+            rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version=? AND version<=?",
+                                    (name, version, pin))
+        if rows:
+            return _version(rows[0])
+        latest = self.version(name) if version is not None else None
+        raise BadInput(f"table {name!r} has no version {version} (latest is "
+                       f"{latest.version if latest else 'none'})")
 
     # ---------- create ----------
     def create_table(self, name: str, df, dataset: str = "", replace: bool = True) -> Version:
@@ -253,16 +261,22 @@ class Catalog:
             return net_ins, net_del
         return ins, dels
 
-    def delta_pandas(self, name: str, v_from: int, v_to: int | None = None, columns: list | None = None):
+    def delta_pandas(self, name: str, v_from: int, v_to: int | None = None, columns: list | None = None,
+                     where=None, seen: list | None = None):
         """Same as `delta`, read straight from the batch files with pyarrow (no Spark job): the
         fast path for maintenance, whose deltas are small. Returns pandas frames without `_rid`;
-        ``columns`` keeps only those (a pruned maintenance plan reads a few of the table's columns)."""
+        ``columns`` keeps only those (a pruned maintenance plan reads a few of the table's columns).
+        ``where`` (a sqlglot predicate over the table's columns) drops, after netting, rows it
+        certainly rejects (`arrow_filter`: a superset is kept; the caller still applies it);
+        ``seen``, if given, receives the number of netted delta rows before that filter."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from advisor import arrow_filter
+
         name = self.require(name)
         to = self.version(name, v_to).version
-        batches = [x for x in self.versions(name) if v_from < x.version <= to]
+        batches = self.versions(name, after=v_from, upto=to)
         cols = [c for c, _ in self.schema(name)]
         if columns is not None:
             unknown = set(columns) - set(cols)
@@ -293,7 +307,11 @@ class Catalog:
             ins, dels = (ins.filter(pc.invert(pc.is_in(i_ids, value_set=d_ids))),
                          dels.filter(pc.invert(pc.is_in(d_ids, value_set=i_ids))))
         out = []
+        if seen is not None:
+            seen.append(sum(t.num_rows for t in (ins, dels) if t is not None))
         for t in (ins, dels):
+            if t is not None and where is not None:
+                t = arrow_filter.apply(t, where)
             out.append(None if t is None or t.num_rows == 0 else t.drop_columns([RID]).to_pandas())
         return out[0], out[1]
 
@@ -389,3 +407,8 @@ class Catalog:
                       (name, new_v, "base", str(final), None, None, cur.rows, _dir_bytes(final), 0, 0,
                        time.time()))
         return self.version(name, new_v)
+
+
+def _version(r) -> Version:
+    return Version(r["table_name"], r["version"], r["kind"], r["base_path"], r["ins_path"],
+                   r["del_path"], r["rows"], r["bytes"], r["n_ins"], r["n_del"])

@@ -75,7 +75,8 @@ def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"
                 v = cat.apply_frames(table, ins, dels).version
                 new = dict(cur, **{table: v})
                 t0 = time.perf_counter()
-                i_df, d_df = cat.delta_pandas(table, cur[table], v, columns=state.columns(table))
+                i_df, d_df = cat.delta_pandas(table, cur[table], v, columns=state.columns(table),
+                                                  where=state.delta_where(table))
                 got = state.apply({table: (i_df, d_df)}, SparkBase(cat, sketched, cur, new))
                 t_inc = time.perf_counter() - t0
                 (fresh,), t_cap = capture_batch(cat, [(q, on, parts)], new)

@@ -28,6 +28,7 @@ import zlib
 from typing import Optional
 
 import pandas as pd
+from sqlglot import exp
 
 from advisor.errors import Unsupported
 from advisor.plan import ir
@@ -96,23 +97,60 @@ class Merge:
         self.counts: dict[int, dict[int, int]] = {s: {} for s in all_sids}
 
     def absorb(self, d: pd.DataFrame) -> dict[int, tuple[frozenset, frozenset]]:
-        """Apply the root's delta; return per scan (fragments added, fragments removed)."""
-        old = {s: self.sketch_of(s) for s in self.counts}
-        for ann, m in zip(annotations(d, self.sids), d[M].tolist() if len(d) else []):
+        """Apply the root's delta; return per scan (fragments added, fragments removed).
+
+        An aggregate emits each changed group as -(old row, old lineage) next to +(new row, new
+        lineage), and the two lineages differ in a few fragments out of possibly thousands. Such
+        adjacent pairs are applied as their set differences (computed in C), not fragment by
+        fragment: the net count change is the same for any pairing of rows."""
+        anns = annotations(d, self.sids)
+        ms = d[M].tolist() if len(d) else []
+        before: dict[int, dict[int, int]] = {s: {} for s in self.counts}  # touched fragment -> old count
+        terms: list[tuple[tuple, int]] = []  # (per-sid fragment collections, multiplicity)
+        i, n = 0, len(ms)
+        while i < n:
+            if i + 1 < n and ms[i] < 0 < ms[i + 1] and ms[i] == -ms[i + 1]:
+                a_old, a_new, k = anns[i], anns[i + 1], ms[i + 1]
+                terms.append((tuple(A - B for A, B in zip(a_new, a_old)), k))
+                terms.append((tuple(B - A for A, B in zip(a_new, a_old)), -k))
+                i += 2
+            else:
+                terms.append((anns[i], ms[i]))
+                i += 1
+        for ann, m in terms:
             for j, s in enumerate(self.sids):
-                C = self.counts[s]
+                C, B = self.counts[s], before[s]
                 for f in ann[j]:
-                    c = C.get(f, 0) + m
-                    if c < 0:
-                        raise MaintenanceError(f"fragment {f} of scan {s} counted below zero")
+                    c0 = C.get(f, 0)
+                    if f not in B:
+                        B[f] = c0
+                    c = c0 + m
                     if c:
                         C[f] = c
                     else:
                         del C[f]
-        return {s: (self.sketch_of(s) - old[s], old[s] - self.sketch_of(s)) for s in self.counts}
+        out = {}
+        for s, B in before.items():  # judged after the whole batch: -/+ pairs never flicker
+            C = self.counts[s]
+            for f in B:
+                if C.get(f, 0) < 0:
+                    raise MaintenanceError(f"fragment {f} of scan {s} counted below zero")
+            out[s] = (frozenset(f for f, c0 in B.items() if c0 <= 0 < C.get(f, 0)),
+                      frozenset(f for f, c0 in B.items() if c0 > 0 >= C.get(f, 0)))
+        return out
 
     def sketch_of(self, sid: int) -> frozenset:
         return frozenset(f for f, c in self.counts[sid].items() if c > 0)
+
+
+def _rename(e: exp.Expression, names: dict[str, str]) -> exp.Expression:
+    """`e` with column references renamed (internal attribute -> base column)."""
+    def repl(n):
+        if isinstance(n, exp.Column) and n.name in names:
+            return exp.column(names[n.name])
+        return n
+
+    return e.copy().transform(repl)
 
 
 # ---------- compilation ----------
@@ -152,6 +190,7 @@ class MaintState:
         self.query = root
         plan = pushdown.rewrite(root) if pushdown_on else root
         self.plan = prune.prune(plan, keep={attr for attr, _ in sketched.values()})
+        self._pushed = pushdown.pushdown_predicates(root) if pushdown_on else {}
         self.sketched = dict(sketched)
         self.root_op = build(self.plan, self.sketched, topk_buffer, on_topk_exhausted, bloom)
         self.merge = Merge(self.root_op.sids, sorted(self.sketched))
@@ -184,6 +223,20 @@ class MaintState:
         """Source columns of ``table`` the (pruned) plan's scans read: all a delta needs to carry."""
         return sorted({c.source or c.name for n in self.plan.walk() if isinstance(n, ir.Scan) and n.table == table
                        for c in n.cols})
+
+    def delta_where(self, table: str):
+        """A predicate over ``table``'s source columns that every delta row able to matter
+        satisfies (the OR over the table's scans of their pushed-down selections), or None.
+        A reader may drop the rows it rejects before they reach `apply`."""
+        terms = []
+        for n in self.query.walk():
+            if isinstance(n, ir.Scan) and n.table == table:
+                preds = getattr(self, "_pushed", {}).get(n.scan_id)  # states pickled before it: none
+                if not preds:
+                    return None
+                src = {c.name: c.source or c.name for c in n.cols}
+                terms.append(exp.and_(*[_rename(p, src) for p in preds]))
+        return exp.or_(*terms) if terms else None
 
     def snapshot(self) -> dict:
         """Comparable picture of all operator states (aggregate/distinct groups, current top-k,

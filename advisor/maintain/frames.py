@@ -200,20 +200,41 @@ def normalize_frame(df: pd.DataFrame, skip: Iterable[str] = ()) -> pd.DataFrame:
     return pd.DataFrame(out, index=df.index)
 
 
+def make_frame(data: dict) -> pd.DataFrame:
+    """A frame of equally long columns (Series, arrays or lists) in `data`'s order, positionally.
+
+    `pd.DataFrame(data, columns=...)` aligns Series on their indexes and then reindexes by the
+    column list: ~0.25 ms even for a handful of rows, paid several times per maintenance step.
+    Passing the bare arrays with a RangeIndex costs a fifth of that."""
+    arrays = {k: (v.array if isinstance(v, pd.Series) else v) for k, v in data.items()}
+    n = len(next(iter(arrays.values()))) if arrays else 0
+    return pd.DataFrame(arrays, index=pd.RangeIndex(n), copy=False)
+
+
 def frame_from_rows(cols: Sequence[str], rows: list[tuple], mults: list[int],
                     sids: Sequence[int], annots: list[tuple]) -> pd.DataFrame:
     """Build an annotated frame from Python rows, multiplicities and per-sid annotation tuples."""
     data: dict[str, Any] = {}
     for i, c in enumerate(cols):
         data[c] = from_values([r[i] for r in rows])
-    data[M] = pd.Series(mults, dtype="int64")
+    data[M] = np.asarray(mults, dtype=np.int64)
     for j, sid in enumerate(sids):
-        data[fcol(sid)] = pd.Series([a[j] for a in annots], dtype=object)
-    return pd.DataFrame(data, columns=list(cols) + [M] + [fcol(s) for s in sids])
+        col = np.empty(len(annots), dtype=object)
+        col[:] = [a[j] for a in annots]
+        data[fcol(sid)] = col
+    return make_frame(data)
 
 
 def empty_frame(cols: Sequence[str], sids: Sequence[int]) -> pd.DataFrame:
-    return frame_from_rows(cols, [], [], sids, [])
+    """An annotated frame with no rows (a copy of a cached one: building it costs ~0.3 ms)."""
+    key = (tuple(cols), tuple(sids))
+    df = _EMPTY_FRAMES.get(key)
+    if df is None:
+        df = _EMPTY_FRAMES[key] = frame_from_rows(cols, [], [], sids, [])
+    return df.copy()
+
+
+_EMPTY_FRAMES: dict[tuple, pd.DataFrame] = {}
 
 
 def annotations(df: pd.DataFrame, sids: Sequence[int]) -> list[tuple]:

@@ -32,7 +32,7 @@ from .ops_base import Ctx, MaintenanceError, Op, state_size
 
 
 class _Group:
-    __slots__ = ("cnt", "nn", "sum", "vals", "ext", "F", "ann")
+    __slots__ = ("cnt", "nn", "sum", "vals", "ext", "F", "ann", "chg")
 
     def __init__(self, n_aggs: int, n_sids: int, multiset: list[bool]):
         self.cnt = 0
@@ -41,20 +41,38 @@ class _Group:
         self.vals: list[Optional[dict]] = [({} if ms else None) for ms in multiset]
         self.ext: list = [None] * n_aggs
         self.F: list[dict] = [{} for _ in range(n_sids)]
-        self.ann = None  # cached annotation (frozensets of F's keys); None when F's key set changed
+        self.ann = None  # cached annotation (frozensets of F's keys); None: build from F
+        self.chg = None  # per sid, fragments that entered or left since `ann` was built
 
     def __getstate__(self):
         return (self.cnt, self.nn, self.sum, self.vals, self.ext, self.F)
 
     def __setstate__(self, st):
         self.cnt, self.nn, self.sum, self.vals, self.ext, self.F = st
-        self.ann = None
+        self.ann = self.chg = None
+
+    def flipped(self, j: int, f: int) -> None:
+        """Fragment `f` of scan `j` entered or left the group's sketch (or went back)."""
+        if self.ann is not None:
+            if self.chg is None:
+                self.chg = [set() for _ in self.F]
+            self.chg[j].add(f)
 
     def annotation(self) -> tuple:
-        """The group's sketch per scan: fragments with a positive count (cached until one enters
-        or leaves; a count may dip below zero in the middle of a batch)."""
+        """The group's sketch per scan: fragments with a positive count. Cached; after fragments
+        enter or leave, the cached sets are edited with C set operations instead of rebuilt from
+        the counts (a count may dip below zero in the middle of a batch)."""
         if self.ann is None:
             self.ann = tuple(frozenset(f for f, c in F.items() if c > 0) for F in self.F)
+            self.chg = None
+        elif self.chg is not None:
+            new = []
+            for A, F, ch in zip(self.ann, self.F, self.chg):
+                if ch:
+                    add = {f for f in ch if F.get(f, 0) > 0}
+                    A = (A - ch) | add
+                new.append(A)
+            self.ann, self.chg = tuple(new), None
         return self.ann
 
 
@@ -207,7 +225,7 @@ class AggOp(Op):
                     o = F.get(f, 0)
                     c = o + m
                     if (o > 0) != (c > 0):
-                        g.ann = None  # the fragment enters or leaves the group's sketch
+                        g.flipped(j, f)  # the fragment enters or leaves the group's sketch
                     if c:
                         F[f] = c
                     else:

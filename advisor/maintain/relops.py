@@ -17,7 +17,7 @@ from advisor.plan import ir
 
 from . import exprs
 from .fragments import assign
-from .frames import EMPTY, M, coerce_to, fcol, normalize_frame, singleton
+from .frames import EMPTY, M, coerce_to, fcol, make_frame, normalize_frame, row_values, singleton
 
 Sketched = dict  # scan_id -> (internal attribute name, RangePartition)
 
@@ -39,13 +39,13 @@ def scan_frame(node: ir.Scan, table: Optional[pd.DataFrame], sign: int, sketched
             if src not in table.columns:
                 raise KeyError(f"table {node.table} has no column {src!r}")
             data[c.name] = coerce_to(table[src].reset_index(drop=True), c.dtype)
-    data[M] = pd.Series(np.full(n, sign, dtype=np.int64))
-    out = pd.DataFrame(data, columns=[c.name for c in node.cols] + [M])
+    data[M] = np.full(n, sign, dtype=np.int64)
     for sid in sids:
         attr, part = sketched[sid]
-        frags = assign(out[attr], part)
-        out[fcol(sid)] = pd.Series([singleton(int(f)) for f in frags], dtype=object)
-    return out
+        col = np.empty(n, dtype=object)
+        col[:] = [singleton(f) for f in assign(data[attr], part).tolist()]
+        data[fcol(sid)] = col
+    return make_frame(data)
 
 
 def select(df: pd.DataFrame, cond: exp.Expression) -> pd.DataFrame:
@@ -66,7 +66,7 @@ def project(df: pd.DataFrame, items: Sequence[tuple[exp.Expression, ir.Col]], si
     data[M] = df[M].reset_index(drop=True)
     for s in sids:
         data[fcol(s)] = df[fcol(s)].reset_index(drop=True)
-    return pd.DataFrame(data, columns=[c.name for _, c in items] + [M] + [fcol(s) for s in sids])
+    return make_frame(data)
 
 
 def conjuncts(e: Optional[exp.Expression]) -> list[exp.Expression]:
@@ -113,9 +113,11 @@ def join(a: pd.DataFrame, b: pd.DataFrame, cond: Optional[exp.Expression],
     cols = list(left_names) + list(right_names) + [M] + [fcol(s) for s in list(lsids) + list(rsids)]
     if len(a) == 0 or len(b) == 0:
         return pd.DataFrame({c: (a[c] if c in a.columns else b[c]).iloc[:0] for c in cols}, columns=cols)
+    pairs = equi_keys(cond, set(left_names), set(right_names))
+    if pairs and min(len(a), len(b)) <= SMALL_JOIN:
+        return _join_small(a, b, cond, pairs, left_names, right_names, lsids, rsids)
     a2 = a.rename(columns={M: "__ml"})
     b2 = b.rename(columns={M: "__mr"})
-    pairs = equi_keys(cond, set(left_names), set(right_names))
     if pairs:
         lk, rk = [], []
         for i, (l, r) in enumerate(pairs):
@@ -134,6 +136,56 @@ def join(a: pd.DataFrame, b: pd.DataFrame, cond: Optional[exp.Expression],
     if cond is not None and len(out):
         out = out[exprs.mask(cond, out)]
     return out[cols].reset_index(drop=True)
+
+
+SMALL_JOIN = 256  # below this many rows on one side, a Python hash join beats pandas' merge set-up
+
+
+def _join_small(a: pd.DataFrame, b: pd.DataFrame, cond: exp.Expression, pairs: list[tuple[str, str]],
+                left_names: Sequence[str], right_names: Sequence[str],
+                lsids: Sequence[int], rsids: Sequence[int]) -> pd.DataFrame:
+    """The same inner join for a small side: a dict of that side's keys, probed by the other.
+
+    Keys compare as normalised Python values (`row_values`): NULL never matches, and 1 equals
+    1.0, as in the merge path's common key dtype. The residual condition is applied only if
+    the condition has conjuncts besides the equalities."""
+    ka = row_values(a, [l for l, _ in pairs])
+    kb = row_values(b, [r for _, r in pairs])
+    ia: list[int] = []
+    ib: list[int] = []
+    if len(a) <= len(b):
+        pos: dict[tuple, list[int]] = {}
+        for i, k in enumerate(ka):
+            if None not in k:
+                pos.setdefault(k, []).append(i)
+        for j, k in enumerate(kb):
+            for i in pos.get(k, ()):
+                ia.append(i)
+                ib.append(j)
+    else:
+        pos = {}
+        for j, k in enumerate(kb):
+            if None not in k:
+                pos.setdefault(k, []).append(j)
+        for i, k in enumerate(ka):
+            for j in pos.get(k, ()):
+                ia.append(i)
+                ib.append(j)
+    ia_, ib_ = np.asarray(ia, dtype=np.int64), np.asarray(ib, dtype=np.int64)
+    data = {}
+    for c in left_names:
+        data[c] = a[c].take(ia_)
+    for c in right_names:
+        data[c] = b[c].take(ib_)
+    data[M] = a[M].to_numpy(dtype=np.int64)[ia_] * b[M].to_numpy(dtype=np.int64)[ib_]
+    for s in lsids:
+        data[fcol(s)] = a[fcol(s)].take(ia_)
+    for s in rsids:
+        data[fcol(s)] = b[fcol(s)].take(ib_)
+    out = make_frame(data)
+    if len(out) and len(conjuncts(cond)) > len(pairs):
+        out = out[exprs.mask(cond, out)].reset_index(drop=True)
+    return out
 
 
 def union(a: pd.DataFrame, b: pd.DataFrame, node: ir.Union,

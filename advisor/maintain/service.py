@@ -174,8 +174,10 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None) -> MaintResult:
     deltas, n_delta = {}, 0
     for t in tables:
         if old[t] != new[t]:
-            ins_p, del_p = catalog.delta_pandas(t, old[t], new[t], columns=state.columns(t))
-            n_delta += (0 if ins_p is None else len(ins_p)) + (0 if del_p is None else len(del_p))
+            seen: list = []
+            ins_p, del_p = catalog.delta_pandas(t, old[t], new[t], columns=state.columns(t),
+                                                where=state.delta_where(t), seen=seen)
+            n_delta += seen[0]
             deltas[t] = (ins_p, del_p)
     scan_table = {s.scan_id: s.table for s in query.scans()}
     try:
