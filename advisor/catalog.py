@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import BadInput
+
+SMALL_BATCH_ROWS = 100_000  # batches up to this size are written as a single Parquet file
 from advisor.store import Store
 
 RID = "_rid"
@@ -364,13 +366,14 @@ class Catalog:
             ins_rows = ins_rows.select(RID, *cols)
             final = tdir / f"v{new_v:06d}_ins"
             tmp = tdir / f".tmp-{uuid.uuid4().hex}"
-            ins_rows.write.parquet(str(tmp))
+            (ins_rows.coalesce(1) if n_ins <= SMALL_BATCH_ROWS else ins_rows).write.parquet(str(tmp))
             staged.append((tmp, final))
             ins_path = str(final)
         if deleted is not None:
             final = tdir / f"v{new_v:06d}_del"
             tmp = tdir / f".tmp-{uuid.uuid4().hex}"
-            deleted.write.parquet(str(tmp))
+            # a small batch as one file: later reads (maintenance, snapshots) open fewer files
+            (deleted.coalesce(1) if found <= SMALL_BATCH_ROWS else deleted).write.parquet(str(tmp))
             staged.append((tmp, final))
             del_path = str(final)
         try:

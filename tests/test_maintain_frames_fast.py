@@ -181,3 +181,36 @@ def test_small_join_matches_the_merge_join(left, right, residual):
         relops.SMALL_JOIN = saved
     assert list(small.columns) == list(merged.columns)
     assert rows(small) == rows(merged)
+
+
+# ---------- numpy masks for numeric comparisons against the expression evaluator ----------
+_NUMS = st.one_of(st.none(), st.integers(-5, 5), st.floats(-5, 5), st.just(float("nan")))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ints=st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=1, max_size=15),
+       floats=st.lists(_NUMS, min_size=1, max_size=15),
+       atoms=st.lists(st.tuples(st.sampled_from(["i", "f", "g"]), st.sampled_from([">", ">=", "<", "<=", "=", "<>"]),
+                                st.sampled_from(["0", "2", "-3", "2.5", "-0.5"]), st.booleans()), min_size=1, max_size=3),
+       ors=st.lists(st.booleans(), min_size=2, max_size=2))
+def test_fast_numeric_mask_matches_the_evaluator(ints, floats, atoms, ors):
+    """Nullable Int64 / Float64 (with NaN that is not NULL) and a plain float64 column whose NaN
+    is NULL; literals on either side; ANDs and ORs of them."""
+    import sqlglot
+
+    from advisor.maintain import exprs
+
+    n = min(len(ints), len(floats))
+    f = pd.array([None if v is None else float(v) for v in floats[:n]], dtype="Float64")
+    f[np.isnan(np.array([np.nan if v is None else v for v in floats[:n]], dtype=float)) & ~f.isna()] = np.nan
+    df = pd.DataFrame({"i": pd.array(ints[:n], dtype="Int64"), "f": f,
+                       "g": np.array([np.nan if v is None else float(v) for v in floats[:n]])})
+    terms = [f"{c} {op} {lit}" if left else f"{lit} {op} {c}" for c, op, lit, left in atoms]
+    sql = terms[0]
+    for t, use_or in zip(terms[1:], ors):
+        sql = f"({sql}) {'OR' if use_or else 'AND'} {t}"
+    e = sqlglot.parse_one(sql)
+    fast = exprs._fast_mask(e, df)
+    assert fast is not None
+    slow = exprs._as_bool(exprs.evaluate(e, df)).fillna(False).to_numpy(dtype=bool)
+    assert fast.tolist() == slow.tolist(), sql

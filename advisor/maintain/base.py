@@ -31,7 +31,7 @@ import pandas as pd
 from advisor.plan import ir
 
 from . import reference
-from .frames import EMPTY, M, fcol, normalize_frame, row_values, singleton
+from .frames import EMPTY, M, fcol, make_frame, normalize_series, row_values, singleton
 from .relops import Sketched, sketched_under
 
 OLD = "old"
@@ -87,14 +87,16 @@ def to_annotated(df: pd.DataFrame, node: ir.Node, sketched: Sketched) -> pd.Data
     missing = [c for c in names if c not in df.columns]
     if missing:
         raise ValueError(f"base side returned no column(s) {missing} for {type(node).__name__}")
-    out = normalize_frame(df[names].reset_index(drop=True))
-    out[M] = df[M].to_numpy(dtype=np.int64) if M in df.columns else np.ones(len(df), dtype=np.int64)
+    data = {c: normalize_series(df[c]) for c in names}
+    data[M] = df[M].to_numpy(dtype=np.int64) if M in df.columns else np.ones(len(df), dtype=np.int64)
     for s in sids:
         c = fcol(s)
         if c not in df.columns:
             raise ValueError(f"base side returned no fragment column {c}")
-        out[c] = pd.Series([_as_set(v) for v in df[c].tolist()], dtype=object)
-    return out
+        col = np.empty(len(df), dtype=object)
+        col[:] = [_as_set(v) for v in df[c].tolist()]
+        data[c] = col
+    return make_frame(data)
 
 
 def _as_set(v) -> frozenset:

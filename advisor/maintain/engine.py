@@ -27,6 +27,7 @@ import pickle
 import zlib
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 from sqlglot import exp
 
@@ -55,14 +56,16 @@ class ScanOp(Op):
     def step(self, ctx: Ctx) -> pd.DataFrame:
         node: ir.Scan = self.node
         ins, dels = ctx.deltas.get(node.table, (None, None))
-        parts = []
-        for df, sign in ((dels, -1), (ins, +1)):
-            if df is not None and len(df):
-                parts.append(relops.scan_frame(node, df, sign, ctx.sketched))
-        ctx.bump("delta_rows", sum(len(p) for p in parts))
+        parts = [(df, sign) for df, sign in ((dels, -1), (ins, +1)) if df is not None and len(df)]
+        ctx.bump("delta_rows", sum(len(df) for df, _ in parts))
         if not parts:
             return empty_frame(self.names, self.sids)
-        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        if len(parts) == 1:
+            return relops.scan_frame(node, parts[0][0], parts[0][1], ctx.sketched)
+        # deletes then inserts, annotated in one pass (one signed multiplicity column)
+        signs = np.concatenate([np.full(len(df), sign, dtype=np.int64) for df, sign in parts])
+        both = pd.concat([df for df, _ in parts], ignore_index=True)
+        return relops.scan_frame(node, both, signs, ctx.sketched)
 
 
 class SelectOp(Op):

@@ -16,6 +16,7 @@ length. Anything else raises `advisor.errors.Unsupported`.
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -35,8 +36,74 @@ def mask(e: exp.Expression, df: pd.DataFrame) -> np.ndarray:
     """Boolean numpy mask of the rows where predicate `e` is TRUE (FALSE and NULL are dropped)."""
     if len(df) == 0:
         return np.zeros(0, dtype=bool)
+    fast = _fast_mask(e, df)
+    if fast is not None:
+        return fast
     s = _as_bool(evaluate(e, df))
     return s.fillna(False).to_numpy(dtype=bool)
+
+
+_NP_CMP = {exp.GT: np.greater, exp.GTE: np.greater_equal, exp.LT: np.less, exp.LTE: np.less_equal,
+           exp.EQ: np.equal, exp.NEQ: np.not_equal}
+_SWAP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ, exp.NEQ: exp.NEQ}
+
+
+def _number(e: exp.Expression):
+    neg = False
+    while isinstance(e, (exp.Paren, exp.Neg)):
+        neg ^= isinstance(e, exp.Neg)
+        e = e.this
+    if not isinstance(e, exp.Literal) or e.is_string:
+        return None
+    try:
+        v = int(e.this)
+    except ValueError:
+        try:
+            v = float(e.this)
+        except ValueError:
+            return None
+    return -v if neg else v
+
+
+def _fast_mask(e: exp.Expression, df: pd.DataFrame) -> Optional[np.ndarray]:
+    """The same mask computed with numpy, for ANDs and ORs of `numeric column <op> number`
+    (None for anything else). A mask is TRUE-only, so under three-valued logic AND and OR of
+    masks are plain & and |; a NULL operand makes a comparison not TRUE."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, (exp.And, exp.Or)):
+        a = _fast_mask(e.this, df)
+        b = None if a is None else _fast_mask(e.expression, df)
+        if b is None:
+            return None
+        return a & b if isinstance(e, exp.And) else a | b
+    kind = type(e)
+    if kind not in _NP_CMP:
+        return None
+    col, lit = e.this, e.expression
+    while isinstance(col, exp.Paren):
+        col = col.this
+    if not isinstance(col, exp.Column):
+        col, lit, kind = lit, col, _SWAP[kind]
+        while isinstance(col, exp.Paren):
+            col = col.this
+    v = _number(lit)
+    if v is None or not isinstance(col, exp.Column) or col.name not in df.columns:
+        return None
+    s = df[col.name]
+    d = str(s.dtype)
+    if d in ("Int64", "int64") and isinstance(v, int):
+        vals = s.to_numpy(dtype=np.int64, na_value=0)
+    elif d in ("Int64", "int64", "Float64", "float64"):
+        vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        return None
+    out = _NP_CMP[kind](vals, v)
+    if d in ("Int64", "Float64"):
+        out &= ~s.isna().to_numpy(dtype=bool)
+    elif d == "float64":  # a plain float column's NaN is the engine's NULL (normalize_series)
+        out &= ~np.isnan(vals)
+    return np.asarray(out, dtype=bool)
 
 
 def evaluate(e: exp.Expression, df: pd.DataFrame) -> pd.Series:

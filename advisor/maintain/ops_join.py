@@ -128,8 +128,9 @@ class JoinOp(Op):
         names = self.names
         if not parts:
             return empty_frame(names, self.sids)
-        out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-        return consolidate(out, names, self.sids)
+        if len(parts) == 1:  # one term: nothing to cancel across terms (operators are linear in M)
+            return parts[0]
+        return consolidate(pd.concat(parts, ignore_index=True), names, self.sids)
 
     def _with_old(self, ctx: Ctx, delta: pd.DataFrame, dkeys: list, bloom: KeyBloom, other: Op,
                   okeys: list[str], delta_left: bool) -> Optional[pd.DataFrame]:

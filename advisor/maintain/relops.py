@@ -22,11 +22,11 @@ from .frames import EMPTY, M, coerce_to, fcol, make_frame, normalize_frame, row_
 Sketched = dict  # scan_id -> (internal attribute name, RangePartition)
 
 
-def scan_frame(node: ir.Scan, table: Optional[pd.DataFrame], sign: int, sketched: Sketched) -> pd.DataFrame:
+def scan_frame(node: ir.Scan, table: Optional[pd.DataFrame], sign, sketched: Sketched) -> pd.DataFrame:
     """Rows of base table `table` (base column names) as an annotated frame of scan `node`.
 
-    Every row gets multiplicity `sign` (+1 insert / -1 delete) and, if the scan is sketched,
-    the singleton set of the fragment its partition attribute falls into.
+    Every row gets multiplicity `sign` (+1 insert / -1 delete, or one int per row) and, if the
+    scan is sketched, the singleton set of the fragment its partition attribute falls into.
     """
     sids = [node.scan_id] if node.scan_id in sketched else []
     data = {}
@@ -39,7 +39,7 @@ def scan_frame(node: ir.Scan, table: Optional[pd.DataFrame], sign: int, sketched
             if src not in table.columns:
                 raise KeyError(f"table {node.table} has no column {src!r}")
             data[c.name] = coerce_to(table[src].reset_index(drop=True), c.dtype)
-    data[M] = np.full(n, sign, dtype=np.int64)
+    data[M] = np.full(n, sign, dtype=np.int64) if np.ndim(sign) == 0 else np.asarray(sign, dtype=np.int64)
     for sid in sids:
         attr, part = sketched[sid]
         col = np.empty(n, dtype=object)
