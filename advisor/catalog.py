@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import BadInput
-
-SMALL_BATCH_ROWS = 100_000  # batches up to this size are written as a single Parquet file
 from advisor.store import Store
 
 RID = "_rid"
+SMALL_BATCH_ROWS = 100_000  # batches up to this size are written as a single Parquet file
 OP = "op"
 INSERT_OPS = {"i", "insert", "+"}
 DELETE_OPS = {"d", "delete", "-"}
