@@ -151,26 +151,10 @@ def _join_small(a: pd.DataFrame, b: pd.DataFrame, cond: exp.Expression, pairs: l
     the condition has conjuncts besides the equalities."""
     ka = row_values(a, [l for l, _ in pairs])
     kb = row_values(b, [r for _, r in pairs])
-    ia: list[int] = []
-    ib: list[int] = []
     if len(a) <= len(b):
-        pos: dict[tuple, list[int]] = {}
-        for i, k in enumerate(ka):
-            if None not in k:
-                pos.setdefault(k, []).append(i)
-        for j, k in enumerate(kb):
-            for i in pos.get(k, ()):
-                ia.append(i)
-                ib.append(j)
+        ia, ib = _hash_pairs(ka, kb)
     else:
-        pos = {}
-        for j, k in enumerate(kb):
-            if None not in k:
-                pos.setdefault(k, []).append(j)
-        for i, k in enumerate(ka):
-            for j in pos.get(k, ()):
-                ia.append(i)
-                ib.append(j)
+        ib, ia = _hash_pairs(kb, ka)
     ia_, ib_ = np.asarray(ia, dtype=np.int64), np.asarray(ib, dtype=np.int64)
     data = {}
     for c in left_names:
@@ -186,6 +170,21 @@ def _join_small(a: pd.DataFrame, b: pd.DataFrame, cond: exp.Expression, pairs: l
     if len(out) and len(conjuncts(cond)) > len(pairs):
         out = out[exprs.mask(cond, out)].reset_index(drop=True)
     return out
+
+
+def _hash_pairs(build: list[tuple], probe: list[tuple]) -> tuple[list[int], list[int]]:
+    """Positions (i in build, j in probe) of equal keys; a key holding NULL matches nothing."""
+    pos: dict[tuple, list[int]] = {}
+    for i, k in enumerate(build):
+        if None not in k:
+            pos.setdefault(k, []).append(i)
+    bi: list[int] = []
+    pj: list[int] = []
+    for j, k in enumerate(probe):
+        for i in pos.get(k, ()):
+            bi.append(i)
+            pj.append(j)
+    return bi, pj
 
 
 def union(a: pd.DataFrame, b: pd.DataFrame, node: ir.Union,
