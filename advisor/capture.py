@@ -4,6 +4,11 @@ Fragment ids come from a binary search (partitions.assign_column) added to the s
 source; to_sql.capture_sql propagates them through joins, aggregation, HAVING, DISTINCT, top-k
 and UNION as Spark bitmaps, and the single result row is decoded on the driver. All accesses of
 one table share the table's sketch (their fragment sets are ORed), so `use` filters every access.
+
+When every aggregation above a sketched scan groups by the sketched attribute (``value_lineage``),
+a group's provenance rows all share that attribute's value, so the sketch is the fragments of the
+result groups' values: the capture carries values instead of per-row fragment ids and bitmaps
+(``to_sql`` kind VAL) and costs about one plain run of the query.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from advisor.errors import BadInput, Unsupported
 from advisor.execute import table_view, versions_now
 from advisor.partitions import RangePartition, assign_column, build_partition, find_partition
 from advisor.plan import ir
-from advisor.plan.to_sql import Source, capture_sql
+from advisor.plan.to_sql import VAL, Source, capture_sql, null_flag
 from advisor.sketches import Sketch, SketchPart, decode_bitmap, save_sketch
 
 FRAG = "__frag"
@@ -60,8 +65,64 @@ def ensure_partition(catalog, table: str, attr: str, fragments: int, version: in
     return part
 
 
-def _capture_views(catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int]):
-    """Source function for an instrumented query: sketched tables get a fragment-id column."""
+def value_lineage(query: ir.Query, on: dict[str, str]) -> bool:
+    """True when the value of each sketched attribute is constant over the provenance of every
+    result row: every Aggregate / DISTINCT above a sketched scan keeps the attribute (by its
+    internal name, or a name a projection gave it unchanged) among its keys, every top-k above it
+    still outputs it (so ties never pick between fragments), there is at least one such
+    aggregation, and no UNION lies above it."""
+    from sqlglot import exp
+
+    names = {}
+    for s in query.scans():
+        if s.table in on:
+            hit = [c.name for c in s.cols if c.source == on[s.table]]
+            if not hit:
+                return False
+            names[s.scan_id] = hit[0]
+
+    def walk(node: ir.Node):
+        """(ok, scan_id -> (names the attribute goes by here, grouped by an aggregation yet))."""
+        if isinstance(node, ir.Scan):
+            return True, ({node.scan_id: (frozenset([names[node.scan_id]]), False)}
+                          if node.scan_id in names else {})
+        ok, below = True, {}
+        for ch in node.children:
+            o, b = walk(ch)
+            ok, below = ok and o, {**below, **b}
+        if not ok or not below:
+            return ok, below
+        if isinstance(node, ir.Union):
+            return False, below
+        if isinstance(node, ir.Project):
+            return True, {sid: (al | {c.name for e, c in node.items
+                                       if isinstance(e, exp.Column) and e.name in al}, g)
+                          for sid, (al, g) in below.items()}
+        if isinstance(node, ir.Aggregate):
+            keys = set(node.keys)
+        elif isinstance(node, (ir.Distinct, ir.TopK)):
+            keys = {c.name for c in node.cols}
+        else:
+            return True, below
+        if any(not (al & keys) for al, _ in below.values()):
+            return False, below
+        grouped = not isinstance(node, ir.TopK)
+        return True, {sid: (al, g or grouped) for sid, (al, g) in below.items()}
+
+    ok, seen = walk(query.root)
+    return ok and bool(seen) and all(g for _, g in seen.values())
+
+
+def _capture_views(catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int],
+                   by_value: bool = False):
+    """Source function for an instrumented query: sketched tables get a fragment-id column, or with
+    ``by_value`` (see ``value_lineage``) the plain table whose sketched attribute is carried as is."""
+    if by_value:
+        def value_source(scan: ir.Scan) -> Source:
+            view = table_view(catalog, scan.table, versions.get(scan.table))
+            return Source(view, on[scan.table], VAL) if scan.table in on else Source(view)
+
+        return value_source
     views: dict[str, str] = {}
     for t, a in on.items():
         name = catalog.view_name(t, versions[t], f"_cap{parts[t].id}")
@@ -83,31 +144,49 @@ def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
     return {t: versions[t] for t in sorted({s.table for s in query.scans()})}
 
 
-def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "") -> dict:
+def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "",
+            parts: dict[str, RangePartition] | None = None, by_value: bool = False) -> dict:
     scan_table = {s.scan_id: s.table for s in query.scans()}
     frags: dict[str, set] = {t: set() for t in on}
     for lam, sid in lam_scans.items():
-        frags[scan_table[sid]] |= decode_bitmap(row[prefix + lam])
+        t = scan_table[sid]
+        if by_value:
+            import pandas as pd
+
+            from advisor.maintain.fragments import assign
+
+            part = parts[t]
+            frags[t] |= {int(f) for f in assign(pd.Series(list(row[prefix + lam] or [])), part)}
+            if row[prefix + null_flag(lam)]:
+                frags[t].add(part.null_id)
+        else:
+            frags[t] |= decode_bitmap(row[prefix + lam])
     return frags
 
 
+def _lam_columns(lam_scans: dict[str, int], by_value: bool) -> list[str]:
+    return [c for lam in lam_scans for c in ((lam, null_flag(lam)) if by_value else (lam,))]
+
+
 def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str, RangePartition]]],
-                  versions: dict[str, int], save: bool = False) -> tuple[list[Sketch], float]:
+                  versions: dict[str, int], save: bool = False, by_value: bool = True) -> tuple[list[Sketch], float]:
     """Capture many (query, table->attr, partitions) at once in ONE Spark job (a cross join of the
     one-row capture queries). No safety check: callers (the OPT oracle, harnesses) check first.
+    ``by_value=False`` forces the fragment-id path everywhere (tests compare the two).
     Returns the sketches in item order and the job's seconds."""
     selects, metas = [], []
     for i, (q, on, parts) in enumerate(items):
-        sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions))
-        cols = ", ".join(f"`{lam}` AS `c{i}_{lam}`" for lam in lam_scans)
+        bv = by_value and value_lineage(q, on)
+        sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions, bv))
+        cols = ", ".join(f"`{c}` AS `c{i}_{c}`" for c in _lam_columns(lam_scans, bv))
         selects.append(f"(SELECT {cols} FROM ({sql}) s{i}) j{i}")
-        metas.append((q, on, parts, lam_scans))
+        metas.append((q, on, parts, lam_scans, bv))
     t0 = time.perf_counter()
     row = catalog.spark.sql("SELECT * FROM " + " CROSS JOIN ".join(selects)).first()
     secs = time.perf_counter() - t0
     out = []
-    for i, (q, on, parts, lam_scans) in enumerate(metas):
-        frags = _decode(q, on, row, lam_scans, f"c{i}_")
+    for i, (q, on, parts, lam_scans, bv) in enumerate(metas):
+        frags = _decode(q, on, row, lam_scans, f"c{i}_", parts, bv)
         sk = Sketch(0, q.template, q.bindings, q.sql,
                     [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
                     _all_versions(q, versions))
@@ -117,8 +196,9 @@ def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str,
 
 def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
             versions: dict[str, int] | None = None, check: bool = True,
-            partitions: dict[str, RangePartition] | None = None) -> CaptureResult:
-    """Capture and store the sketch of `query` on the given table.attr pairs."""
+            partitions: dict[str, RangePartition] | None = None, by_value: bool = True) -> CaptureResult:
+    """Capture and store the sketch of `query` on the given table.attr pairs (by value when
+    ``value_lineage`` allows and ``by_value`` is left on)."""
     if query.unsupported:
         raise Unsupported(query.unsupported)
     versions = versions or versions_now(catalog, query)
@@ -132,11 +212,12 @@ def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
     for t, a in on.items():
         if t not in parts:
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
-    sql, lam_scans = capture_sql(query, _capture_views(catalog, on, parts, versions))
+    bv = by_value and value_lineage(query, on)
+    sql, lam_scans = capture_sql(query, _capture_views(catalog, on, parts, versions, bv))
     t0 = time.perf_counter()
     row = catalog.spark.sql(sql).first()
     secs = time.perf_counter() - t0
-    frags = _decode(query, on, row, lam_scans)
+    frags = _decode(query, on, row, lam_scans, "", parts, bv)
     sk = Sketch(0, query.template, query.bindings, query.sql,
                 [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
                 _all_versions(query, versions))

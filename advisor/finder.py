@@ -1,8 +1,10 @@
 """Which stored sketch may serve a query: same template, current data, and identical bindings or a
 Z3-proven reuse (seed 001 §5), and a scan that still skips: a sketch that covers more than 90% of the
 rows, or whose fragments are spread over layout files / row groups holding more than 90%, is refused
-(the filter would cost more than it saves).  Usable ones come in order of rows read.  Every rejected
-sketch comes with the reason."""
+(the filter would cost more than it saves).  A sketch whose data versions differ from those it was
+captured at (a maintained one) is re-checked for safety on the current statistics: a batch can
+bring NULLs or negative values that the capture-time proof relied on being absent.  Usable ones
+come in order of rows read.  Every rejected sketch comes with the reason."""
 
 from __future__ import annotations
 
@@ -20,6 +22,28 @@ def sketch_rows(catalog, s: Sketch) -> int:
         part = load_partition(catalog.store, p.partition_id)
         total += sum(part.sizes[f] for f in p.fragments if f < len(part.sizes))
     return total
+
+
+def _still_safe(catalog, query: ir.Query, versions: dict[str, int], good: list, bad: list, stats) -> list:
+    """The sketches of ``good`` that are safe for ``query`` on the current data; the others go to
+    ``bad``.  Only maintained sketches need the check (a capture checked these very statistics);
+    verdicts are cached per statistics, so an unchanged domain costs no solver call."""
+    from advisor.capture import sketch_attrs
+    from advisor.safety import check_safety
+    from advisor.stats import stats_for_query
+
+    out = []
+    for s in good:
+        if s.how in ("capture", "recapture"):
+            out.append(s)
+            continue
+        stats = stats if stats is not None else stats_for_query(catalog, query, versions)
+        v = check_safety(query.root, sketch_attrs(query, {p.table: p.attr for p in s.parts}), stats)
+        if v.safe:
+            out.append(s)
+        else:
+            bad.append((s, f"no longer safe on the current data: {v.reason}"))
+    return out
 
 
 MAX_USE_SELECTIVITY = 0.9  # a sketch covering more than this reads nearly everything: run plainly
@@ -57,6 +81,7 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
             good.append(s)
         else:
             bad.append((s, f"reuse not proven: {v.reason}"))
+    good = _still_safe(catalog, query, versions, good, bad, stats)
     kept = []
     for s in good:
         total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in s.parts)

@@ -13,6 +13,10 @@ Deviations from the paper's rules, all sound:
   vector: `o ≤ o^PS` (ASC) / `o ≥ o^PS` (DESC) for order keys and `a ≤ a^PS` for every other
   attribute (usually proven as `a^PS = a`). Componentwise ≤ implies lexicographic ≤.
 * If X does not touch a subtree, Ψ equates every attribute of that subtree, not only its output.
+* NULLs are not modelled by Z3, with one exception found by the differential soak: a min/max/sum/avg
+  that may change on the sketched data is NULL for a group left with only NULL arguments, and an
+  ascending order (key or tie-break) puts NULLs first, so such an attribute makes a top-k unsafe --
+  unless its argument is a column the statistics show NULL-free (``NOT_NULL``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from advisor.plan import ir
 from advisor.z3enc import TIMEOUT_MS, Encoder, build_conds, eq, le, tree_dtypes, valid
 
 PS = "__ps"
+NOT_NULL = ("", "not_null")  # stats key: frozenset of (table, column) holding no NULL at this version
 
 
 @dataclass
@@ -122,6 +127,9 @@ class _Checker:
         self.details: list[str] = []
         self.notes: list[str] = []
         self.origin: dict[str, tuple[str, str]] = {}  # attr -> (aggregate it comes from, relation)
+        self.nullable: set[str] = set()  # changed min/max/sum/avg outputs: NULL on a group left with NULL args only
+        self.not_null = {c.name for sc in root.walk() if isinstance(sc, ir.Scan) for c in sc.cols
+                         if (sc.table, c.source) in stats.get(NOT_NULL, ())}
         self.xs = [self.lab(x) for x in sorted(self.X)]
         self.passed: list[str] = []  # monotone operators above a sketched scan
         self.loose: list[tuple[str, str]] = []  # (aggregate, note) changed by the sketch
@@ -186,6 +194,8 @@ class _Checker:
                 if hit:
                     same = isinstance(e, exp.Column)
                     self.origin[c.name] = (hit[0][0], hit[0][1] if same else "?")
+                if ir.referenced(e) & self.nullable:
+                    self.nullable.add(c.name)
             return kids[0][1]
         if isinstance(n, ir.Aggregate):
             return self._aggregate(n, kids[0])
@@ -248,6 +258,9 @@ class _Checker:
             elif rel == "≥":
                 psi.append(le(self.D(b), self.P(b), self.enc))
             self.origin[b] = (agg_desc(a, self.lab.sql), rel or "?")
+            if a.func in ("min", "max", "sum", "avg") and not (
+                    isinstance(a.arg, exp.Column) and a.arg.name in self.not_null):
+                self.nullable.add(b)
             d = self.origin[b][0]
             self.loose.append((d, f"{op}: {d} is computed over a non-group-by attribute ({', '.join(self.xs)}) "
                                   f"but no filter or order depends on it"))
@@ -291,6 +304,10 @@ class _Checker:
         h = self.hyp(kid)
         op = self.lab.op(n)
         keys = [o for o, _ in n.order]
+        for a in [o for o, asc in n.order if asc] + [a for a in n.child.names if a not in keys]:
+            if a in self.nullable:  # NULLs sort first ascending; Z3 does not model NULLs
+                raise _Unsafe(f"{op}: {self.lab(a)}{self.why(a)} is NULL on the sketched data for a group left "
+                              f"with only NULL arguments, and NULLs sort first in ascending order")
         for o, asc in n.order:
             goal = le(self.D(o), self.P(o), self.enc) if asc else le(self.P(o), self.D(o), self.enc)
             rel = f"{self.lab(o)} ≤ {self.lab(o)}^PS" if asc else f"{self.lab(o)} ≥ {self.lab(o)}^PS"
@@ -383,6 +400,7 @@ def check_safety(root: ir.Node, X: set[str], stats: Mapping[tuple[str, str], tup
         return Verdict(True, "no sketch attribute: the query runs on unmodified data", 0, [])
     tables = {s.table for s in root.walk() if isinstance(s, ir.Scan)}
     skey = tuple(sorted((k, repr(v)) for k, v in stats.items() if k[0] in tables))
+    skey += tuple(sorted(x for x in stats.get(NOT_NULL, ()) if x[0] in tables))
     key = (fingerprint(root), frozenset(X), skey, timeout_ms)
     hit = _CACHE.get(key)
     if hit is None:

@@ -33,14 +33,16 @@ def column_stats(catalog, table: str, version: int | None = None) -> dict[str, t
     df = catalog.read(table, v)
     aggs = []
     for c in cols:
-        aggs += [F.min(c).alias(f"mn_{c}"), F.max(c).alias(f"mx_{c}"), F.approx_count_distinct(c).alias(f"nd_{c}")]
+        aggs += [F.min(c).alias(f"mn_{c}"), F.max(c).alias(f"mx_{c}"), F.approx_count_distinct(c).alias(f"nd_{c}"),
+                 F.sum(F.col(c).isNull().cast("long")).alias(f"nu_{c}")]
     r = df.agg(*aggs).first() if aggs else None
     out = {}
     with catalog.store.tx() as conn:
         for c in cols:
             mn, mx, nd = r[f"mn_{c}"], r[f"mx_{c}"], r[f"nd_{c}"]
             conn.execute("INSERT OR REPLACE INTO colstats VALUES (?,?,?,?,?,?,?)",
-                         (table, v, c, json.dumps(encode_value(mn)), json.dumps(encode_value(mx)), nd, None))
+                         (table, v, c, json.dumps(encode_value(mn)), json.dumps(encode_value(mx)), nd,
+                          int(r[f"nu_{c}"] or 0)))
             out[c] = (mn, mx, nd)
     return out
 
@@ -67,10 +69,15 @@ def _derive_from_earlier(catalog, table: str, v: int, schema: dict) -> dict | No
     if any(x.kind != "batch" for x in between) or sum(x.n_ins + x.n_del for x in between) > DERIVE_MAX_CHANGE * rows:
         return None
     old = column_stats(catalog, table, u)
+    old_nulls = {r["col"]: r["nulls"] for r in catalog.store.query(
+        "SELECT col, nulls FROM colstats WHERE table_name=? AND version=?", (table, u))}
     files = sorted(str(f) for x in between if x.ins_path for f in Path(x.ins_path).glob("*.parquet"))
     ins = ds.dataset(files, format="parquet").to_table(columns=list(old)) if files else None
-    out = {}
+    out, nulls = {}, {}
     for c, (mn, mx, nd) in old.items():
+        nulls[c] = old_nulls.get(c)  # deleted rows leave an upper bound; unknown stays unknown
+        if ins is not None and ins.num_rows and nulls[c] is not None:
+            nulls[c] += ins.column(c).null_count
         if ins is not None and ins.num_rows:
             mm = pc.min_max(ins.column(c))
             for x in (mm["min"].as_py(), mm["max"].as_py()):
@@ -85,15 +92,23 @@ def _derive_from_earlier(catalog, table: str, v: int, schema: dict) -> dict | No
     with catalog.store.tx() as conn:
         for c, (mn, mx, nd) in out.items():
             conn.execute("INSERT OR REPLACE INTO colstats VALUES (?,?,?,?,?,?,?)",
-                         (table, v, c, json.dumps(encode_value(mn)), json.dumps(encode_value(mx)), nd, None))
+                         (table, v, c, json.dumps(encode_value(mn)), json.dumps(encode_value(mx)), nd, nulls[c]))
     return out
 
 
 def stats_for_query(catalog, query, versions: dict[str, int] | None = None) -> dict[tuple[str, str], tuple]:
-    """(table, column) -> (min, max) for every table the query scans (format used by safety/reuse)."""
-    out = {}
+    """(table, column) -> (min, max) for every table the query scans (format used by safety/reuse),
+    plus ``safety.NOT_NULL`` -> the (table, column) pairs without NULLs at those versions."""
+    from advisor.safety import NOT_NULL
+
+    out, not_null = {}, set()
     for t in {s.table for s in query.scans()}:
-        for c, (mn, mx, _) in column_stats(catalog, t, (versions or {}).get(t)).items():
+        v = (versions or {}).get(t)
+        for c, (mn, mx, _) in column_stats(catalog, t, v).items():
             if mn is not None and mx is not None:
                 out[(t, c)] = (mn, mx)
+        v = catalog.version(t, v).version
+        not_null |= {(t, r["col"]) for r in catalog.store.query(
+            "SELECT col FROM colstats WHERE table_name=? AND version=? AND nulls=0", (t, v))}
+    out[NOT_NULL] = frozenset(not_null)
     return out

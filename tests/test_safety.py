@@ -10,7 +10,7 @@ import sqlglot
 from hypothesis import given, settings, strategies as st
 
 from advisor.plan import ir
-from advisor.safety import check_combination, check_safety, safe_candidates
+from advisor.safety import NOT_NULL, check_combination, check_safety, safe_candidates
 
 STATS = {("cities", "popden"): (2000, 7000), ("cities", "city"): ("Anchorage", "San Diego"),
          ("cities", "state"): ("AK", "TX")}
@@ -67,8 +67,28 @@ def test_q2_sum_and_count_make_popden_safe():
     assert v.safe, v.reason
     assert "sum(popden)" in v.reason and "ORDER BY" in v.reason and "keep-large" in v.reason
     assert check_safety(q2("count", "bigint"), {"popden"}, STATS).safe
-    assert check_safety(q_total(), {"popden"}, STATS).safe
+    # -sum ascending: NULLs sort first, so it needs popden NULL-free (the example's table is)
+    assert not check_safety(q_total(), {"popden"}, STATS).safe
+    assert check_safety(q_total(), {"popden"}, {**STATS, NOT_NULL: frozenset({("cities", "popden")})}).safe
     assert check_safety(q_total(), {"state"}, STATS).safe
+
+
+def test_ascending_order_on_a_changed_aggregate_needs_a_null_free_argument():
+    """Found by the differential soak: ORDER BY min(v) ASC LIMIT 1 sketched on another column. A
+    group whose kept rows all have v NULL gets min NULL on the sketched data and sorts first."""
+    q = ir.TopK(agg(cities(), ["state"], ("min", "popden", "m", "int")), [("m", True)], 1)
+    v = check_safety(q, {"popden"}, STATS)
+    assert not v.safe and "NULL" in v.reason
+    assert check_safety(q, {"popden"}, {**STATS, NOT_NULL: frozenset({("cities", "popden")})}).safe
+    # descending puts NULLs last: a group turned NULL sinks, as a smaller value would
+    assert check_safety(ir.TopK(q.child, [("m", False)], 1), {"popden"}, {}).safe is False  # min may shrink
+    mx = ir.TopK(agg(cities(), ["state"], ("max", "popden", "m", "int")), [("m", False)], 1)
+    assert check_safety(mx, {"popden"}, STATS).safe
+    # a tie-break column is ascending too
+    tie = ir.TopK(agg(cities(), ["state"], ("count", None, "n", "bigint"), ("min", "popden", "m", "int")),
+                  [("n", False)], 1)
+    assert not check_safety(tie, {"popden"}, STATS).safe
+    assert check_safety(tie, {"popden"}, {**STATS, NOT_NULL: frozenset({("cities", "popden")})}).safe
 
 
 def test_sum_needs_sign_from_statistics():

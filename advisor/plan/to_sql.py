@@ -4,6 +4,12 @@ Instrumentation carries one provenance column per sketched scan (Λ). Below the 
 it is the row's fragment id (the "delay" optimisation); an aggregation turns it into a Spark
 bitmap (`bitmap_construct_agg(bitmap_bit_position(frag + 1))`), and later aggregations OR bitmaps
 (`bitmap_or_agg`). The capture query's single output row holds one bitmap per sketched scan.
+
+A third kind, VAL, carries the sketched attribute's *value* instead of a fragment id. It is used
+only when every aggregation above the scan groups by that attribute (``advisor.capture.value_lineage``):
+then all provenance rows of a group share the value, an aggregation keeps it with ``min``, the
+root collects the distinct values, and the driver maps them to fragments.  No per-row fragment
+assignment and no bitmaps: the capture costs about one plain run of the query.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Callable, Optional
 
 from advisor.plan import ir
 
-INT, BM = "int", "bm"
+INT, BM, VAL = "int", "bm", "val"
 
 
 def q(name: str) -> str:
@@ -30,6 +36,7 @@ class Source:
 
     from_sql: str
     frag_col: Optional[str] = None
+    kind: str = INT  # INT: frag_col holds fragment ids; VAL: frag_col is the sketched attribute itself
 
 
 @dataclass
@@ -47,10 +54,24 @@ def lam_name(scan_id: int) -> str:
     return f"__ps{scan_id}"
 
 
-def _lam_agg(name: str, kind: str) -> str:
+def null_flag(name: str) -> str:
+    return name + "__null"
+
+
+def _lam_agg(name: str, kind: str, root: bool = False) -> str:
+    if kind == VAL:
+        if root:  # distinct values (collect_set drops NULLs: a flag says whether one was there)
+            return (f"collect_set({q(name)}) AS {q(name)}, "
+                    f"max(CASE WHEN {q(name)} IS NULL THEN 1 ELSE 0 END) AS {q(null_flag(name))}")
+        return f"min({q(name)}) AS {q(name)}"  # constant within the group (value_lineage)
     if kind == INT:
         return f"bitmap_construct_agg(bitmap_bit_position({q(name)} + 1)) AS {q(name)}"
     return f"bitmap_or_agg({q(name)}) AS {q(name)}"
+
+
+def _after_agg(lams: dict[str, str]) -> dict[str, str]:
+    """Kinds after an aggregation: fragment ids become bitmaps, values stay values."""
+    return {x: VAL if k == VAL else BM for x, k in lams.items()}
 
 
 def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
@@ -62,7 +83,7 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
         if src.frag_col is not None:
             ln = lam_name(node.scan_id)
             items.append(f"{q(src.frag_col)} AS {q(ln)}")
-            lams[ln] = INT
+            lams[ln] = src.kind
             g.lams[ln] = node.scan_id
         return f"SELECT {', '.join(items)} FROM {src.from_sql}", lams
     if isinstance(node, ir.Select):
@@ -89,7 +110,7 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
             items.append(f"{call} AS {q(a.out.name)}")
         items += [_lam_agg(x, k) for x, k in lams.items()]
         group = f" GROUP BY {', '.join(q(k) for k in node.keys)}" if node.keys else ""
-        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}{group}", {x: BM for x in lams}
+        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}{group}", _after_agg(lams)
     if isinstance(node, ir.Distinct):
         c, lams = gen(node.child, g)
         cols = [q(x.name) for x in node.cols]
@@ -97,7 +118,7 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
             return f"SELECT DISTINCT * FROM ({c}) {g.alias()}", {}
         items = cols + [_lam_agg(x, k) for x, k in lams.items()]
         return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()} GROUP BY {', '.join(cols)}", \
-            {x: BM for x in lams}
+            _after_agg(lams)
     if isinstance(node, ir.TopK):
         c, lams = gen(node.child, g)
         # identical tuples from different fragments: the lower fragment id wins (the maintenance
@@ -150,5 +171,5 @@ def capture_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[s
     body, lams = gen(query.root, g)
     if not lams:
         raise ValueError("no sketched scan in the query")
-    items = [_lam_agg(x, k) for x, k in lams.items()]
+    items = [_lam_agg(x, k, root=True) for x, k in lams.items()]
     return f"SELECT {', '.join(items)} FROM ({body}) _cap", dict(g.lams)
