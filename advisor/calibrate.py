@@ -92,7 +92,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
         else:
             s = rec.get("seconds") or {}
             spent = s.get("total", 0.0) - s.get("capture", 0.0) - s.get("oracle", 0.0)
-            if s.get("sampling") and spent > 0:
+            if (s.get("sampling") or s.get("exact")) and spent > 0:
                 advice.append(spent)
             cap = rec.get("captured") or {}
             if cap.get("seconds") and rec.get("template"):

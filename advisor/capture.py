@@ -113,7 +113,7 @@ def value_lineage(query: ir.Query, on: dict[str, str]) -> bool:
     return ok and bool(seen) and all(g for _, g in seen.values())
 
 
-def _by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition]) -> bool:
+def by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition]) -> bool:
     """``value_lineage`` holds and no sketched attribute is a timestamp: collected timestamps come
     back in the session's time zone, fragment ids are computed on the stored instants."""
     from advisor.partitions import kind_of
@@ -184,7 +184,7 @@ def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str,
     Returns the sketches in item order and the job's seconds."""
     selects, metas = [], []
     for i, (q, on, parts) in enumerate(items):
-        bv = by_value and _by_value_ok(q, on, parts)
+        bv = by_value and by_value_ok(q, on, parts)
         sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions, bv))
         cols = ", ".join(f"`{c}` AS `c{i}_{c}`" for c in _lam_columns(lam_scans, bv))
         selects.append(f"(SELECT {cols} FROM ({sql}) s{i}) j{i}")
@@ -220,7 +220,7 @@ def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
     for t, a in on.items():
         if t not in parts:
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
-    bv = by_value and _by_value_ok(query, on, parts)
+    bv = by_value and by_value_ok(query, on, parts)
     sql, lam_scans = capture_sql(query, _capture_views(catalog, on, parts, versions, bv))
     t0 = time.perf_counter()
     row = catalog.spark.sql(sql).first()

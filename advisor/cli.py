@@ -279,7 +279,7 @@ def sketches_cmd(as_json: bool = typer.Option(False, "--json")):
 @app.command("recommend")
 def recommend_cmd(sql: str, strategy: str = typer.Option("CB-OPT-GB", "--strategy"),
                   sample_rate: float = typer.Option(0.05, "--sample-rate", help="theta: sample share per stratum."),
-                  method: str = typer.Option("bootstrap", "--method", help="bootstrap | clt"),
+                  method: str = typer.Option("bootstrap", "--method", help="bootstrap | clt | exact (group-by candidates sized by one capture job)"),
                   fragments: Optional[int] = typer.Option(None, "--fragments", help="Fix the granularity."),
                   do_capture: bool = typer.Option(False, "--capture", help="Capture the pick if the verdict is go."),
                   as_json: bool = typer.Option(False, "--json")):

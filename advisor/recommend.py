@@ -9,13 +9,20 @@ for OPT, capture every pool candidate to get real sizes.  The record is logged i
 Before sampling, ``select.cannot_pay`` ends the advice when even a sketch skipping every row could
 not repay capture, maintenance and the estimation at the costs measured in this store.
 
+``method="exact"`` (beyond the paper): when the capture can read every pool candidate by value
+(``capture.value_lineage``: the strategy's group-by candidates of a HAVING / top-k query), their
+real sizes come from ONE capture job over all of them -- about one plain run of the query, less
+than sampling -- and the picked sketch is saved from that job.  Otherwise it falls back to the
+bootstrap.  ``seconds.exact`` is that job; the record has ``"exact": true``.
+
 JSON shape (``--json``; numbers are fractions of the sampled table unless named otherwise)::
 
     {
       "sql": str, "supported": bool,          # false: the planner cannot sketch this query at all
       "estimable": bool,                      # false: no estimate possible ("reason" says why)
       "reason": str | null,
-      "strategy": "CB-OPT-GB", "sample_rate": 0.05, "method": "bootstrap" | "clt",
+      "strategy": "CB-OPT-GB", "sample_rate": 0.05, "method": "bootstrap" | "clt" | "exact",
+      "exact": bool,                          # sizes are real (method exact, one capture job)
       "table": str | null, "table_rows": int | null,
       "shape": "having" | "topk" | "nested" | "groupby" | null,
       "sample": {"strata": [str], "rows": int, "cached": bool, "uniform_fallback": bool,
@@ -62,7 +69,7 @@ from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, 
                             choose, enumerate_candidates, granularities_for, oracle, pool_of, predict_workload)
 from advisor.skipping import sketch_read_fraction
 
-METHODS = ("bootstrap", "clt")
+METHODS = ("bootstrap", "clt", "exact")
 
 
 def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:
@@ -82,7 +89,7 @@ def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:
 def _base(sql, strategy, sample_rate, method) -> dict:
     return {"sql": sql, "supported": True, "estimable": False, "reason": None, "strategy": strategy,
             "sample_rate": sample_rate, "method": method, "table": None, "table_rows": None, "shape": None,
-            "sample": None, "workload": None, "candidates": [], "captured": None, "seconds": {},
+            "exact": False, "sample": None, "workload": None, "candidates": [], "captured": None, "seconds": {},
             "decision": {"attr": None, "fragments": None, "go": False, "reason": "", "figures": None}}
 
 
@@ -137,8 +144,19 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     if hopeless:
         rec["reason"] = hopeless
         plan = {}
-    if plan:
-        est = estimate(cat, shape, plan, float(sample_rate), seed, method, versions=versions, progress=progress)
+    exact = None
+    if plan and method == "exact" and strategy != "OPT":
+        exact = _exact(cat, q, table, plan, versions, units, progress)
+    if exact is not None:
+        sizes, sketches, parts, secs = exact
+        rec.update(estimable=True, exact=True)
+        rec["seconds"]["exact"] = round(secs, 3)
+        by = {c.attr: c for c in cands}
+        for (a, n), s in sizes.items():
+            by[a].sizes[n] = s
+    elif plan:
+        est = estimate(cat, shape, plan, float(sample_rate), seed, "bootstrap" if method == "exact" else method,
+                       versions=versions, progress=progress)
         rec["estimable"] = True
         rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
         rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),
@@ -190,7 +208,9 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                                 "ci": [x.sel_lo, x.sel_hi],
                                 "net_scans": best_granularity({n: x}, c.attr, T, w, p).net_rows / max(T, 1)}
                                for n, x in sorted(c.sizes.items())]})
-    if capture and d.go and d.attr is not None:
+    if capture and d.go and d.attr is not None and exact is not None:
+        rec["captured"] = _save_exact(cat, table, versions, exact[1][(d.attr, d.n_target)], exact[3])
+    elif capture and d.go and d.attr is not None:
         rec["captured"] = _capture(cat, q, table, d, est, versions)
     elif capture:
         rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + "nothing captured: the decision is no-go"
@@ -218,6 +238,35 @@ def _layout_check(cat, table: str, attrs: list, version: int, max_sel: float) ->
     return units, bad
 
 
+def _exact(cat, q, table: str, plan: dict, versions: dict, units: dict, progress):
+    """(sizes, sketches, partitions, seconds) of every (attr, n) of the plan from one capture job,
+    or None when some candidate cannot be captured by value (then the estimator runs)."""
+    from advisor.capture import by_value_ok
+    from advisor.select import derive_partition, exact_sizes, fine_partition
+
+    parts = {}
+    for a, grans in sorted(plan.items()):
+        fine = fine_partition(cat, table, a, max(grans), versions[table])
+        for n in grans:
+            parts[(a, n)] = fine if n == max(grans) else derive_partition(fine, n)
+    if not all(by_value_ok(q, {table: p.attr}, {table: p}) for p in parts.values()):
+        return None
+    if progress:
+        progress(f"capturing {len(parts)} candidate sketch(es) by value (exact sizes)")
+    sizes, sketches, secs = exact_sizes(cat, q, parts, versions, units)
+    return sizes, sketches, parts, secs
+
+
+def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
+    """Store the picked sketch of an exact sizing (captured in that job; the pool is safety-checked)."""
+    from advisor.finder import sketch_rows
+    from advisor.sketches import save_sketch
+
+    sk = save_sketch(cat.store, sk)
+    sel = sketch_rows(cat, sk) / max(1, cat.version(table, versions[table]).rows)
+    return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
+
+
 def _capture(cat, q, table, d, est, versions) -> dict:
     """Capture the picked sketch on the partition it was estimated with (stored if derived)."""
     from advisor.capture import capture
@@ -238,9 +287,12 @@ def render(console, rec: dict) -> None:
         console.print(rec["decision"]["reason"] or rec["reason"])
         return
     s = rec["sample"]
-    how = "cached" if s["cached"] else f"drawn in {s['seconds']:.1f}s"
-    title = (f"{rec['table']} ({rec['table_rows']:,} rows), {rec['shape']} query, strategy {rec['strategy']}, "
-             f"sample {s['rows']:,} rows ({how})")
+    if s is None:  # method exact: real sizes, no sample
+        how = f"exact sizes from one capture job ({rec['seconds'].get('exact', 0.0):.1f}s)"
+    else:
+        drawn = "cached" if s["cached"] else f"drawn in {s['seconds']:.1f}s"
+        how = f"sample {s['rows']:,} rows ({drawn})"
+    title = (f"{rec['table']} ({rec['table_rows']:,} rows), {rec['shape']} query, strategy {rec['strategy']}, {how}")
     tab = Table("table", "attribute", "safe?", "est. selectivity [CI]", "fragments", "capture s", "saving s",
                 "net s", "go", "pick", title=title)
     for c in sorted(rec["candidates"], key=lambda c: (not c["estimated"], c["selectivity"] or 2, c["attr"])):

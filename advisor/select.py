@@ -372,6 +372,13 @@ def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
 def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, float]:
     """OPT: capture every (attr, n) -> partition in ONE Spark job; returns real SizeSummary and seconds
     (with the real read fraction when the attributes' read ``units`` are given)."""
+    sizes, _, secs = exact_sizes(catalog, query, parts, versions, units)
+    return sizes, secs
+
+
+def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, dict, float]:
+    """Capture every (attr, n) -> partition in ONE Spark job: (real SizeSummary per key, the
+    unsaved sketches per key, seconds).  Used by the OPT oracle and by ``method="exact"``."""
     from advisor.skipping import read_fraction_of, boundary_values
     from advisor.capture import capture_batch
 
@@ -388,7 +395,7 @@ def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = Non
         if units and p.attr in units:
             u = units[p.attr]
             out[k] = out[k].with_read(read_fraction_of(u.units, boundary_values(p), fr, p.null_id), u.source)
-    return out, secs
+    return out, dict(zip(keys, sketches)), secs
 
 
 def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None,

@@ -91,6 +91,35 @@ def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
     assert note and "no layout clusters it" in note and not cands(rec)["noise"]["estimated"]
 
 
+def test_exact_method_sizes_group_by_candidates_from_one_capture(ctx):
+    """method exact: CB-OPT-GB's candidate g is sized by a capture by value; its size equals a
+    fragment-id capture's, and the saved sketch is that capture. CB-OPT's pool holds non-group-by
+    attributes, which only the estimator sizes: it falls back to sampling."""
+    from advisor.capture import capture
+    from advisor.execute import versions_now
+    from advisor.finder import sketch_rows
+    from advisor.plan.parse import parse_sql
+    from advisor.sketches import load_sketch
+
+    from advisor.select import CostParams
+
+    rec = recommend(ctx, HAVING, "CB-OPT-GB", method="exact", fragments=100, capture=True,
+                    params=CostParams(measured=False))  # priors: the go does not depend on earlier tests
+    c = cands(rec)["g"]
+    assert rec["exact"] and rec["sample"] is None and rec["seconds"]["exact"] > 0
+    assert c["ci"][0] == c["ci"][1] == c["selectivity"]
+    q = parse_sql(HAVING, ctx.schema_lookup())
+    versions = versions_now(ctx.catalog, q)
+    slow = capture(ctx.catalog, q, {"t": "g"}, 100, versions, by_value=False).sketch
+    total = ctx.catalog.version("t", versions["t"]).rows
+    assert c["selectivity"] == pytest.approx(sketch_rows(ctx.catalog, slow) / total)
+    assert rec["decision"]["go"] and rec["decision"]["attr"] == "g"
+    saved = load_sketch(ctx.catalog.store, rec["captured"]["sketch_id"])
+    assert saved.parts[0].fragments == slow.parts[0].fragments
+    fallback = recommend(ctx, HAVING, "CB-OPT", method="exact", fragments=100)
+    assert not fallback["exact"] and fallback["sample"] is not None
+
+
 def test_read_fraction_follows_the_layout(ctx):
     """On the layout (one file per group) the sketch on g reads about what it covers; on the base
     files (two, each spanning half the groups) the same kind of sketch on ts reads them all."""

@@ -223,7 +223,7 @@ def load_workload(path: str | Path) -> Workload:
     fragments = c.typed(data, (), "fragments", int, None,
                         check=lambda v: None if 1 <= v <= 100_000 else "must be between 1 and 100000")
     method = c.typed(data, (), "method", str, "bootstrap",
-                     check=lambda v: None if v in ("bootstrap", "clt") else "must be bootstrap or clt")
+                     check=lambda v: None if v in ("bootstrap", "clt", "exact") else "must be bootstrap, clt or exact")
     measure = c.typed(data, (), "measure_recapture", bool, True)
     measured_costs = c.typed(data, (), "measured_costs", bool, True)
     templates = {}
