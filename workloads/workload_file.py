@@ -14,6 +14,7 @@ and update batches interleave, the seed, the strategies to compare and the maint
     strategies: [NO-PS, CB-OPT-GB]    # NO-PS is the reference; any of advisor.select.STRATEGIES
     policy: lazy                      # eager | lazy | batched:N | batched:Ns | arrival
     sample_rate: 0.05                 # theta for the stratified sample
+    method: bootstrap                 # bootstrap | clt | exact (see advisor.recommend)
     fragments: null                   # fix the granularity; null = chosen by the cost model
     measure_recapture: true           # time a full recapture next to every maintenance, and compare
     measured_costs: true              # decide with costs measured during the replay (advisor.calibrate);
