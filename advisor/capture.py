@@ -154,15 +154,15 @@ def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
 
 def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "",
             parts: dict[str, RangePartition] | None = None, by_value: bool = False) -> dict:
+    import pandas as pd
+
+    from advisor.maintain.fragments import assign
+
     scan_table = {s.scan_id: s.table for s in query.scans()}
     frags: dict[str, set] = {t: set() for t in on}
     for lam, sid in lam_scans.items():
         t = scan_table[sid]
         if by_value:
-            import pandas as pd
-
-            from advisor.maintain.fragments import assign
-
             part = parts[t]
             frags[t] |= {int(f) for f in assign(pd.Series(list(row[prefix + lam] or [])), part)}
             if row[prefix + null_flag(lam)]:

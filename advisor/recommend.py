@@ -144,14 +144,13 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     if hopeless:
         rec["reason"] = hopeless
         plan = {}
-    exact = None
+    exact, by = None, {c.attr: c for c in cands}
     if plan and method == "exact" and strategy != "OPT":
         exact = _exact(cat, q, table, plan, versions, units, progress)
     if exact is not None:
         sizes, sketches, parts, secs = exact
         rec.update(estimable=True, exact=True)
         rec["seconds"]["exact"] = round(secs, 3)
-        by = {c.attr: c for c in cands}
         for (a, n), s in sizes.items():
             by[a].sizes[n] = s
     elif plan:
@@ -163,7 +162,6 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                          "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
                          "maintained_from": est.sample.meta.get("maintained_from"),
                          "seconds": round(est.sample.seconds, 3)}
-        by = {c.attr: c for c in cands}
         for (a, n), se in est.sizes.items():
             part = est.partitions[(a, n)]
             by[a].sizes[n] = SizeSummary.of(se, part).with_read(
