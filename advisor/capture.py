@@ -20,7 +20,7 @@ from advisor.errors import BadInput, Unsupported
 from advisor.execute import table_view, versions_now
 from advisor.partitions import RangePartition, assign_column, build_partition, find_partition
 from advisor.plan import ir
-from advisor.plan.to_sql import VAL, Source, capture_sql, null_flag
+from advisor.plan.to_sql import VAL, Source, capture_sql, lam_name, null_flag
 from advisor.sketches import Sketch, SketchPart, decode_bitmap, save_sketch
 
 FRAG = "__frag"
@@ -200,6 +200,49 @@ def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str,
                     _all_versions(q, versions))
         out.append(save_sketch(catalog.store, sk) if save else sk)
     return out, secs
+
+
+def capture_values(catalog, query: ir.Query, table: str, attrs: list[str],
+                   versions: dict[str, int]) -> tuple[dict[str, tuple[list, bool]], float]:
+    """The distinct values (and whether NULL is among them) that each of ``attrs`` takes over the
+    provenance of the query's result, for several attributes of one table in ONE Spark job: each
+    attribute is carried by value (``to_sql`` kind VAL, extra columns ``Source.more_vals``).  A
+    sketch on any partition of an attribute is then its values' fragments (``value_sketch``), so
+    every candidate at every granularity is sized exactly for about one plain run of the query.
+    Every attribute must pass ``by_value_ok`` on its own.  Returns ({attr: (values, has_null)}, seconds)."""
+    attrs = list(attrs)
+    if not attrs:
+        raise ValueError("no attribute to capture")
+
+    def source(scan: ir.Scan) -> Source:
+        view = table_view(catalog, scan.table, versions.get(scan.table))
+        return Source(view, attrs[0], VAL, tuple(attrs[1:])) if scan.table == table else Source(view)
+
+    sql, lam_scans = capture_sql(query, source)
+    t0 = time.perf_counter()
+    row = catalog.spark.sql(sql).first()
+    secs = time.perf_counter() - t0
+    out: dict[str, tuple[list, bool]] = {a: ([], False) for a in attrs}
+    for sid in sorted(set(lam_scans.values())):
+        for j, a in enumerate(attrs):
+            lam = lam_name(sid, j)
+            vals, has_null = out[a]
+            out[a] = (vals + list(row[lam] or []), has_null or bool(row[null_flag(lam)]))
+    return out, secs
+
+
+def value_sketch(query: ir.Query, table: str, part: RangePartition, values: list, has_null: bool,
+                 versions: dict[str, int]) -> Sketch:
+    """The (unsaved) sketch of ``query`` on ``part`` from its attribute's provenance values."""
+    import pandas as pd
+
+    from advisor.maintain.fragments import assign
+
+    frags = {int(f) for f in assign(pd.Series(values), part)} if values else set()
+    if has_null:
+        frags.add(part.null_id)
+    return Sketch(0, query.template, query.bindings, query.sql,
+                  [SketchPart(table, part.attr, part.id, frozenset(frags))], _all_versions(query, versions))
 
 
 def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,

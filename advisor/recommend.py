@@ -61,7 +61,7 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
@@ -139,7 +139,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                        "advice_rows": w.advice_rows, "reason": w.reason}
     est = None
     hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(
-        T, w, p, None if strategy == "OPT" else w.advice_rows)
+        T, w, p, None if strategy == "OPT" else w.advice_rows, advice_captures=method == "exact")
     rec["cannot_pay"] = bool(hopeless)
     if hopeless:
         rec["reason"] = hopeless
@@ -149,6 +149,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         exact = _exact(cat, q, table, plan, versions, units, progress)
     if exact is not None:
         sizes, sketches, parts, secs = exact
+        w = replace(w, capture_sunk=True)  # the sizing job captured every candidate already
         rec.update(estimable=True, exact=True)
         rec["seconds"]["exact"] = round(secs, 3)
         for (a, n), s in sizes.items():

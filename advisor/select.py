@@ -139,6 +139,7 @@ class Workload:
     inc_rows: float | None = None       # measured incremental maintenance step, in rows
     init_rows: float | None = None      # predicted operator-state initialisation, in rows
     advice_rows: float | None = None    # measured sampling + estimation of one recommendation, in rows
+    capture_sunk: bool = False          # the sizing already captured every candidate (method exact)
 
 
 @dataclass
@@ -189,16 +190,18 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
     f = max(0.0, s.fragments)
     runs = min(f, f * (1.0 - f / max(s.n_fragments, 1)) + 1.0) if f else 0.0
     capture = capture_rows(T, w, p)
+    charged = 0.0 if w.capture_sunk else capture  # exact sizing captured it already: a sunk cost
     read = s.sel if s.read is None else s.read
     saving = (1.0 - read) * T
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
     maint = w.updates_per_use * maintenance_per_update(T, capture, w, p)
-    net = w.reuses * (saving - overhead - maint) - capture
+    net = w.reuses * (saving - overhead - maint) - charged
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
     figures = (f"{attr} at {s.n_fragments} fragments covers ~{s.sel:.1%} (upper {s.sel_hi:.1%}) of the table{reads}; "
                f"{w.reuses:g} predicted use(s) save {scans(w.reuses * saving):.2f} scans, cost "
-               f"{scans(w.reuses * (overhead + maint)):.2f} (filter + maintenance) + capture {scans(capture):.2f}"
+               f"{scans(w.reuses * (overhead + maint)):.2f} (filter + maintenance) + capture {scans(charged):.2f}"
+               f"{' (done while sizing)' if w.capture_sunk else ''}"
                f" -> net {scans(net):+.2f} scans")
     if s.sel_hi > p.max_sel:
         go, why = False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data; "
@@ -208,7 +211,7 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
         go, why = False, "no-go: the sketch does not pay off; "
     else:
         go, why = True, "go: "
-    return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, read, T, runs, capture, saving, overhead,
+    return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, read, T, runs, charged, saving, overhead,
                    maint, w.reuses, net, go, why + figures)
 
 
@@ -229,14 +232,19 @@ def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams)
     return min(capture, (w.init_rows + updates * inc) / updates)
 
 
-def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None) -> str | None:
+def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
+               advice_captures: bool = False) -> str | None:
     """Why no sketch of this template can pay off, decided before sampling, or None.
 
     Even a sketch that skips every row saves at most T per use; capture, maintenance and the
-    estimation itself are charged as measured (``advisor.calibrate``)."""
+    estimation itself are charged as measured (``advisor.calibrate``).  With ``advice_captures``
+    (method exact: the sizing job is the capture) the larger of the two is charged, once."""
     capture = capture_rows(T, w, p)
     maint = w.updates_per_use * maintenance_per_update(T, capture, w, p)
-    best = w.reuses * (T - maint) - capture - (advice_rows or 0.0)
+    if advice_captures:
+        best = w.reuses * (T - maint) - max(capture, advice_rows or 0.0)
+    else:
+        best = w.reuses * (T - maint) - capture - (advice_rows or 0.0)
     if best > 0:
         return None
     scans = lambda x: x / T if T else 0.0  # noqa: E731
@@ -377,25 +385,39 @@ def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = Non
 
 
 def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, dict, float]:
-    """Capture every (attr, n) -> partition in ONE Spark job: (real SizeSummary per key, the
-    unsaved sketches per key, seconds).  Used by the OPT oracle and by ``method="exact"``."""
+    """Capture every (attr, n) -> partition: (real SizeSummary per key, the unsaved sketches per key,
+    seconds).  Attributes the capture can carry by value share ONE job whatever their number and
+    granularities (``capture.capture_values``); the rest are captured together in one more job
+    (``capture_batch``).  Used by the OPT oracle and by ``method="exact"``."""
     from advisor.skipping import read_fraction_of, boundary_values
-    from advisor.capture import capture_batch
+    from advisor.capture import by_value_ok, capture_batch, capture_values, value_sketch
 
     keys = sorted(parts)
     stored = {k: store_partition(catalog, parts[k]) for k in keys}
-    items = [(query, {p.table: p.attr}, {p.table: p}) for p in (stored[k] for k in keys)]
-    sketches, secs = capture_batch(catalog, items, versions)
+    by_val = [k for k in keys if by_value_ok(query, {stored[k].table: stored[k].attr}, {stored[k].table: stored[k]})]
+    rest = [k for k in keys if k not in by_val]
+    sketches, secs = {}, 0.0
+    for table in sorted({stored[k].table for k in by_val}):
+        mine = [k for k in by_val if stored[k].table == table]
+        vals, s1 = capture_values(catalog, query, table, sorted({stored[k].attr for k in mine}), versions)
+        secs += s1
+        for k in mine:
+            sketches[k] = value_sketch(query, table, stored[k], *vals[stored[k].attr], versions)
+    if rest:
+        items = [(query, {p.table: p.attr}, {p.table: p}) for p in (stored[k] for k in rest)]
+        got, s2 = capture_batch(catalog, items, versions)
+        sketches.update(zip(rest, got))
+        secs += s2
     out = {}
-    for k, sk in zip(keys, sketches):
-        p = stored[k]
+    for k in keys:
+        p, sk = stored[k], sketches[k]
         fr = sk.parts[0].fragments
         rows = sum(p.sizes[f] for f in fr if f < len(p.sizes))
         out[k] = SizeSummary.exact(p.n_target, p.n_fragments, rows / max(1, sum(p.sizes)), len(fr))
         if units and p.attr in units:
             u = units[p.attr]
             out[k] = out[k].with_read(read_fraction_of(u.units, boundary_values(p), fr, p.null_id), u.source)
-    return out, dict(zip(keys, sketches)), secs
+    return out, sketches, secs
 
 
 def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None,

@@ -23,7 +23,9 @@ def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
     return out
 
 
-MAX_RUNS = 128  # beyond a few hundred OR'd ranges Spark's generated code overflows (janino 64 KB)
+# Bridging above this many OR'd ranges. With HotSpot's huge-method JIT on (advisor.session) 838
+# ranges cost what a plain scan costs at SF1; without it 128 ranges were 4-19x slower (BENCHMARKS.md).
+MAX_RUNS = 512
 
 
 def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.capture import capture_batch, sketch_attrs, value_lineage
+from advisor.capture import by_value_ok, capture_batch, capture_values, sketch_attrs, value_lineage, value_sketch
 from advisor.catalog import Catalog
 from advisor.execute import plain_source, versions_now
 from advisor.partitions import build_partition
@@ -80,6 +80,7 @@ def run_batch(spark, env, seed: int, cases: list[tuple[str, str, int]]) -> None:
     for (q, on, _), a, b in zip(items, sketches, by_ids):
         TALLY["by_value"] += value_lineage(q, on)
         assert a.parts[0].fragments == b.parts[0].fragments, (q.sql, on, value_lineage(q, on))
+    check_values_in_one_job(cat, parts, items, versions)
     pairs = [(query_sql(q, plain_source(cat, versions)),
               query_sql(q, sketch_source(cat, sk, versions, use_layout=False)))
              for (q, _, _), sk in zip(items, sketches)]
@@ -89,6 +90,25 @@ def run_batch(spark, env, seed: int, cases: list[tuple[str, str, int]]) -> None:
         assert plain == sketched, (f"{sql} sketched on {attr} ({n} fragments, kept "
                                    f"{sorted(sk.parts[0].fragments)}): plain-sketched={plain - sketched}, "
                                    f"sketched-plain={sketched - plain}")
+
+
+def check_values_in_one_job(cat, parts, items, versions) -> None:
+    """``capture_values`` carries every value-lineage attribute of one query in ONE job; the sketch
+    it gives on each attribute and granularity equals that attribute's own fragment-id capture."""
+    for q, _, _ in items:
+        attrs = [a for a in FACT_ATTRS if by_value_ok(q, {"facts": a}, {"facts": parts[(a, FRAGS[0])]})]
+        if attrs:
+            break
+    else:
+        return
+    vals, _ = capture_values(cat, q, "facts", attrs, versions)
+    keys = [(a, n) for a in attrs for n in FRAGS]
+    refs, _ = capture_batch(cat, [(q, {"facts": a}, {"facts": parts[(a, n)]}) for a, n in keys], versions,
+                            by_value=False)
+    for (a, n), ref in zip(keys, refs):
+        got = value_sketch(q, "facts", parts[(a, n)], *vals[a], versions)
+        assert got.parts[0].fragments == ref.parts[0].fragments, (q.sql, a, n)
+    TALLY["multi_value"] += len(attrs) >= 2
 
 
 CASE = st.tuples(queries(), st.sampled_from(FACT_ATTRS), st.sampled_from(FRAGS))
@@ -106,6 +126,7 @@ def test_enough_cases_were_compared():
     assert TALLY["cases"] >= 200, TALLY
     assert TALLY["compared"] >= 70 and TALLY["pruned"] >= 30, TALLY
     assert TALLY["by_value"] >= 20, TALLY
+    assert TALLY["multi_value"] >= 3, TALLY
 
 
 @pytest.mark.soak

@@ -9,8 +9,8 @@ import pytest
 from advisor.estimate import CannotEstimate, analyze
 from advisor.partitions import RangePartition
 from advisor.plan.parse import parse_sql
-from advisor.select import (Candidate, CostParams, SizeSummary, Workload, best_granularity, choose, cost,
-                            derive_partition, granularities_for, pool_of)
+from advisor.select import (Candidate, CostParams, SizeSummary, Workload, best_granularity, cannot_pay, choose,
+                            cost, derive_partition, granularities_for, pool_of)
 from estimators.aggregates import And, Cmp, Not, Or
 
 T = 1_000_000
@@ -46,6 +46,28 @@ def test_paper_example_year_wins_but_pays_off_only_with_enough_reuses():
     tiny = choose("CB-OPT-GB", cands, 8, Workload(20))
     assert tiny.attr == "year" and not tiny.go
     assert many.attr == "year" and many.go
+
+
+def test_exact_sizing_makes_the_capture_a_sunk_cost():
+    """Method exact captured every candidate while sizing: the go decision no longer charges a
+    capture, so one use of a 40 % sketch pays (0.6 scans saved), which it does not when a capture
+    (1.3 scans) is still to come."""
+    s, p = summ(0.4, frags=10), CostParams()
+    owed = cost(s, "a", T, Workload(1), p)
+    sunk = cost(s, "a", T, Workload(1, capture_sunk=True), p)
+    assert not owed.go and owed.capture_rows == pytest.approx(1.3 * T)
+    assert sunk.go and sunk.capture_rows == 0.0 and "done while sizing" in sunk.reason
+    assert sunk.net_rows == pytest.approx(owed.net_rows + 1.3 * T)
+
+
+def test_cannot_pay_charges_an_exact_sizing_once():
+    """Before sizing: 2 uses save at most 2 scans. Capture 1.3 + sampling 1.0 scans cannot pay; an
+    exact sizing of 1.0 scans that is itself the capture costs max(1.3, 1.0) = 1.3 and can."""
+    w = Workload(2, advice_rows=1.0 * T)
+    assert "no-go before sampling" in cannot_pay(T, w, CostParams(), w.advice_rows)
+    assert cannot_pay(T, w, CostParams(), w.advice_rows, advice_captures=True) is None
+    dear = Workload(2, advice_rows=2.5 * T)
+    assert cannot_pay(T, dear, CostParams(), dear.advice_rows, advice_captures=True) is not None
 
 
 def test_upper_bound_above_max_sel_is_no_go_even_with_many_reuses():

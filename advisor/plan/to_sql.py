@@ -37,6 +37,7 @@ class Source:
     from_sql: str
     frag_col: Optional[str] = None
     kind: str = INT  # INT: frag_col holds fragment ids; VAL: frag_col is the sketched attribute itself
+    more_vals: tuple = ()  # VAL only: further attributes carried by value (Λ columns ``lam_name(id, j)``)
 
 
 @dataclass
@@ -50,8 +51,9 @@ class Gen:
         return f"q{self.n}"
 
 
-def lam_name(scan_id: int) -> str:
-    return f"__ps{scan_id}"
+def lam_name(scan_id: int, j: int = 0) -> str:
+    """Λ column of a scan; ``j > 0`` names the j-th extra value column (``Source.more_vals``)."""
+    return f"__ps{scan_id}" if j == 0 else f"__ps{scan_id}_v{j}"
 
 
 def null_flag(name: str) -> str:
@@ -81,10 +83,11 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
         items = [f"{q(c.source)} AS {q(c.name)}" for c in node.cols]
         lams = {}
         if src.frag_col is not None:
-            ln = lam_name(node.scan_id)
-            items.append(f"{q(src.frag_col)} AS {q(ln)}")
-            lams[ln] = src.kind
-            g.lams[ln] = node.scan_id
+            for j, col in enumerate((src.frag_col,) + tuple(src.more_vals)):
+                ln = lam_name(node.scan_id, j)
+                items.append(f"{q(col)} AS {q(ln)}")
+                lams[ln] = src.kind
+                g.lams[ln] = node.scan_id
         return f"SELECT {', '.join(items)} FROM {src.from_sql}", lams
     if isinstance(node, ir.Select):
         c, lams = gen(node.child, g)
