@@ -23,9 +23,11 @@ def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
     return out
 
 
-# Bridging above this many OR'd ranges. With HotSpot's huge-method JIT on (advisor.session) 838
-# ranges cost what a plain scan costs at SF1; without it 128 ranges were 4-19x slower (BENCHMARKS.md).
-MAX_RUNS = 512
+# Bridging above this many OR'd ranges. With HotSpot's huge-method JIT on (advisor.session) 128-210
+# ranges cost 0.3-0.4x of a plain scan at SF1 (without it 128 ranges were 4-19x slower). A cap of
+# 512 was tried in a replay and some sketched big_orders queries took 4.5-27.9 s against 1.4 s
+# plain (BENCHMARKS.md, session 10): not understood, so the measured-safe 128 stays.
+MAX_RUNS = 128
 
 
 def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:
