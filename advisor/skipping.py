@@ -213,15 +213,15 @@ def _stat_values(st) -> tuple:
     return st.min, st.max
 
 
-def read_units(catalog, table: str, attr: str, version: int) -> Units:
+def read_units(catalog, table: str, attr: str, version: int, layout: bool = True) -> Units:
     """Units a sketched scan of ``table`` at ``version`` reads: the newest clustered layout on
-    ``attr`` at or below the version (files), else the base files' row groups; batch inserts since
-    are always read."""
+    ``attr`` at or below the version (files), else (or with ``layout=False``) the base files' row
+    groups; batch inserts since are always read."""
     from advisor.layout import find_layout
     from advisor.partitions import decode_value
 
     dtype = catalog.column_type(table, attr)
-    lay = find_layout(catalog.store, table, attr, version)
+    lay = find_layout(catalog.store, table, attr, version) if layout else None
     vs = [x for x in catalog.versions(table) if x.version <= version]
     if lay is not None:
         # row groups of the layout files (1 MiB each): Spark prunes those inside the files it opens

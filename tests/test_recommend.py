@@ -133,6 +133,36 @@ def test_read_fraction_follows_the_layout(ctx):
     assert rec["decision"]["attr"] == "g" and "(layout " in rec["decision"]["reason"]
 
 
+def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx, spark):
+    """t's base files span half the groups each: the layout on g (one group per file) pays. A copy
+    whose base files hold about one group each, with a coarse layout (10 groups per file, so every
+    layout file holds one of the 20 passing groups), is read from its base files: about a tenth
+    of them, and still the plain answer."""
+    from advisor.capture import capture
+    from advisor.execute import run_query, versions_now
+    from advisor.partitions import load_partition
+    from advisor.plan.parse import parse_sql
+    from advisor.use import layout_pays
+
+    cat = ctx.catalog
+    q = parse_sql(HAVING, ctx.schema_lookup())
+    sk = capture(cat, q, {"t": "g"}, 100, versions_now(cat, q)).sketch
+    part, fr = load_partition(cat.store, sk.parts[0].partition_id), sk.parts[0].fragments
+    assert layout_pays(cat, "t", "g", cat.current_version("t"), part, fr)
+
+    cat.create_table("tc", cat.read("t").drop("_rid").repartitionByRange(200, "g").sortWithinPartitions("g"), "test")
+    build_layout(cat, "tc", "g", rows_per_file=2000)
+    qc = parse_sql(HAVING.replace(" t ", " tc "), ctx.schema_lookup())
+    vc = versions_now(cat, qc)
+    skc = capture(cat, qc, {"tc": "g"}, 100, vc).sketch
+    partc = load_partition(cat.store, skc.parts[0].partition_id)
+    assert not layout_pays(cat, "tc", "g", vc["tc"], partc, skc.parts[0].fragments)
+    plain, sketched = run_query(cat, qc), run_query(cat, qc, sketch=skc)
+    assert sorted(plain.rows) == sorted(sketched.rows) and len(plain.rows) == 20
+    assert 0 < sketched.metrics.files_read < 100  # base files of the sketched groups only
+    assert sketched.metrics.rows_read < plain.metrics.rows_read / 2
+
+
 def test_sample_is_cached_and_a_new_table_version_maintains_it(ctx, spark):
     first = recommend(ctx, HAVING, fragments=100, sample_rate=0.1)
     again = recommend(ctx, HAVING.replace("5000", "4000"), fragments=100, sample_rate=0.1)
