@@ -57,8 +57,8 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
 
     builder = SparkSession.builder.appName(app_name).master(resolve_master(master))
     merged = dict(DEFAULT_CONF)
-    # HotSpot does not JIT-compile methods over 8,000 bytes of bytecode; a sketch filter of a few
-    # hundred ranges makes whole-stage codegen emit one, which then runs interpreted (measured at
+    # HotSpot does not JIT-compile methods over 8,000 bytes of bytecode; a sketch filter of a
+    # hundred or more ranges makes whole-stage codegen emit one, which then runs interpreted (measured at
     # SF1: 210 ranges 4.3x slower than no sketch, 0.28x with this flag; BENCHMARKS.md).
     merged["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j} {JIT_HUGE}"
     merged["spark.executor.extraJavaOptions"] = JIT_HUGE
