@@ -161,6 +161,9 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     assert sorted(plain.rows) == sorted(sketched.rows) and len(plain.rows) == 20
     assert all(sc["relation"].endswith("_base") for sc in sketched.metrics.scans)  # not the layout
     assert sketched.metrics.rows_read < plain.metrics.rows_read / 2  # row groups of sketched groups
+    from advisor.finder import read_fraction  # predicts the read of the files the scan really opens
+
+    assert read_fraction(cat, skc, vc) == pytest.approx(sketched.metrics.rows_read / plain.metrics.rows_read, abs=0.05)
 
 
 def test_sample_is_cached_and_a_new_table_version_maintains_it(ctx, spark):
