@@ -100,25 +100,16 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
 
 def read_fraction(catalog, s: Sketch, versions: dict[str, int]) -> float:
     """Share of the sketched tables' rows a scan with the sketch still reads: rows of the layout
-    files, or of the base row groups when the scan reads those (``use.layout_pays``), whose
+    files, or of the base row groups when the scan reads those (``use.scan_units``), whose
     min/max overlap the sketch's fragments (``advisor.skipping``)."""
     from advisor.partitions import load_partition
-    from advisor.skipping import boundary_values, read_fraction_of, read_units
-
-    from advisor.use import LAYOUT_GAIN
+    from advisor.use import scan_units
 
     read = total = 0.0
     for p in s.parts:
         part = load_partition(catalog.store, p.partition_id)
         v = versions.get(p.table) or catalog.current_version(p.table)
-        b = boundary_values(part)
-        units = read_units(catalog, p.table, p.attr, v)
-        frac = read_fraction_of(units.units, b, p.fragments, part.null_id)
-        if units.source.startswith("layout"):  # the scan reads the base files unless the layout pays
-            base = read_units(catalog, p.table, p.attr, v, layout=False)
-            base_frac = read_fraction_of(base.units, b, p.fragments, part.null_id)
-            if frac > LAYOUT_GAIN * base_frac:
-                units, frac = base, base_frac
+        units, frac, _ = scan_units(catalog, p.table, p.attr, v, part, p.fragments)
         rows = units.rows
         read += rows * frac
         total += rows

@@ -113,18 +113,27 @@ def overlapping_files(manifest: list[dict], part: RangePartition, fragments: fro
 LAYOUT_GAIN = 0.8
 
 
-def layout_pays(catalog, table: str, attr: str, version: int, part: RangePartition, fragments) -> bool:
-    """Read the clustered layout only when it skips clearly more than the base files do (reads at
-    most ``LAYOUT_GAIN`` of their rows): opening many small files costs more per row than skipping
-    row groups and pages inside a few large ones.  At SF1, big_orders on an already
-    l_orderkey-ordered lineitem took 0.27x of plain from the base files and 0.85x from the layout."""
+def scan_units(catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
+    """(units, read fraction, layout?) of the files a sketched scan opens: the clustered layout only
+    when it skips clearly more than the base files do (reads at most ``LAYOUT_GAIN`` of their
+    rows), since opening many small files costs more per row than skipping row groups and pages
+    inside a few large ones.  At SF1, big_orders on an already l_orderkey-ordered lineitem took
+    0.27x of plain from the base files and 0.85x from the layout."""
     from advisor.skipping import boundary_values, read_fraction_of, read_units
 
     b = boundary_values(part)
-    lay = read_fraction_of(read_units(catalog, table, attr, version).units, b, fragments, part.null_id)
-    base = read_fraction_of(read_units(catalog, table, attr, version, layout=False).units, b, fragments,
-                            part.null_id)
-    return lay <= LAYOUT_GAIN * base
+    units = read_units(catalog, table, attr, version)
+    frac = read_fraction_of(units.units, b, fragments, part.null_id)
+    if not units.source.startswith("layout"):
+        return units, frac, False
+    base = read_units(catalog, table, attr, version, layout=False)
+    base_frac = read_fraction_of(base.units, b, fragments, part.null_id)
+    return (units, frac, True) if frac <= LAYOUT_GAIN * base_frac else (base, base_frac, False)
+
+
+def layout_pays(catalog, table: str, attr: str, version: int, part: RangePartition, fragments) -> bool:
+    """Whether a sketched scan reads the clustered layout (``scan_units``)."""
+    return scan_units(catalog, table, attr, version, part, fragments)[2]
 
 
 def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
