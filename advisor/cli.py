@@ -421,16 +421,43 @@ def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer
 @bench_app.command("maintain")
 def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional[Path] = typer.Option(None, "--out"),
                        sizes: List[str] = typer.Option(["10", "100", "1000", "10000", "1%", "5%"], "--size"),
-                       kinds: List[str] = typer.Option(["insert", "delete", "mixed"], "--kind")):
+                       kinds: List[str] = typer.Option(["insert", "delete", "mixed"], "--kind"),
+                       repeat: int = typer.Option(1, "--repeat", min=1, help="Rounds of every size x kind."),
+                       query_names: List[str] = typer.Option([], "--query", help="having_orderkey | topk_supp | "
+                                                              "join_orders (repeatable; default all)."),
+                       row_init: bool = typer.Option(True, "--row-init/--no-row-init",
+                                                     help="Also time the row-path state initialisation."),
+                       profile: Optional[Path] = typer.Option(None, "--profile", help="Write a cProfile of the "
+                                                              "incremental steps (pstats file) and print its top.")):
     """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf if missing)."""
-    from workloads.bench_maintain import bench_maintain, break_even
+    from workloads.bench_maintain import QUERIES, bench_maintain, break_even, summarise
     from workloads.datasets import load_dataset
 
     c = ctx()
     if not c.catalog.exists("lineitem"):
         load_dataset(c.catalog, "tpch", sf=sf)
     parsed = [s if s.endswith("%") else int(s) for s in sizes]
-    res = bench_maintain(c, sizes=parsed, kinds=tuple(kinds), console=out)
+    known = [q[0] for q in QUERIES]
+    for name in query_names:
+        if name not in known:
+            raise BadInput(f"unknown benchmark query {name!r} (choose from: {', '.join(known)})")
+    queries = [q for q in QUERIES if not query_names or q[0] in query_names]
+    prof = None
+    if profile is not None:
+        import cProfile
+
+        prof = cProfile.Profile()
+    res = bench_maintain(c, queries=queries, sizes=parsed, kinds=tuple(kinds), console=out,
+                         init_both=row_init, repeat=repeat, profiler=prof)
+    if prof is not None:
+        import pstats
+
+        prof.dump_stats(str(profile))
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+    for s in summarise(res, skip_first=0):
+        out.print(f"{s['query']} delta {s['delta']:,}: incremental {s['t_incremental'] * 1000:.1f} ms, recapture "
+                  f"{s['t_recapture']:.2f} s (medians); ratio median {s['ratio_median']:.0f}x, min "
+                  f"{s['ratio_min']:.0f}x, {s['below_100x']} of {s['steps']} steps < 100x, same={s['all_same']}")
     out.print(f"break-even (first delta where incremental is not faster): {break_even(res) or 'none reached'}")
     if out_json:
         out_json.write_text(json.dumps(res, indent=2, default=str))

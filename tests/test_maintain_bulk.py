@@ -137,13 +137,15 @@ def _maintained_join_batches(cat, seeds):
         yield i
 
 
-def test_unchanged_join_side_is_read_once_then_served_from_memory(cat):
+def test_unchanged_join_side_is_cached_at_initialisation_and_served_from_memory(cat):
     from advisor.maintain import spark_base
 
     steps = 0
     for i in _maintained_join_batches(cat, [11, 12, 13]):
-        # dims never changes: the first batch asks Spark, the second reads it whole and caches it
-        assert len(spark_base._sides) == (0 if i == 0 else 1)
+        # dims never changes: state initialisation read it whole, so no batch sent Spark an
+        # IN-list query for it (`_seen` counts those)
+        assert len(spark_base._sides) == 1
+        assert not spark_base._seen
         steps += 1
     assert steps == 3
 

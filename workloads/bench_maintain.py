@@ -41,7 +41,9 @@ def _sizes(rows: int, sizes) -> list[int]:
 
 def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"),
                    kinds=("insert", "delete", "mixed"), fragments: int = 1000, console=None,
-                   init_both: bool = True) -> list[dict]:
+                   init_both: bool = True, repeat: int = 1, profiler=None) -> list[dict]:
+    """Run the benchmark; `profiler` (a ``cProfile.Profile``) is enabled around the incremental
+    steps only (delta read + ``apply``), never the recaptures."""
     cat = ctx.catalog
     out = []
     for name, sql, on in queries:
@@ -67,30 +69,57 @@ def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"
         parts = {p.table: load_partition(cat.store, p.partition_id) for p in sk.parts}
         table = next(iter(on))
         cur = dict(versions)
-        for n in _sizes(cat.version(table).rows, sizes):
-            for kind in kinds:
-                n_ins = n if kind == "insert" else (n // 2 if kind == "mixed" else 0)
-                n_del = n if kind == "delete" else (n - n // 2 if kind == "mixed" else 0)
-                ins, dels = batch_frames(cat, table, n_ins, n_del, seed=n * 7 + len(kind))
-                v = cat.apply_frames(table, ins, dels).version
-                new = dict(cur, **{table: v})
-                t0 = time.perf_counter()
-                i_df, d_df = cat.delta_pandas(table, cur[table], v, columns=state.columns(table),
-                                                  where=state.delta_where(table))
-                got = state.apply({table: (i_df, d_df)}, SparkBase(cat, sketched, cur, new))
-                t_inc = time.perf_counter() - t0
-                (fresh,), t_cap = capture_batch(cat, [(q, on, parts)], new)
-                frags = set().union(*got.values()) if got else set()
-                same = frags == set(fresh.parts[0].fragments)
-                rec = {"query": name, "delta": n, "kind": kind, "t_incremental": t_inc, "t_recapture": t_cap,
-                       "speedup": t_cap / t_inc if t_inc else None, "same": same, "t_init": t_init,
-                       "t_init_rows": t_init_rows, "same_init": same_init, "t_capture0": cap.seconds,
-                       "table_rows": cat.version(table).rows, "fragments": len(frags)}
-                out.append(rec)
-                cur = new
-                if console is not None:
-                    console.print(f"{name} {kind:6} {n:>8,}: incremental {t_inc:.3f}s, recapture {t_cap:.3f}s "
-                                  f"({rec['speedup']:.1f}x) same={same}")
+        for step, (n, kind) in enumerate((n, kind) for n in _sizes(cat.version(table).rows, sizes)
+                                          for _ in range(repeat) for kind in kinds):
+            n_ins = n if kind == "insert" else (n // 2 if kind == "mixed" else 0)
+            n_del = n if kind == "delete" else (n - n // 2 if kind == "mixed" else 0)
+            ins, dels = batch_frames(cat, table, n_ins, n_del, seed=n * 7 + len(kind) + 1000 * step)
+            v = cat.apply_frames(table, ins, dels).version
+            new = dict(cur, **{table: v})
+            if profiler is not None:
+                profiler.enable()
+            t0 = time.perf_counter()
+            i_df, d_df = cat.delta_pandas(table, cur[table], v, columns=state.columns(table),
+                                          where=state.delta_where(table))
+            got = state.apply({table: (i_df, d_df)}, SparkBase(cat, sketched, cur, new))
+            t_inc = time.perf_counter() - t0
+            if profiler is not None:
+                profiler.disable()
+            (fresh,), t_cap = capture_batch(cat, [(q, on, parts)], new)
+            frags = set().union(*got.values()) if got else set()
+            same = frags == set(fresh.parts[0].fragments)
+            rec = {"query": name, "step": step, "delta": n, "kind": kind, "t_incremental": t_inc, "t_recapture": t_cap,
+                   "speedup": t_cap / t_inc if t_inc else None, "same": same, "t_init": t_init,
+                   "t_init_rows": t_init_rows, "same_init": same_init, "t_capture0": cap.seconds,
+                   "table_rows": cat.version(table).rows, "fragments": len(frags)}
+            out.append(rec)
+            cur = new
+            if console is not None:
+                console.print(f"{name} {kind:6} {n:>8,}: incremental {t_inc:.3f}s, recapture {t_cap:.3f}s "
+                              f"({rec['speedup']:.1f}x) same={same}")
+    return out
+
+
+def summarise(results: list[dict], skip_first: int = 0) -> list[dict]:
+    """Per (query, delta size): median incremental and recapture seconds, the median and minimum
+    of the per-step ratios, and how many steps fell below 100x; each query's first `skip_first`
+    steps (warm-up) are left out."""
+    import statistics
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in results:
+        if r.get("step", 0) >= skip_first:
+            groups.setdefault((r["query"], r["delta"]), []).append(r)
+    out = []
+    for (query, delta), rs in groups.items():
+        ratios = [r["speedup"] for r in rs if r["speedup"] is not None]
+        out.append({"query": query, "delta": delta, "steps": len(rs),
+                    "t_incremental": statistics.median(r["t_incremental"] for r in rs),
+                    "t_recapture": statistics.median(r["t_recapture"] for r in rs),
+                    "ratio_median": statistics.median(ratios) if ratios else None,
+                    "ratio_min": min(ratios) if ratios else None,
+                    "below_100x": sum(1 for x in ratios if x < 100),
+                    "all_same": all(r["same"] for r in rs)})
     return out
 
 

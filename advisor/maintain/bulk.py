@@ -32,8 +32,8 @@ from advisor.plan import ir
 from advisor.plan.to_sql import Gen, esql, gen, q
 
 from .base import OLD
-from .frames import frame_from_rows, normalize_frame, py_scalar, row_values
-from .ops_agg import AggOp
+from .frames import frame_from_rows, normalize_frame, row_values
+from .ops_agg_plain import PlainAggOp
 from .ops_join import JoinOp
 
 BLOOM_MAX_KEYS = 200_000
@@ -63,11 +63,11 @@ def supports(root: ir.Node) -> bool:
     return lowest_aggregate(root) is not None
 
 
-def _agg_op(state) -> Optional[AggOp]:
+def _agg_op(state) -> Optional[PlainAggOp]:
     target = lowest_aggregate(state.plan)
     if target is None:
         return None
-    return next((op for op in state.root_op.walk() if op.node is target and isinstance(op, AggOp)), None)
+    return next((op for op in state.root_op.walk() if op.node is target and isinstance(op, PlainAggOp)), None)
 
 
 def initialise(state, base) -> bool:
@@ -93,46 +93,19 @@ def initialise(state, base) -> bool:
     _load_groups(op, df, [lam_of[s] for s in op.sids])
     for join in [o for o in op.children[0].walk() if isinstance(o, JoinOp)]:
         _fill_blooms(join, base)
-    rows, anns = [], []
-    for key, grp in op.groups.items():
-        out = op._output(key, grp)
-        if out is not None:
-            rows.append(out[0])
-            anns.append(out[1])
+    rows, anns = op.all_outputs()
     op.started = True
     op.pending = frame_from_rows(op.names, rows, [1] * len(rows), op.sids, anns)
     state.apply({}, base)  # carries the aggregation's output through the operators above it
     return True
 
 
-def _load_groups(op: AggOp, df: pd.DataFrame, frag_cols: list[str]) -> None:
+def _load_groups(op: PlainAggOp, df: pd.DataFrame, frag_cols: list[str]) -> None:
     keys = row_values(normalize_frame(df[op.keys].reset_index(drop=True)), op.keys)  # engine's value forms
-    cnt = df["__cnt"].tolist()
     nn = {j: df[f"__nn{j}"].tolist() for j, a in enumerate(op.aggs) if a.arg is not None}
     sums = {j: df[f"__s{j}"].tolist() for j, a in enumerate(op.aggs)
             if a.arg is not None and a.func in ("sum", "avg")}
-    frags = [df[c].tolist() for c in frag_cols]
-    groups = op.groups
-    for i, key in enumerate(keys):
-        grp = groups.get(key)
-        if grp is None:
-            grp = groups[key] = op._new_group()
-        c = int(cnt[i])
-        grp.cnt += c
-        for j, col in nn.items():
-            grp.nn[j] += int(col[i])
-        for j, col in sums.items():
-            v = py_scalar(col[i])
-            if v is not None:
-                grp.sum[j] += v
-        for j, col in enumerate(frags):
-            f = py_scalar(col[i])
-            if f is not None:  # a union's other branch: no fragment of this scan
-                F = grp.F[j]
-                F[int(f)] = F.get(int(f), 0) + c
-                grp.ann = None
-    if op.is_global and () not in groups:
-        groups[()] = op._new_group()
+    op.load_bulk(keys, df["__cnt"].tolist(), nn, sums, [df[c].tolist() for c in frag_cols])
 
 
 def _fill_blooms(join, base) -> None:

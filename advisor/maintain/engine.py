@@ -38,6 +38,7 @@ from . import prune, pushdown, relops
 from .base import BaseSide, PandasBase, empty_like
 from .frames import M, annotations, deep_size, empty_frame
 from .ops_agg import AggOp
+from .ops_agg_plain import PlainAggOp
 from .ops_base import Ctx, MaintenanceError, NeedsRecapture, Op
 from .ops_join import JoinOp
 from .ops_topk import TopKOp
@@ -174,9 +175,11 @@ def build(node: ir.Node, sketched: Sketched, topk_buffer: Optional[int] = None,
     if isinstance(node, ir.Join):
         return JoinOp(node, rec(node.left), rec(node.right), sketched, use_bloom=bloom)
     if isinstance(node, ir.Aggregate):
-        return AggOp(node, rec(node.child), sketched, node.keys, node.aggs)
+        plain = all(a.func in ("count", "sum", "avg") and not a.distinct and (a.arg is not None or a.func == "count")
+                    for a in node.aggs)
+        return (PlainAggOp if plain else AggOp)(node, rec(node.child), sketched, node.keys, node.aggs)
     if isinstance(node, ir.Distinct):
-        return AggOp(node, rec(node.child), sketched, node.child.names, [])
+        return PlainAggOp(node, rec(node.child), sketched, node.child.names, [])
     if isinstance(node, ir.TopK):
         return TopKOp(node, rec(node.child), sketched, topk_buffer, on_topk_exhausted)
     raise Unsupported(f"operator {type(node).__name__} is not supported by incremental maintenance")

@@ -29,7 +29,7 @@ from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, s
 from . import bulk, rent
 from .engine import Maintainer, MaintState
 from .ops_base import NeedsRecapture
-from .spark_base import SparkBase
+from .spark_base import SparkBase, warm_sides
 
 
 @dataclass
@@ -119,12 +119,16 @@ def init_state(catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | No
     where the plan allows (``bulk``), else by feeding the tables as one insert batch."""
     tables = sorted({s.table for s in query.scans()})
     versions = _versions_for(catalog, sk, tables)
+    base = SparkBase(catalog, sketched, versions, versions)
     if use_bulk and bulk.supports(query.root):
         state = MaintState(query.root, sketched, topk_buffer=topk_buffer)
-        if bulk.initialise(state, SparkBase(catalog, sketched, versions, versions)):
+        if bulk.initialise(state, base):
+            warm_sides(state, base)
             return state
     data = _pandas_tables(catalog, tables, versions)
-    return Maintainer.init(query.root, sketched, data, topk_buffer=topk_buffer)
+    state = Maintainer.init(query.root, sketched, data, topk_buffer=topk_buffer)
+    warm_sides(state, base)
+    return state
 
 
 def _versions_for(catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:

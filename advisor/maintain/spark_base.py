@@ -12,7 +12,9 @@ memory (LRU, at most ``SIDE_CACHE_ROWS`` rows in all; only sides over at most ``
 table rows, so the one full read stays cheap); later requests look keys up in pandas. A
 dimension side that no batch touches (orders under a stream of lineitem batches) then costs a
 lookup instead of a Spark job (0.2-0.5 s at TPC-H SF1) per batch. A side whose tables change with
-every batch never repeats its SQL, so it never fills the cache.
+every batch never repeats its SQL, so it never fills the cache. State initialisation
+(``warm_sides``) reads the small sides without a sketched scan at once, so no batch pays the two
+warm-up reads.
 """
 
 from __future__ import annotations
@@ -106,16 +108,10 @@ class SparkBase:
 
         return src
 
-    def rows(self, node: ir.Node, version: str, keys: Optional[KeyFilter] = None) -> pd.DataFrame:
-        self.calls += 1
+    def _side_key(self, node: ir.Node, version: str):
+        """(cache key, full SQL, Λ columns, sid per Λ column, small?) of a subtree at OLD or NEW."""
         g = Gen(self.source(version, register=False))  # names only: a cache hit needs no Spark call
         sql, lams = gen(node, g)
-        where = ""
-        if keys is not None and len(keys.cols) == 1 and 0 < len(keys.values) <= MAX_IN_LIST:
-            vals = [v[0] if isinstance(v, tuple) else v for v in keys.values]
-            lits = ", ".join(_lit(v) for v in vals if v is not None)
-            if lits:
-                where = f" WHERE {q(keys.cols[0])} IN ({lits})"
         sid_of = {name: g.lams[name] for name in lams}
         cols = [q(c) for c in node.names] + [f"{q(name)} AS {q(fcol(sid_of[name]))}" for name in lams]
         full = f"SELECT {', '.join(cols)} FROM ({sql}) _b"
@@ -123,8 +119,29 @@ class SparkBase:
         tv = {n.table: self.catalog.version(n.table, vers[n.table]) for n in node.walk() if isinstance(n, ir.Scan)}
         ident = tuple(sorted((t, x.version, x.base_path) for t, x in tv.items()))
         ck = (str(self.catalog.store.path), full, ident)  # a replaced table has a new base path
-        side = _sides.get(ck)
         small = sum(x.rows for x in tv.values()) <= SIDE_MAX_ROWS
+        return ck, full, lams, sid_of, small
+
+    def prefetch(self, node: ir.Node, version: str) -> bool:
+        """Read a small side whole into the cache now (at state initialisation), so the first
+        batches do not pay an IN-list job and then the full read; False when it is too large."""
+        ck, full, lams, sid_of, small = self._side_key(node, version)
+        if not small:
+            return False
+        if ck not in _sides:
+            _cache_side(ck, _Side(normalize_frame(self._read(node, version, full, lams, sid_of))))
+        return True
+
+    def rows(self, node: ir.Node, version: str, keys: Optional[KeyFilter] = None) -> pd.DataFrame:
+        self.calls += 1
+        ck, full, lams, sid_of, small = self._side_key(node, version)
+        where = ""
+        if keys is not None and len(keys.cols) == 1 and 0 < len(keys.values) <= MAX_IN_LIST:
+            vals = [v[0] if isinstance(v, tuple) else v for v in keys.values]
+            lits = ", ".join(_lit(v) for v in vals if v is not None)
+            if lits:
+                where = f" WHERE {q(keys.cols[0])} IN ({lits})"
+        side = _sides.get(ck)
         if side is None and small and _seen.get(ck, 0) >= 1:  # asked before: read it whole, once
             side = _Side(normalize_frame(self._read(node, version, full, lams, sid_of)))  # values in the engine's forms
             _cache_side(ck, side)
@@ -166,3 +183,20 @@ def _lit(v) -> str:
     if isinstance(v, dt.date):
         return f"DATE '{v.isoformat()}'"
     return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def warm_sides(state, base: "SparkBase") -> int:
+    """Prefetch, for every join in `state`, each input side that holds no sketched scan and reads
+    at most ``SIDE_MAX_ROWS`` table rows (a dimension under a stream of fact batches); returns how
+    many sides were cached."""
+    from .ops_join import JoinOp
+
+    n = 0
+    for op in state.root_op.walk():
+        if not isinstance(op, JoinOp):
+            continue
+        for side in op.children:
+            scans = [s for s in side.node.walk() if isinstance(s, ir.Scan)]
+            if scans and not any(s.scan_id in base.sketched for s in scans):
+                n += base.prefetch(side.node, OLD)
+    return n
