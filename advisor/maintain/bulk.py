@@ -32,7 +32,7 @@ from advisor.plan import ir
 from advisor.plan.to_sql import Gen, esql, gen, q
 
 from .base import OLD
-from .frames import frame_from_rows, normalize_frame, row_values
+from .frames import normalize_frame, row_values
 from .ops_agg_plain import PlainAggOp
 from .ops_join import JoinOp
 
@@ -93,9 +93,8 @@ def initialise(state, base) -> bool:
     _load_groups(op, df, [lam_of[s] for s in op.sids])
     for join in [o for o in op.children[0].walk() if isinstance(o, JoinOp)]:
         _fill_blooms(join, base)
-    rows, anns = op.all_outputs()
     op.started = True
-    op.pending = frame_from_rows(op.names, rows, [1] * len(rows), op.sids, anns)
+    op.pending = op.all_outputs()
     state.apply({}, base)  # carries the aggregation's output through the operators above it
     return True
 

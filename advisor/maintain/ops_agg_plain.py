@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from . import exprs
-from .frames import EMPTY, M, annotations, column_values, frame_from_rows, py_scalar, row_values, singleton
+from .frames import (EMPTY, M, annotations, column_values, empty_frame, fcol, from_values, make_frame, py_scalar,
+                     row_values, singleton)
 from .ops_agg import AggOp
 from .ops_base import Ctx, MaintenanceError
 
@@ -66,20 +67,25 @@ class PlainAggOp(AggOp):
 
     def _codes(self, keys: list[tuple]) -> np.ndarray:
         """The code of every key, allocating codes (reusing freed ones) for keys not seen yet."""
-        code, out = self.code, np.empty(len(keys), dtype=np.int64)
-        for i, k in enumerate(keys):
-            c = code.get(k)
-            if c is None:
-                if self.free:
-                    c = self.free.pop()
-                    self.key_of[c] = k
-                else:
-                    c = len(self.key_of)
-                    self.key_of.append(k)
-                code[k] = c
-            out[i] = c
-        self._grow(len(self.key_of))
-        return out
+        code = self.code
+        get = code.get
+        cl = [get(k) for k in keys]
+        if None in cl:
+            for i, c in enumerate(cl):
+                if c is None:
+                    k = keys[i]
+                    c = code.get(k)  # a key new in this batch may repeat
+                    if c is None:
+                        if self.free:
+                            c = self.free.pop()
+                            self.key_of[c] = k
+                        else:
+                            c = len(self.key_of)
+                            self.key_of.append(k)
+                        code[k] = c
+                    cl[i] = c
+            self._grow(len(self.key_of))
+        return np.array(cl, dtype=np.int64)
 
     def _release(self, dead: np.ndarray) -> None:
         """Forget groups whose count reached 0 (never the global group)."""
@@ -96,37 +102,64 @@ class PlainAggOp(AggOp):
         self.c1[:, dead] = 0
 
     # ----- outputs -----
-    def _annotation(self, s: int, c: int, f1: int, c1: int) -> frozenset:
-        mu = self.multi[s].get(c)
-        if mu is not None:
-            return frozenset(f for f, n in mu.items() if n > 0)
-        return singleton(f1) if c1 > 0 else EMPTY
-
-    def _outputs(self, codes: np.ndarray) -> list:
-        """Per code, (row values, annotation) or None when the group has no output row."""
-        cl = codes.tolist()
-        cnts = self.cnt[codes].tolist()
-        nns = [self.nn[j][codes].tolist() for j in range(len(self.aggs))]
-        sms = [self.sums[j][codes].tolist() for j in range(len(self.aggs))]
-        f1s = [self.f1[s][codes].tolist() for s in range(len(self.sids))]
-        c1s = [self.c1[s][codes].tolist() for s in range(len(self.sids))]
-        out = []
-        for i, c in enumerate(cl):
-            n = cnts[i]
-            if n == 0 and not self.is_global:
-                out.append(None)
-                continue
-            vals = tuple(n if how == 0 else nns[j][i] if how == 1 else None if nns[j][i] == 0
-                         else sms[j][i] if how == 2 else sms[j][i] / nns[j][i] for j, how in self.plain)
-            ann = tuple(self._annotation(s, c, f1s[s][i], c1s[s][i]) for s in range(len(self.sids)))
-            out.append((self.key_of[c] + vals, ann))
+    def _annotations(self, s: int, codes: np.ndarray) -> np.ndarray:
+        """Scan `s`'s annotation of each group (object array of frozensets): a cached singleton
+        per fragment for one-fragment groups, a set built from the counts for spilled ones."""
+        f1, c1 = self.f1[s][codes], self.c1[s][codes]
+        top = int(f1.max()) + 1 if len(f1) else 0
+        table = getattr(self, "_sing", None)
+        if table is None or len(table) < top + 1:
+            table = self._sing = np.empty(max(top, 1024) + 1, dtype=object)
+            table[:-1] = [singleton(f) for f in range(len(table) - 1)]
+            table[-1] = EMPTY
+        out = table[np.where(c1 > 0, f1, len(table) - 1)]
+        multi = self.multi[s]
+        if multi:
+            for i, c in enumerate(codes.tolist()):
+                mu = multi.get(c)
+                if mu is not None:
+                    out[i] = frozenset(f for f, n in mu.items() if n > 0)
         return out
 
-    def all_outputs(self) -> tuple[list, list]:
-        """Rows and annotations of every live group (a bulk initialisation's output)."""
+    def _columns(self, codes: np.ndarray) -> tuple[np.ndarray, list[list], list[np.ndarray]]:
+        """(exists?, per aggregate its values, per scan its annotations) of the groups `codes`."""
+        cnt = self.cnt[codes]
+        exists = cnt > 0 if not self.is_global else np.ones(len(codes), dtype=bool)
+        vals = []
+        for j, how in self.plain:
+            if how == 0:
+                vals.append(cnt.tolist())
+                continue
+            nn = self.nn[j][codes]
+            if how == 1:
+                vals.append(nn.tolist())
+                continue
+            sm = self.sums[j][codes]
+            has = nn != 0
+            out = np.full(len(codes), None, dtype=object)
+            out[has] = sm[has] if how == 2 else sm[has] / nn[has].astype(object)
+            vals.append(out.tolist())
+        anns = [self._annotations(s, codes) for s in range(len(self.sids))]
+        return exists, vals, anns
+
+    def _frame(self, codes: np.ndarray, vals: list[list], anns: list[np.ndarray], mults: np.ndarray) -> pd.DataFrame:
+        """The output rows of groups `codes` (with their values and annotations) as a frame."""
+        keys = [self.key_of[c] for c in codes.tolist()]
+        data: dict = {k: from_values([key[i] for key in keys]) for i, k in enumerate(self.keys)}
+        for a, col in zip(self.aggs, vals):
+            data[a.out.name] = from_values(col)
+        data[M] = mults
+        for sid, col in zip(self.sids, anns):
+            data[fcol(sid)] = col
+        return make_frame(data)
+
+    def all_outputs(self) -> pd.DataFrame:
+        """Every live group as an insert (a bulk initialisation's output)."""
         codes = np.fromiter(self.code.values(), dtype=np.int64, count=len(self.code))
-        outs = [o for o in self._outputs(codes) if o is not None]
-        return [o[0] for o in outs], [o[1] for o in outs]
+        exists, vals, anns = self._columns(codes)
+        keep = np.flatnonzero(exists)
+        return self._frame(codes[keep], [[col[i] for i in keep.tolist()] for col in vals],
+                           [a[keep] for a in anns], np.ones(len(keep), dtype=np.int64))
 
     # ----- the rule -----
     def step(self, ctx: Ctx) -> pd.DataFrame:
@@ -139,35 +172,40 @@ class PlainAggOp(AggOp):
         if first_global and () not in self.code:
             self._codes([()])
         self.started = True
-        names = self.keys + [a.out.name for a in self.aggs]
         if not len(d) and not first_global:
-            return frame_from_rows(names, [], [], self.sids, [])
+            return empty_frame(self.names, self.sids)
         codes = self._codes(row_values(d, self.keys)) if len(d) else np.zeros(0, dtype=np.int64)
-        if first_global:
-            codes_t = np.concatenate([np.array([self.code[()]], dtype=np.int64), codes])
-        else:
-            codes_t = codes
+        codes_t = np.concatenate([np.array([self.code[()]], dtype=np.int64), codes]) if first_global else codes
         _, first = np.unique(codes_t, return_index=True)
         touched = codes_t[np.sort(first)]   # in order of first appearance, as the per-group code
-        old = self._outputs(touched)
+        o_ex, o_vals, o_anns = self._columns(touched)
         if first_global:
-            old[0] = None  # the global row appears with the first batch
+            o_ex[0] = False  # the global row appears with the first batch
         if len(d):
             self._absorb(d, codes, touched)
-        new = self._outputs(touched)
+        n_ex, n_vals, n_anns = self._columns(touched)
+        same = o_ex == n_ex
+        for a, b in zip(o_vals, n_vals):
+            same &= np.fromiter((x == y for x, y in zip(a, b)), dtype=bool, count=len(a))
+        for a, b in zip(o_anns, n_anns):
+            same &= np.fromiter((x == y for x, y in zip(a.tolist(), b.tolist())), dtype=bool, count=len(a))
+        same &= o_ex | n_ex
+        # per changed group: -old (if it existed) then +new (if it exists), groups in touched order
+        g_old = np.flatnonzero(~same & o_ex)
+        g_new = np.flatnonzero(~same & n_ex)
+        which = np.concatenate([g_old, g_new])
+        order = np.argsort(np.concatenate([2 * g_old, 2 * g_new + 1]), kind="stable")
+        which = which[order]
+        is_new = order >= len(g_old)
+        wl, nl = which.tolist(), is_new.tolist()
+        vals = [[(nv if b else ov)[i] for i, b in zip(wl, nl)] for ov, nv in zip(o_vals, n_vals)]
+        anns = [np.where(is_new, na[which], oa[which]) for oa, na in zip(o_anns, n_anns)]
+        out = self._frame(touched[which], vals, anns, np.where(is_new, 1, -1).astype(np.int64))
         if not self.is_global:
-            dead = touched[self.cnt[touched] == 0]
+            dead = touched[~n_ex]
             if len(dead):
-                self._release(dead)
-        rows, mults, anns = [], [], []
-        for o, n in zip(old, new):
-            if o == n:
-                continue
-            if o is not None:
-                rows.append(o[0]); anns.append(o[1]); mults.append(-1)
-            if n is not None:
-                rows.append(n[0]); anns.append(n[1]); mults.append(+1)
-        return frame_from_rows(names, rows, mults, self.sids, anns)
+                self._release(dead)  # after `_frame`, which reads the dead groups' keys
+        return out
 
     def _absorb(self, d: pd.DataFrame, codes: np.ndarray, touched: np.ndarray) -> None:
         m = d[M].to_numpy(dtype=np.int64)
@@ -193,27 +231,47 @@ class PlainAggOp(AggOp):
                                    "lost more rows than it had")
 
     def _add_fragments(self, s: int, acc: dict) -> None:
-        """Add net row counts per (code, fragment) of scan `s`; a count below 0 is an error."""
+        """Add net row counts per (code, fragment) of scan `s`; a count below 0 is an error.
+        Pairs that are their group's only pair in the batch and hit its single fragment (or an
+        empty group) are applied vectorised; the rest one by one."""
         f1, c1, multi = self.f1[s], self.c1[s], self.multi[s]
-        for (c, f), w in acc.items():
+        if not acc:
+            return
+        n = len(acc)
+        cs = np.fromiter((k[0] for k in acc), dtype=np.int64, count=n)
+        fs = np.fromiter((k[1] for k in acc), dtype=np.int64, count=n)
+        ws = np.fromiter(acc.values(), dtype=np.int64, count=n)
+        _, inv, per = np.unique(cs, return_inverse=True, return_counts=True)
+        cur = f1[cs]
+        simple = (per[inv] == 1) & ((cur == -1) | (cur == fs))
+        if multi:
+            simple &= np.fromiter((c not in multi for c in cs.tolist()), dtype=bool, count=n)
+        sc, x = cs[simple], c1[cs[simple]] + ws[simple]
+        if (x < 0).any():
+            i = int(np.flatnonzero(x < 0)[0])
+            raise MaintenanceError(f"fragment {int(fs[simple][i])} of group {self.key_of[int(sc[i])]} "
+                                   "lost more rows than it had")
+        f1[sc] = np.where(x > 0, fs[simple], -1)
+        c1[sc] = x
+        for c, f, w in zip(cs[~simple].tolist(), fs[~simple].tolist(), ws[~simple].tolist()):
             if w == 0:
                 continue
             mu = multi.get(c)
             if mu is None:
-                cur = int(f1[c])
-                if cur == -1 or cur == f:
-                    x = int(c1[c]) + w
-                    if x < 0:
+                cur_f = int(f1[c])
+                if cur_f == -1 or cur_f == f:
+                    x1 = int(c1[c]) + w
+                    if x1 < 0:
                         raise MaintenanceError(f"fragment {f} of group {self.key_of[c]} lost more rows than it had")
-                    f1[c], c1[c] = (f, x) if x else (-1, 0)
+                    f1[c], c1[c] = (f, x1) if x1 else (-1, 0)
                     continue
-                mu = multi[c] = {cur: int(c1[c])}
+                mu = multi[c] = {cur_f: int(c1[c])}
                 f1[c], c1[c] = -1, 0
-            x = mu.get(f, 0) + w
-            if x < 0:
+            x1 = mu.get(f, 0) + w
+            if x1 < 0:
                 raise MaintenanceError(f"fragment {f} of group {self.key_of[c]} lost more rows than it had")
-            if x:
-                mu[f] = x
+            if x1:
+                mu[f] = x1
             else:
                 del mu[f]
 

@@ -93,6 +93,8 @@ class TopKOp(Op):
 
     def _absorb(self, d: pd.DataFrame, before: list[tuple]) -> None:
         last = before[-1] if before else None
+        if last is not None and not self.complete:
+            d = self._drop_beyond(d, last)
         acc: dict[tuple, int] = {}
         for e, m in zip(zip(row_values(d, self.names), annotations(d, self.sids)), d[M].tolist()):
             acc[e] = acc.get(e, 0) + m
@@ -115,6 +117,24 @@ class TopKOp(Op):
                         self.bad = True  # deleted more copies than the prefix holds: state is off
         if self.n_total < 0:
             raise MaintenanceError("top-k input lost more rows than it had")
+
+    def _drop_beyond(self, d: pd.DataFrame, last: tuple) -> pd.DataFrame:
+        """Count, in numpy, the rows that sort strictly after `last` by the first order key (a
+        plain number on both sides) into `n_total` and drop them: an incomplete buffer ignores
+        them anyway (``_beyond``), and most of a batch's changes lie there."""
+        if not self.node.order:
+            return d
+        name, asc = self.node.order[0]
+        lv = last[0][self.names.index(name)]
+        col = d[name]
+        if type(lv) not in (int, float) or lv != lv or col.dtype.kind not in "iuf":
+            return d
+        beyond = (col > lv) if asc else (col < lv)
+        beyond = beyond.fillna(False).to_numpy(dtype=bool) if hasattr(beyond, "fillna") else beyond
+        if not beyond.any():
+            return d
+        self.n_total += int(d[M].to_numpy()[beyond].sum())
+        return d[~beyond].reset_index(drop=True)
 
     def _beyond(self, last: tuple):
         """A cheap test that an entry sorts strictly after `last` by the first order key alone
