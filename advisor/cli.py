@@ -433,14 +433,26 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
     from workloads.bench_maintain import QUERIES, bench_maintain, break_even, summarise
     from workloads.datasets import load_dataset
 
-    c = ctx()
-    if not c.catalog.exists("lineitem"):
-        load_dataset(c.catalog, "tpch", sf=sf)
-    parsed = [s if s.endswith("%") else int(s) for s in sizes]
     known = [q[0] for q in QUERIES]
     for name in query_names:
         if name not in known:
             raise BadInput(f"unknown benchmark query {name!r} (choose from: {', '.join(known)})")
+    parsed = []
+    for s in sizes:
+        num = s[:-1] if s.endswith("%") else s
+        try:
+            ok = float(num) > 0 if s.endswith("%") else int(num) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise BadInput(f"--size must be a positive row count or a percentage like 5%, got {s!r}")
+        parsed.append(s if s.endswith("%") else int(s))
+    for k in kinds:
+        if k not in ("insert", "delete", "mixed"):
+            raise BadInput(f"--kind must be insert, delete or mixed, got {k!r}")
+    c = ctx()
+    if not c.catalog.exists("lineitem"):
+        load_dataset(c.catalog, "tpch", sf=sf)
     queries = [q for q in QUERIES if not query_names or q[0] in query_names]
     prof = None
     if profile is not None:
@@ -454,13 +466,19 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
 
         prof.dump_stats(str(profile))
         pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)
-    for s in summarise(res, skip_first=0):
+    for s in summarise(res):
         out.print(f"{s['query']} delta {s['delta']:,}: incremental {s['t_incremental'] * 1000:.1f} ms, recapture "
-                  f"{s['t_recapture']:.2f} s (medians); ratio median {s['ratio_median']:.0f}x, min "
-                  f"{s['ratio_min']:.0f}x, {s['below_100x']} of {s['steps']} steps < 100x, same={s['all_same']}")
+                  f"{s['t_recapture']:.2f} s (medians); ratio median {_ratio(s['ratio_median'])}, min "
+                  f"{_ratio(s['ratio_min'])}, {s['below_100x']} of {s['steps']} steps < 100x, same={s['all_same']}")
     out.print(f"break-even (first delta where incremental is not faster): {break_even(res) or 'none reached'}")
     if out_json:
-        out_json.write_text(json.dumps(res, indent=2, default=str))
+        tmp = out_json.with_name(out_json.name + ".tmp")
+        tmp.write_text(json.dumps(res, indent=2, default=str))
+        tmp.replace(out_json)  # never a half-written file
+
+
+def _ratio(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
 
 
 @app.command("demo")

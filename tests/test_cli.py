@@ -57,6 +57,9 @@ def test_help_lists_design_commands():
     (["data", "apply", "/nonexistent.parquet", "--table", "t"], "does not exist"),
     (["--conf", "novalue", "data", "list"], "key=value"),
     (["partitions", "build", "t", "nope"], "unknown column"),
+    (["bench", "maintain", "--query", "nosuch"], "unknown benchmark query"),
+    (["bench", "maintain", "--size", "ten"], "--size"),
+    (["bench", "maintain", "--kind", "upsert"], "--kind"),
 ])
 def test_bad_input_exits_2_with_one_line(wh, capsys, args, needle):
     code, out, err = cli(["--warehouse", wh] + args, capsys)
