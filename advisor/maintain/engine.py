@@ -12,7 +12,8 @@ pure one. Plans without joins and top-k never call it.
 The plan is first rewritten for delta selection push-down (`pushdown.rewrite`) and its scans
 pruned to the attributes used above them (`prune`), then compiled to
 operators: stateless scan/select/project/union here, stateful join (`ops_join`), aggregate and
-distinct (`ops_agg`), top-k (`ops_topk`), and the final merge `Merge` (mu): per scan and fragment
+distinct (`ops_agg_plain` for COUNT/SUM/AVG and DISTINCT, `ops_agg` for MIN/MAX and DISTINCT
+aggregates), top-k (`ops_topk`), and the final merge `Merge` (mu): per scan and fragment
 the number of result rows (with multiplicity) whose annotation holds the fragment; the sketch is
 {f | count > 0}, judged after the whole batch so that -/+ pairs never flicker.
 
@@ -38,7 +39,7 @@ from . import prune, pushdown, relops
 from .base import BaseSide, PandasBase, empty_like
 from .frames import M, annotations, deep_size, empty_frame
 from .ops_agg import AggOp
-from .ops_agg_plain import PlainAggOp
+from .ops_agg_plain import PlainAggOp, plain_aggregates
 from .ops_base import Ctx, MaintenanceError, NeedsRecapture, Op
 from .ops_join import JoinOp
 from .ops_topk import TopKOp
@@ -175,9 +176,8 @@ def build(node: ir.Node, sketched: Sketched, topk_buffer: Optional[int] = None,
     if isinstance(node, ir.Join):
         return JoinOp(node, rec(node.left), rec(node.right), sketched, use_bloom=bloom)
     if isinstance(node, ir.Aggregate):
-        plain = all(a.func in ("count", "sum", "avg") and not a.distinct and (a.arg is not None or a.func == "count")
-                    for a in node.aggs)
-        return (PlainAggOp if plain else AggOp)(node, rec(node.child), sketched, node.keys, node.aggs)
+        op = PlainAggOp if plain_aggregates(node.aggs) else AggOp
+        return op(node, rec(node.child), sketched, node.keys, node.aggs)
     if isinstance(node, ir.Distinct):
         return PlainAggOp(node, rec(node.child), sketched, node.child.names, [])
     if isinstance(node, ir.TopK):

@@ -15,6 +15,10 @@ For every group touched by a batch the operator emits `-(old row, old sketch)` i
 existed and `+(new row, new sketch)` if it still exists; nothing when both are identical. A global
 aggregate (no grouping attributes) always has exactly one row, as in SQL, and is never dropped.
 DISTINCT is the same operator with all attributes as grouping keys and no aggregates.
+
+The engine builds this operator only where a multiset is needed (MIN/MAX, DISTINCT aggregates).
+COUNT/SUM/AVG aggregations and DISTINCT run in ``ops_agg_plain.PlainAggOp``, the same rule with
+the state in arrays; states pickled before it existed still load as this class.
 """
 
 from __future__ import annotations

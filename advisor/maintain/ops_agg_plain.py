@@ -28,12 +28,31 @@ from .ops_agg import AggOp
 from .ops_base import Ctx, MaintenanceError
 
 
+_SING = np.empty(0, dtype=object)  # fragment id -> its cached singleton frozenset; last slot EMPTY
+
+
+def plain_aggregates(aggs) -> bool:
+    """Only COUNT(*), COUNT/SUM/AVG(x) without DISTINCT: what ``PlainAggOp`` keeps in arrays."""
+    return all(a.func in ("count", "sum", "avg") and not a.distinct and (a.arg is not None or a.func == "count")
+               for a in aggs)
+
+
+def _singletons(top: int) -> np.ndarray:
+    """An object array whose slot f holds frozenset({f}) for f < top at least; the last slot EMPTY."""
+    global _SING
+    if len(_SING) < top + 1:
+        _SING = np.empty(max(top, 1024, 2 * (len(_SING) - 1)) + 1, dtype=object)
+        _SING[:-1] = [singleton(f) for f in range(len(_SING) - 1)]
+        _SING[-1] = EMPTY
+    return _SING
+
+
 class PlainAggOp(AggOp):
     """gamma over COUNT/SUM/AVG without DISTINCT (or DISTINCT itself), state by column."""
 
     def __init__(self, node, child, sketched, keys, aggs):
         super().__init__(node, child, sketched, keys, aggs)
-        if self.plain is None:
+        if not plain_aggregates(self.aggs):
             raise ValueError("PlainAggOp takes COUNT/SUM/AVG aggregates without DISTINCT only")
         self.groups = {}  # unused: AggOp's per-group objects
         n_a, n_s = len(self.aggs), len(self.sids)
@@ -106,12 +125,7 @@ class PlainAggOp(AggOp):
         """Scan `s`'s annotation of each group (object array of frozensets): a cached singleton
         per fragment for one-fragment groups, a set built from the counts for spilled ones."""
         f1, c1 = self.f1[s][codes], self.c1[s][codes]
-        top = int(f1.max()) + 1 if len(f1) else 0
-        table = getattr(self, "_sing", None)
-        if table is None or len(table) < top + 1:
-            table = self._sing = np.empty(max(top, 1024) + 1, dtype=object)
-            table[:-1] = [singleton(f) for f in range(len(table) - 1)]
-            table[-1] = EMPTY
+        table = _singletons(int(f1.max()) + 1 if len(f1) else 0)
         out = table[np.where(c1 > 0, f1, len(table) - 1)]
         multi = self.multi[s]
         if multi:

@@ -3,7 +3,8 @@
 Every operator consumes the annotated delta of its children and emits the annotated delta of its
 own output (digest §2.0: below the final merge the plan outputs exactly the bag delta of the
 query, each row annotated with a sketch sufficient to produce it). Stateless operators
-(scan, select, project, union) live in `engine`, stateful ones in `ops_agg`, `ops_join`, `ops_topk`.
+(scan, select, project, union) live in `engine`, stateful ones in `ops_agg`
+(MIN/MAX, DISTINCT aggregates), `ops_agg_plain` (COUNT/SUM/AVG and DISTINCT), `ops_join`, `ops_topk`.
 """
 
 from __future__ import annotations
