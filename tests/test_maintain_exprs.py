@@ -124,6 +124,8 @@ def test_assign_half_open_ranges_and_nulls():
     assert assign(pd.Series([0.5, np.nan, 601.0]), p).tolist() == [0, 4, 1]
     assert assign(pd.Series([], dtype="Int64"), p).tolist() == []
     assert assign(pd.Series([5, 7]), part("t", "v", ())).tolist() == [0, 0]
+    # nullable ints take a numpy fast path: the same ids, NULL still to null_id (= 1 with no bounds)
+    assert assign(pd.Series(pd.array([5, None], dtype="Int64")), part("t", "v", ())).tolist() == [0, 1]
 
 
 def test_assign_strings_and_dates():

@@ -56,6 +56,13 @@ def assign(values: pd.Series, part: RangePartition) -> np.ndarray:
     out = np.full(n, part.null_id, dtype=np.int64)
     if n == 0:
         return out
+    if str(values.dtype) == "Int64":  # the common key column: no boolean indexing of a Series
+        arr, how = _bounds_array(part, values)
+        if how == "int":
+            isnull = values.isna().to_numpy(dtype=bool)
+            ids = np.searchsorted(arr, values.to_numpy(dtype=np.int64, na_value=0), side="right") if len(arr) \
+                else np.zeros(n, dtype=np.int64)
+            return np.where(isnull, out, ids)
     isnull = values.isna().to_numpy(dtype=bool)
     ok = ~isnull
     if not ok.any():

@@ -47,6 +47,21 @@ def singleton(f: int) -> frozenset:
     return s
 
 
+_SING_TABLE = np.empty(0, dtype=object)
+
+
+def singleton_table(top: int) -> np.ndarray:
+    """An object array whose slot f holds ``singleton(f)`` for every f < top (at least) and whose
+    last slot holds EMPTY: `table[ids]` annotates a whole column of fragment ids in one step."""
+    global _SING_TABLE
+    if len(_SING_TABLE) < top + 1:
+        t = np.empty(max(top, 1024, 2 * (len(_SING_TABLE) - 1)) + 1, dtype=object)
+        t[:-1] = [singleton(f) for f in range(len(t) - 1)]
+        t[-1] = EMPTY
+        _SING_TABLE = t
+    return _SING_TABLE
+
+
 # ---------- NULL and scalar normalisation ----------
 def is_null(v: Any) -> bool:
     if v is None or v is pd.NA or v is pd.NaT:

@@ -22,29 +22,16 @@ import numpy as np
 import pandas as pd
 
 from . import exprs
-from .frames import (EMPTY, M, annotations, column_values, empty_frame, fcol, from_values, make_frame, py_scalar,
-                     row_values, singleton)
+from .frames import (M, annotations, column_values, empty_frame, fcol, from_values, make_frame, py_scalar,
+                     row_values, singleton_table)
 from .ops_agg import AggOp
 from .ops_base import Ctx, MaintenanceError
-
-
-_SING = np.empty(0, dtype=object)  # fragment id -> its cached singleton frozenset; last slot EMPTY
 
 
 def plain_aggregates(aggs) -> bool:
     """Only COUNT(*), COUNT/SUM/AVG(x) without DISTINCT: what ``PlainAggOp`` keeps in arrays."""
     return all(a.func in ("count", "sum", "avg") and not a.distinct and (a.arg is not None or a.func == "count")
                for a in aggs)
-
-
-def _singletons(top: int) -> np.ndarray:
-    """An object array whose slot f holds frozenset({f}) for f < top at least; the last slot EMPTY."""
-    global _SING
-    if len(_SING) < top + 1:
-        _SING = np.empty(max(top, 1024, 2 * (len(_SING) - 1)) + 1, dtype=object)
-        _SING[:-1] = [singleton(f) for f in range(len(_SING) - 1)]
-        _SING[-1] = EMPTY
-    return _SING
 
 
 class PlainAggOp(AggOp):
@@ -125,7 +112,7 @@ class PlainAggOp(AggOp):
         """Scan `s`'s annotation of each group (object array of frozensets): a cached singleton
         per fragment for one-fragment groups, a set built from the counts for spilled ones."""
         f1, c1 = self.f1[s][codes], self.c1[s][codes]
-        table = _singletons(int(f1.max()) + 1 if len(f1) else 0)
+        table = singleton_table(int(f1.max()) + 1 if len(f1) else 0)
         out = table[np.where(c1 > 0, f1, len(table) - 1)]
         multi = self.multi[s]
         if multi:

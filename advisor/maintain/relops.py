@@ -17,7 +17,7 @@ from advisor.plan import ir
 
 from . import exprs
 from .fragments import assign
-from .frames import EMPTY, M, coerce_to, fcol, make_frame, normalize_frame, row_values, singleton
+from .frames import EMPTY, M, coerce_to, fcol, make_frame, normalize_frame, row_values, singleton_table
 
 Sketched = dict  # scan_id -> (internal attribute name, RangePartition)
 
@@ -42,9 +42,8 @@ def scan_frame(node: ir.Scan, table: Optional[pd.DataFrame], sign, sketched: Ske
     data[M] = np.full(n, sign, dtype=np.int64) if np.ndim(sign) == 0 else np.asarray(sign, dtype=np.int64)
     for sid in sids:
         attr, part = sketched[sid]
-        col = np.empty(n, dtype=object)
-        col[:] = [singleton(f) for f in assign(data[attr], part).tolist()]
-        data[fcol(sid)] = col
+        ids = assign(data[attr], part)
+        data[fcol(sid)] = singleton_table(int(ids.max()) + 1 if n else 0)[ids]
     return make_frame(data)
 
 
