@@ -150,10 +150,15 @@ class AggOp(Op):
         return _Group(len(self.aggs), len(self.sids), self.multiset)
 
     # ----- the rule -----
-    def step(self, ctx: Ctx) -> pd.DataFrame:
+    def _take_pending(self) -> Optional[pd.DataFrame]:
+        """The output a bulk initialisation (`bulk.initialise`) precomputed, handed out once."""
         pending = getattr(self, "pending", None)
-        if pending is not None:  # state filled by `bulk.initialise`: emit its output once
-            self.pending = None
+        self.pending = None
+        return pending
+
+    def step(self, ctx: Ctx) -> pd.DataFrame:
+        pending = self._take_pending()
+        if pending is not None:
             return pending
         d = self.children[0].step(ctx)
         touched: dict[tuple, object] = {}

@@ -164,9 +164,8 @@ class PlainAggOp(AggOp):
 
     # ----- the rule -----
     def step(self, ctx: Ctx) -> pd.DataFrame:
-        pending = getattr(self, "pending", None)
-        if pending is not None:  # state filled by `bulk.initialise`: emit its output once
-            self.pending = None
+        pending = self._take_pending()
+        if pending is not None:
             return pending
         d = self.children[0].step(ctx)
         first_global = self.is_global and not self.started
