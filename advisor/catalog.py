@@ -269,11 +269,13 @@ class Catalog:
         ``columns`` keeps only those (a pruned maintenance plan reads a few of the table's columns).
         ``where`` (a sqlglot predicate over the table's columns) drops, after netting, rows it
         certainly rejects (`arrow_filter`: a superset is kept; the caller still applies it);
-        ``seen``, if given, receives the number of netted delta rows before that filter."""
+        ``seen``, if given, receives the number of netted delta rows before that filter.
+        Columns come in the engine's nullable dtypes (`arrow_pandas`), decimals as floats."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         from advisor import arrow_filter
+        from advisor.arrow_pandas import to_nullable_pandas
 
         name = self.require(name)
         to = self.version(name, v_to).version
@@ -313,7 +315,7 @@ class Catalog:
         for t in (ins, dels):
             if t is not None and where is not None:
                 t = arrow_filter.apply(t, where)
-            out.append(None if t is None or t.num_rows == 0 else t.drop_columns([RID]).to_pandas())
+            out.append(None if t is None or t.num_rows == 0 else to_nullable_pandas(t.drop_columns([RID])))
         return out[0], out[1]
 
     # ---------- batches ----------

@@ -428,7 +428,12 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
                        row_init: bool = typer.Option(True, "--row-init/--no-row-init",
                                                      help="Also time the row-path state initialisation."),
                        profile: Optional[Path] = typer.Option(None, "--profile", help="Write a cProfile of the "
-                                                              "incremental steps (pstats file) and print its top.")):
+                                                              "incremental steps (pstats file) and print its top."),
+                       order: str = typer.Option("phased", "--order", help="phased: all incremental steps of a "
+                                                 "query, then a recapture at each version; interleaved: recapture "
+                                                 "right after each step."),
+                       recaptures: int = typer.Option(1, "--recaptures", min=1,
+                                                      help="Recaptures per step; the fastest counts.")):
     """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf if missing)."""
     from workloads.bench_maintain import QUERIES, bench_maintain, break_even, summarise
     from workloads.datasets import load_dataset
@@ -450,6 +455,8 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
     for k in kinds:
         if k not in ("insert", "delete", "mixed"):
             raise BadInput(f"--kind must be insert, delete or mixed, got {k!r}")
+    if order not in ("phased", "interleaved"):
+        raise BadInput(f"--order must be phased or interleaved, got {order!r}")
     c = ctx()
     if not c.catalog.exists("lineitem"):
         load_dataset(c.catalog, "tpch", sf=sf)
@@ -460,7 +467,7 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
 
         prof = cProfile.Profile()
     res = bench_maintain(c, queries=queries, sizes=parsed, kinds=tuple(kinds), console=out,
-                         init_both=row_init, repeat=repeat, profiler=prof)
+                         init_both=row_init, repeat=repeat, profiler=prof, order=order, recaptures=recaptures)
     if prof is not None:
         import pstats
 

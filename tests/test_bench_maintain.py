@@ -28,3 +28,20 @@ def test_break_even_is_the_first_size_where_incremental_is_not_faster():
     recs = [_rec("q", 0, 10, 0.01, 1.0), _rec("q", 1, 1000, 0.5, 1.0), _rec("q", 2, 5000, 2.0, 1.0),
             _rec("q", 3, 9000, 3.0, 1.0)]
     assert break_even(recs) == {"q/mixed": 5000}
+
+
+def test_phased_benchmark_recaptures_every_version_and_matches(spark, tmp_path):
+    """Phased order on real Spark: every step is maintained first, then recaptured at its own
+    version afterwards; each maintained sketch must equal that recapture."""
+    from advisor.context import Context
+    from workloads.bench_maintain import QUERIES, bench_maintain
+    from workloads.datasets import load_dataset
+
+    ctx = Context(tmp_path / "wh", spark=spark)
+    load_dataset(ctx.catalog, "tpch", sf=0.01)
+    q = [x for x in QUERIES if x[0] == "having_orderkey"]
+    recs = bench_maintain(ctx, queries=q, sizes=(20,), kinds=("insert", "delete", "mixed"), repeat=2,
+                          init_both=False, fragments=50, recaptures=2)
+    assert [r["step"] for r in recs] == list(range(6))
+    assert all(r["order"] == "phased" and r["same"] and r["t_recapture"] > 0 for r in recs)
+    assert len({r["table_rows"] for r in recs}) > 1   # the versions really differ

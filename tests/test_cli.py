@@ -60,6 +60,7 @@ def test_help_lists_design_commands():
     (["bench", "maintain", "--query", "nosuch"], "unknown benchmark query"),
     (["bench", "maintain", "--size", "ten"], "--size"),
     (["bench", "maintain", "--kind", "upsert"], "--kind"),
+    (["bench", "maintain", "--order", "random"], "--order"),
 ])
 def test_bad_input_exits_2_with_one_line(wh, capsys, args, needle):
     code, out, err = cli(["--warehouse", wh] + args, capsys)

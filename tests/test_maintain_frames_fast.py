@@ -214,3 +214,25 @@ def test_fast_numeric_mask_matches_the_evaluator(ints, floats, atoms, ors):
     assert fast is not None
     slow = exprs._as_bool(exprs.evaluate(e, df)).fillna(False).to_numpy(dtype=bool)
     assert fast.tolist() == slow.tolist(), sql
+
+
+def _general_path(vals):
+    """`from_values` with the numeric fast path switched off."""
+    from advisor.maintain import frames
+
+    fast = frames._fast_numbers
+    frames._fast_numbers = lambda v: None
+    try:
+        return frames.from_values(vals)
+    finally:
+        frames._fast_numbers = fast
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-2 ** 63, 2 ** 63 - 1), st.floats(allow_infinity=True)),
+                max_size=30))
+def test_numeric_fast_path_builds_the_same_column_as_the_general_path(vals):
+    a, b = from_values(vals), _general_path(vals)
+    assert str(a.dtype) == str(b.dtype)
+    assert a.isna().tolist() == b.isna().tolist()
+    assert [x for x in a.tolist() if x is not pd.NA] == [x for x in b.tolist() if x is not pd.NA]

@@ -44,7 +44,19 @@ def singleton(f: int) -> frozenset:
     s = _SINGLETONS.get(f)
     if s is None:
         s = _SINGLETONS[f] = frozenset((f,))
+        _FRAGMENT_OF[id(s)] = f
     return s
+
+
+_FRAGMENT_OF: dict[int, int] = {id(EMPTY): -1}  # id of a cached singleton (kept alive) -> fragment
+
+
+def fragment_ids(col) -> np.ndarray | None:
+    """Per annotation in `col`, its one fragment (-1 for EMPTY) when every annotation is a cached
+    singleton or EMPTY (what scans produce), looked up by object identity; None otherwise."""
+    get = _FRAGMENT_OF.get
+    ids = np.fromiter((get(id(a), -2) for a in col), dtype=np.int64, count=len(col))
+    return None if len(ids) and ids.min() == -2 else ids
 
 
 _SING_TABLE = np.empty(0, dtype=object)
@@ -163,8 +175,39 @@ def _plain_numbers(vals: list) -> bool:
     return types <= {int, float} and (float not in types or not any(v != v for v in vals))
 
 
+def _fast_numbers(vals: list):
+    """Plain Python ints (fitting int64) or floats, with None for NULL, straight into a masked
+    array: ~5x cheaper than ``pd.array(list)``, which re-infers every value. None otherwise
+    (mixed types, only NULLs, huge ints): the general path decides."""
+    types = set(map(type, vals))
+    none = type(None) in types
+    types.discard(type(None))
+    if len(types) != 1 or not vals:
+        return None
+    t = types.pop()
+    if t is not float and t is not int:
+        return None
+    mask = np.fromiter((v is None for v in vals), dtype=bool, count=len(vals)) if none else None
+    src = [0 if v is None else v for v in vals] if none else vals
+    if t is float:
+        arr = np.array(src, dtype=np.float64)
+        nan = np.isnan(arr)
+        mask = nan if mask is None else (mask | nan)
+        if mask.all():
+            return None
+        return pd.arrays.FloatingArray(arr, mask)
+    try:
+        arr = np.array(src, dtype=np.int64)
+    except OverflowError:
+        return None
+    return pd.arrays.IntegerArray(arr, np.zeros(len(vals), dtype=bool) if mask is None else mask)
+
+
 def from_values(vals: list, index=None) -> pd.Series:
     """A nullable-typed Series from Python values (type inferred from the non-null values)."""
+    fast = _fast_numbers(vals)
+    if fast is not None:
+        return pd.Series(fast, index=index)
     dtype = _infer_dtype(vals)
     if dtype is None:
         return pd.Series([None if is_null(v) else v for v in vals], index=index, dtype=object)
@@ -388,6 +431,10 @@ def deep_size(obj: Any, _seen: set | None = None) -> int:
     return size
 
 
+_READY = {"int": "Int64", "float": "Float64", "dec": "Float64", "str": "string", "bool": "boolean",
+          "date": "datetime64[ns]", "ts": "datetime64[ns]"}
+
+
 def coerce_to(s: pd.Series, dtype: str) -> pd.Series:
     """Cast a base-table column to the nullable dtype of its Spark type (ints with NULLs often
     arrive as float64 from pandas/Spark, dates as datetime.date objects)."""
@@ -397,6 +444,8 @@ def coerce_to(s: pd.Series, dtype: str) -> pd.Series:
         k = kind_of(dtype)
     except Exception:  # types we cannot partition on (arrays, ...) are kept as they come
         return normalize_series(s)
+    if _READY.get(k) == str(s.dtype):  # already converted (`arrow_pandas.to_nullable_pandas`)
+        return s
     if k == "int":
         if s.dtype == object:
             s = from_values(s.tolist(), s.index)

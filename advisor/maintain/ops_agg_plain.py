@@ -22,10 +22,22 @@ import numpy as np
 import pandas as pd
 
 from . import exprs
-from .frames import (M, annotations, column_values, empty_frame, fcol, from_values, make_frame, py_scalar,
+from .frames import (M, column_values, empty_frame, fcol, fragment_ids, from_values, make_frame, py_scalar,
                      row_values, singleton_table)
 from .ops_agg import AggOp
 from .ops_base import Ctx, MaintenanceError
+
+
+def net_pairs(cs: np.ndarray, fs: np.ndarray, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (code, fragment) pairs among `cs`/`fs` (fragments >= 0) and their summed
+    weights `ws`: three aligned arrays, pairs in ascending order."""
+    if not len(cs):
+        return cs, fs, ws
+    k = int(fs.max()) + 1
+    pair, inv = np.unique(cs * k + fs, return_inverse=True)
+    net = np.zeros(len(pair), dtype=np.int64)
+    np.add.at(net, inv, ws)
+    return pair // k, pair % k, net
 
 
 def plain_aggregates(aggs) -> bool:
@@ -218,29 +230,36 @@ class PlainAggOp(AggOp):
                 prods = np.empty(int(ok.sum()), dtype=object)
                 prods[:] = [v * w for v, w in zip(vals, m.tolist()) if v is not None]
                 np.add.at(self.sums[j], codes[ok], prods)
-        ann = annotations(d, self.sids)
-        for s in range(len(self.sids)):
+        for s, sid in enumerate(self.sids):
+            col = d[fcol(sid)].to_numpy(dtype=object)
+            fids = fragment_ids(col)
+            if fids is not None:  # one fragment (or none) per row: net counts per (code, fragment) in numpy
+                has = fids >= 0
+                cs, fs, ws = codes[has], fids[has], m[has]
+                self._add_fragments(s, *net_pairs(cs, fs, ws))
+                continue
             acc: dict[tuple, int] = {}
-            for c, a, w in zip(codes.tolist(), (x[s] for x in ann), m.tolist()):
+            for c, a, w in zip(codes.tolist(), col.tolist(), m.tolist()):
                 for f in a:
                     acc[(c, f)] = acc.get((c, f), 0) + w
-            self._add_fragments(s, acc)
+            if acc:
+                n = len(acc)
+                self._add_fragments(s, np.fromiter((k[0] for k in acc), dtype=np.int64, count=n),
+                                    np.fromiter((k[1] for k in acc), dtype=np.int64, count=n),
+                                    np.fromiter(acc.values(), dtype=np.int64, count=n))
         bad = touched[self.cnt[touched] < 0]
         if len(bad):
             raise MaintenanceError(f"group {self.key_of[int(bad[0])]} of {type(self.node).__name__} "
                                    "lost more rows than it had")
 
-    def _add_fragments(self, s: int, acc: dict) -> None:
-        """Add net row counts per (code, fragment) of scan `s`; a count below 0 is an error.
-        Pairs that are their group's only pair in the batch and hit its single fragment (or an
-        empty group) are applied vectorised; the rest one by one."""
+    def _add_fragments(self, s: int, cs: np.ndarray, fs: np.ndarray, ws: np.ndarray) -> None:
+        """Add net row counts `ws` per distinct (code `cs`, fragment `fs`) pair of scan `s`; a count
+        below 0 is an error. Pairs that are their group's only pair in the batch and hit its
+        single fragment (or an empty group) are applied vectorised; the rest one by one."""
         f1, c1, multi = self.f1[s], self.c1[s], self.multi[s]
-        if not acc:
+        n = len(cs)
+        if not n:
             return
-        n = len(acc)
-        cs = np.fromiter((k[0] for k in acc), dtype=np.int64, count=n)
-        fs = np.fromiter((k[1] for k in acc), dtype=np.int64, count=n)
-        ws = np.fromiter(acc.values(), dtype=np.int64, count=n)
         _, inv, per = np.unique(cs, return_inverse=True, return_counts=True)
         cur = f1[cs]
         simple = (per[inv] == 1) & ((cur == -1) | (cur == fs))
@@ -299,10 +318,8 @@ class PlainAggOp(AggOp):
             once = (per[inv] == 1) & (self.f1[s][cs] == -1)   # a group's only fragment: vectorised
             self.f1[s][cs[once]] = fs[once]
             self.c1[s][cs[once]] = ws[once]
-            acc: dict[tuple, int] = {}
-            for c, f, n in zip(cs[~once].tolist(), fs[~once].tolist(), ws[~once].tolist()):
-                acc[(c, f)] = acc.get((c, f), 0) + n
-            self._add_fragments(s, acc)
+            rest = ~once
+            self._add_fragments(s, *net_pairs(cs[rest], fs[rest], ws[rest]))
         if self.is_global and () not in self.code:
             self._codes([()])
 
