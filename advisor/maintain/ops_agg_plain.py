@@ -23,7 +23,8 @@ import pandas as pd
 
 from . import exprs
 from .frames import (M, column_values, empty_frame, fcol, fragment_ids, from_values, make_frame, py_scalar,
-                     row_values, singleton_table)
+                     singleton_table)
+from .keyindex import DenseIntKeys, TupleKeys
 from .ops_agg import AggOp
 from .ops_base import Ctx, MaintenanceError
 
@@ -55,9 +56,7 @@ class PlainAggOp(AggOp):
             raise ValueError("PlainAggOp takes COUNT/SUM/AVG aggregates without DISTINCT only")
         self.groups = {}  # unused: AggOp's per-group objects
         n_a, n_s = len(self.aggs), len(self.sids)
-        self.code: dict[tuple, int] = {}
-        self.key_of: list = []
-        self.free: list[int] = []
+        self.index = DenseIntKeys() if len(self.keys) == 1 else TupleKeys()
         self.cnt = np.zeros(0, dtype=np.int64)
         self.nn = np.zeros((n_a, 0), dtype=np.int64)
         self.sums = [np.zeros(0, dtype=object) for _ in range(n_a)]
@@ -68,6 +67,10 @@ class PlainAggOp(AggOp):
         self.sum_idx = [j for j, a in enumerate(self.aggs) if a.arg is not None and a.func in ("sum", "avg")]
 
     def __setstate__(self, st):
+        if "index" not in st:  # saved before `keyindex`: its dict and lists become a TupleKeys
+            t = TupleKeys()
+            t.code, t.key_of, t.free = st.pop("code"), st.pop("key_of"), st.pop("free")
+            st["index"] = t
         self.__dict__.update(st)
 
     # ----- codes and capacity -----
@@ -85,34 +88,29 @@ class PlainAggOp(AggOp):
 
     def _codes(self, keys: list[tuple]) -> np.ndarray:
         """The code of every key, allocating codes (reusing freed ones) for keys not seen yet."""
-        code = self.code
-        get = code.get
-        cl = [get(k) for k in keys]
-        if None in cl:
-            for i, c in enumerate(cl):
-                if c is None:
-                    k = keys[i]
-                    c = code.get(k)  # a key new in this batch may repeat
-                    if c is None:
-                        if self.free:
-                            c = self.free.pop()
-                            self.key_of[c] = k
-                        else:
-                            c = len(self.key_of)
-                            self.key_of.append(k)
-                        code[k] = c
-                    cl[i] = c
-            self._grow(len(self.key_of))
-        return np.array(cl, dtype=np.int64)
+        c = self.index.codes(keys)
+        if c is None:
+            self.index = self.index.to_tuples()
+            c = self.index.codes(keys)
+        self._grow(self.index.top())
+        return c
+
+    def _frame_codes(self, d: pd.DataFrame) -> np.ndarray:
+        """`_codes` of the frame's group keys (a dense key column without building tuples)."""
+        c = self.index.frame_codes(d, self.keys)
+        if c is None:
+            self.index = self.index.to_tuples()
+            c = self.index.frame_codes(d, self.keys)
+        self._grow(self.index.top())
+        return c
 
     def _release(self, dead: np.ndarray) -> None:
         """Forget groups whose count reached 0 (never the global group)."""
-        for c in dead.tolist():
-            del self.code[self.key_of[c]]
-            self.key_of[c] = None
-            for mu in self.multi:
-                mu.pop(c, None)
-            self.free.append(c)
+        self.index.release(dead)
+        for mu in self.multi:
+            if mu:
+                for c in dead.tolist():
+                    mu.pop(c, None)
         self.nn[:, dead] = 0
         for s in self.sums:
             s[dead] = 0
@@ -134,33 +132,35 @@ class PlainAggOp(AggOp):
                     out[i] = frozenset(f for f, n in mu.items() if n > 0)
         return out
 
-    def _columns(self, codes: np.ndarray) -> tuple[np.ndarray, list[list], list[np.ndarray]]:
-        """(exists?, per aggregate its values, per scan its annotations) of the groups `codes`."""
+    def _columns(self, codes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """(exists?, per aggregate its values, per scan its annotations) of the groups `codes`;
+        counts as int64 arrays, sums and averages as object arrays (None where all were NULL)."""
         cnt = self.cnt[codes]
         exists = cnt > 0 if not self.is_global else np.ones(len(codes), dtype=bool)
         vals = []
         for j, how in self.plain:
             if how == 0:
-                vals.append(cnt.tolist())
+                vals.append(cnt)
                 continue
             nn = self.nn[j][codes]
             if how == 1:
-                vals.append(nn.tolist())
+                vals.append(nn)
                 continue
             sm = self.sums[j][codes]
             has = nn != 0
             out = np.full(len(codes), None, dtype=object)
             out[has] = sm[has] if how == 2 else sm[has] / nn[has].astype(object)
-            vals.append(out.tolist())
+            vals.append(out)
         anns = [self._annotations(s, codes) for s in range(len(self.sids))]
         return exists, vals, anns
 
-    def _frame(self, codes: np.ndarray, vals: list[list], anns: list[np.ndarray], mults: np.ndarray) -> pd.DataFrame:
+    def _frame(self, codes: np.ndarray, vals: list[np.ndarray], anns: list[np.ndarray],
+               mults: np.ndarray) -> pd.DataFrame:
         """The output rows of groups `codes` (with their values and annotations) as a frame."""
-        keys = [self.key_of[c] for c in codes.tolist()]
-        data: dict = {k: from_values([key[i] for key in keys]) for i, k in enumerate(self.keys)}
+        data: dict = dict(zip(self.keys, self.index.key_columns(codes, len(self.keys))))
         for a, col in zip(self.aggs, vals):
-            data[a.out.name] = from_values(col)
+            data[a.out.name] = (pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
+                                if col.dtype == np.int64 else from_values(col.tolist()))
         data[M] = mults
         for sid, col in zip(self.sids, anns):
             data[fcol(sid)] = col
@@ -168,11 +168,11 @@ class PlainAggOp(AggOp):
 
     def all_outputs(self) -> pd.DataFrame:
         """Every live group as an insert (a bulk initialisation's output)."""
-        codes = np.fromiter(self.code.values(), dtype=np.int64, count=len(self.code))
+        codes = self.index.live()
         exists, vals, anns = self._columns(codes)
         keep = np.flatnonzero(exists)
-        return self._frame(codes[keep], [[col[i] for i in keep.tolist()] for col in vals],
-                           [a[keep] for a in anns], np.ones(len(keep), dtype=np.int64))
+        return self._frame(codes[keep], [col[keep] for col in vals], [a[keep] for a in anns],
+                           np.ones(len(keep), dtype=np.int64))
 
     # ----- the rule -----
     def step(self, ctx: Ctx) -> pd.DataFrame:
@@ -181,13 +181,13 @@ class PlainAggOp(AggOp):
             return pending
         d = self.children[0].step(ctx)
         first_global = self.is_global and not self.started
-        if first_global and () not in self.code:
+        if first_global and () not in self.index:
             self._codes([()])
         self.started = True
         if not len(d) and not first_global:
             return empty_frame(self.names, self.sids)
-        codes = self._codes(row_values(d, self.keys)) if len(d) else np.zeros(0, dtype=np.int64)
-        codes_t = np.concatenate([np.array([self.code[()]], dtype=np.int64), codes]) if first_global else codes
+        codes = self._frame_codes(d) if len(d) else np.zeros(0, dtype=np.int64)
+        codes_t = np.concatenate([self._codes([()]), codes]) if first_global else codes
         _, first = np.unique(codes_t, return_index=True)
         touched = codes_t[np.sort(first)]   # in order of first appearance, as the per-group code
         o_ex, o_vals, o_anns = self._columns(touched)
@@ -197,10 +197,8 @@ class PlainAggOp(AggOp):
             self._absorb(d, codes, touched)
         n_ex, n_vals, n_anns = self._columns(touched)
         same = o_ex == n_ex
-        for a, b in zip(o_vals, n_vals):
-            same &= np.fromiter((x == y for x, y in zip(a, b)), dtype=bool, count=len(a))
-        for a, b in zip(o_anns, n_anns):
-            same &= np.fromiter((x == y for x, y in zip(a.tolist(), b.tolist())), dtype=bool, count=len(a))
+        for a, b in zip(o_vals + o_anns, n_vals + n_anns):
+            same &= (a == b).astype(bool)   # elementwise; on object arrays Python's ==, None == None
         same &= o_ex | n_ex
         # per changed group: -old (if it existed) then +new (if it exists), groups in touched order
         g_old = np.flatnonzero(~same & o_ex)
@@ -209,8 +207,7 @@ class PlainAggOp(AggOp):
         order = np.argsort(np.concatenate([2 * g_old, 2 * g_new + 1]), kind="stable")
         which = which[order]
         is_new = order >= len(g_old)
-        wl, nl = which.tolist(), is_new.tolist()
-        vals = [[(nv if b else ov)[i] for i, b in zip(wl, nl)] for ov, nv in zip(o_vals, n_vals)]
+        vals = [np.where(is_new, nv[which], ov[which]) for ov, nv in zip(o_vals, n_vals)]
         anns = [np.where(is_new, na[which], oa[which]) for oa, na in zip(o_anns, n_anns)]
         out = self._frame(touched[which], vals, anns, np.where(is_new, 1, -1).astype(np.int64))
         if not self.is_global:
@@ -249,7 +246,7 @@ class PlainAggOp(AggOp):
                                     np.fromiter(acc.values(), dtype=np.int64, count=n))
         bad = touched[self.cnt[touched] < 0]
         if len(bad):
-            raise MaintenanceError(f"group {self.key_of[int(bad[0])]} of {type(self.node).__name__} "
+            raise MaintenanceError(f"group {self.index.key(int(bad[0]))} of {type(self.node).__name__} "
                                    "lost more rows than it had")
 
     def _add_fragments(self, s: int, cs: np.ndarray, fs: np.ndarray, ws: np.ndarray) -> None:
@@ -268,7 +265,7 @@ class PlainAggOp(AggOp):
         sc, x = cs[simple], c1[cs[simple]] + ws[simple]
         if (x < 0).any():
             i = int(np.flatnonzero(x < 0)[0])
-            raise MaintenanceError(f"fragment {int(fs[simple][i])} of group {self.key_of[int(sc[i])]} "
+            raise MaintenanceError(f"fragment {int(fs[simple][i])} of group {self.index.key(int(sc[i]))} "
                                    "lost more rows than it had")
         f1[sc] = np.where(x > 0, fs[simple], -1)
         c1[sc] = x
@@ -281,14 +278,14 @@ class PlainAggOp(AggOp):
                 if cur_f == -1 or cur_f == f:
                     x1 = int(c1[c]) + w
                     if x1 < 0:
-                        raise MaintenanceError(f"fragment {f} of group {self.key_of[c]} lost more rows than it had")
+                        raise MaintenanceError(f"fragment {f} of group {self.index.key(c)} lost more rows than it had")
                     f1[c], c1[c] = (f, x1) if x1 else (-1, 0)
                     continue
                 mu = multi[c] = {cur_f: int(c1[c])}
                 f1[c], c1[c] = -1, 0
             x1 = mu.get(f, 0) + w
             if x1 < 0:
-                raise MaintenanceError(f"fragment {f} of group {self.key_of[c]} lost more rows than it had")
+                raise MaintenanceError(f"fragment {f} of group {self.index.key(c)} lost more rows than it had")
             if x1:
                 mu[f] = x1
             else:
@@ -320,7 +317,7 @@ class PlainAggOp(AggOp):
             self.c1[s][cs[once]] = ws[once]
             rest = ~once
             self._add_fragments(s, *net_pairs(cs[rest], fs[rest], ws[rest]))
-        if self.is_global and () not in self.code:
+        if self.is_global and () not in self.index:
             self._codes([()])
 
     # ----- introspection -----
@@ -328,7 +325,7 @@ class PlainAggOp(AggOp):
         """The same picture as ``AggOp.snapshot``: group -> (cnt, nn, sums, multisets, fragments)."""
         out = {}
         n_a = len(self.aggs)
-        for k, c in self.code.items():
+        for k, c in self.index.items():
             F = []
             for s in range(len(self.sids)):
                 mu = self.multi[s].get(c)
@@ -344,4 +341,4 @@ class PlainAggOp(AggOp):
         arrays = self.cnt.nbytes + self.nn.nbytes + self.f1.nbytes + self.c1.nbytes
         arrays += sum(s.nbytes + 32 * len(s) for s in self.sums)
         spilled = sum(len(mu) for multi in self.multi for mu in multi.values())
-        return int(arrays + 200 * (len(self.code) + spilled))
+        return int(arrays + self.index.nbytes() + 200 * spilled)
