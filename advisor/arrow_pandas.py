@@ -18,17 +18,16 @@ import pyarrow as pa
 _EXACT = 2 ** 53
 
 
-def decimal_to_float(col: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """A decimal128 column as float64, each value equal to ``float(Decimal(value))``."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+def _decimal_values(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 values, NULL mask) of a decimal128 array, each value ``float(Decimal(value))``."""
     t = arr.type
     n = len(arr)
+    valid = np.ones(n, dtype=bool) if arr.null_count == 0 else ~np.asarray(arr.is_null())
     if n == 0:
-        return pa.array([], type=pa.float64())
+        return np.zeros(0, dtype=np.float64), ~valid
     buf = arr.buffers()[1]
     words = np.frombuffer(buf, dtype=np.int64, count=2 * (arr.offset + n))[2 * arr.offset:]
     lo, hi = words[0::2], words[1::2]
-    valid = np.ones(n, dtype=bool) if arr.null_count == 0 else ~np.asarray(arr.is_null())
     fits = (hi == (lo >> 63)) & (lo < _EXACT) & (lo > -_EXACT)   # 64-bit and exact as a double
     if 0 <= t.scale <= 22:
         out = lo.astype(np.float64) / float(10 ** t.scale)
@@ -39,7 +38,33 @@ def decimal_to_float(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     if len(slow):  # huge magnitudes or scales: Python's correctly rounded conversion
         vals = arr.take(pa.array(slow)).to_pylist()
         out[slow] = [float(v) for v in vals]
-    return pa.array(out, mask=~valid, type=pa.float64())
+    out[~valid] = 0.0
+    return out, ~valid
+
+
+def decimal_to_float(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A decimal128 column as float64, each value equal to ``float(Decimal(value))``."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    vals, null = _decimal_values(arr)
+    return pa.array(vals, mask=null, type=pa.float64())
+
+
+def _column(col: pa.ChunkedArray):
+    """One column as a pandas array in the engine's dtype; None for types left to pyarrow."""
+    t = col.type
+    arr = col.combine_chunks()
+    if pa.types.is_decimal(t):
+        vals, null = _decimal_values(arr)
+        return pd.arrays.FloatingArray(vals, null)
+    if pa.types.is_integer(t) and not pa.types.is_uint64(t):
+        null = np.asarray(arr.is_null()) if arr.null_count else np.zeros(len(arr), dtype=bool)
+        vals = np.asarray(arr.fill_null(0) if arr.null_count else arr).astype(np.int64, copy=False)
+        return pd.arrays.IntegerArray(vals, null)
+    if pa.types.is_floating(t):
+        null = np.asarray(arr.is_null()) if arr.null_count else np.zeros(len(arr), dtype=bool)
+        vals = np.asarray(arr.fill_null(0.0) if arr.null_count else arr).astype(np.float64, copy=False)
+        return pd.arrays.FloatingArray(vals, null)
+    return None
 
 
 _NULLABLE = {pa.int8(): pd.Int64Dtype(), pa.int16(): pd.Int64Dtype(), pa.int32(): pd.Int64Dtype(),
@@ -50,17 +75,25 @@ _NULLABLE = {pa.int8(): pd.Int64Dtype(), pa.int16(): pd.Int64Dtype(), pa.int32()
 
 def to_nullable_pandas(t: pa.Table) -> pd.DataFrame:
     """`t` as a pandas frame: ints Int64, floats and decimals Float64, booleans boolean, strings
-    string, dates datetime64[ns]; other types as pyarrow converts them."""
-    cols, names = [], []
+    string, dates datetime64[ns]; other types as pyarrow converts them. Numeric columns are built
+    straight from the Arrow buffers (``Table.to_pandas`` costs ~0.3 ms more per small batch)."""
+    data, rest = {}, []
     for name, col in zip(t.column_names, t.columns):
-        if pa.types.is_decimal(col.type):
-            col = decimal_to_float(col)
-        elif pa.types.is_date(col.type):
-            try:
-                col = col.cast(pa.timestamp("ns"))
-            except pa.ArrowInvalid:  # outside datetime64[ns]: left to `coerce_to` (NaT there)
-                pass
-        cols.append(col)
-        names.append(name)
-    table = pa.table(cols, names=names)
-    return table.to_pandas(types_mapper=_NULLABLE.get)
+        arr = _column(col)
+        if arr is None:
+            rest.append(name)
+        data[name] = arr
+    if rest:
+        cols = []
+        for name in rest:
+            col = t.column(name)
+            if pa.types.is_date(col.type):
+                try:
+                    col = col.cast(pa.timestamp("ns"))
+                except pa.ArrowInvalid:  # outside datetime64[ns]: left to `coerce_to` (NaT there)
+                    pass
+            cols.append(col)
+        other = pa.table(cols, names=rest).to_pandas(types_mapper=_NULLABLE.get)
+        for name in rest:
+            data[name] = other[name].array
+    return pd.DataFrame(data, index=pd.RangeIndex(t.num_rows), copy=False)

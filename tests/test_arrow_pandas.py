@@ -3,6 +3,7 @@
 import datetime as dt
 import decimal
 
+import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
@@ -49,3 +50,15 @@ def test_frame_arrives_in_nullable_dtypes_that_coerce_to_keeps():
     for c, typ in [("i", "int"), ("f", "double"), ("d", "decimal(15,2)"), ("s", "string"), ("b", "boolean"),
                    ("dt", "date")]:
         assert coerce_to(df[c], typ) is df[c]   # nothing left to convert
+
+
+def test_chunked_and_sliced_columns_keep_values_and_nulls():
+    a = pa.table({"i": pa.array([1, None, 3], pa.int64()), "f": pa.array([0.5, 1.5, None]),
+                  "d": pa.array([decimal.Decimal("1.10"), None, decimal.Decimal("-2.25")], pa.decimal128(15, 2)),
+                  "u": pa.array([1, 2, None], pa.uint8())})
+    t = pa.concat_tables([a, a.slice(1)])
+    df = to_nullable_pandas(t)
+    assert [None if v is pd.NA else v for v in df["i"].tolist()] == [1, None, 3, None, 3]
+    assert [None if v is pd.NA else v for v in df["f"].tolist()] == [0.5, 1.5, None, 1.5, None]
+    assert [None if v is pd.NA else v for v in df["d"].tolist()] == [1.1, None, -2.25, None, -2.25]
+    assert str(df["u"].dtype) == "Int64" and df["u"].isna().tolist() == [False, False, True, False, True]
