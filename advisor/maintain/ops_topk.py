@@ -78,12 +78,17 @@ class TopKOp(Op):
 
     def step(self, ctx: Ctx) -> pd.DataFrame:
         d = self.children[0].step(ctx)
-        before = self._sorted()
+        before = getattr(self, "order", None)   # the buffer sorted, kept from the last batch
+        if before is None:
+            before = self._sorted()
         old_top = self._topk(before)
+        self.order = None
         if len(d):
             self._absorb(d, before)
             self._settle(ctx)
-        new_top = self._topk(self._sorted())
+        if self.order is None:
+            self.order = before if not len(d) else self._sorted()
+        new_top = self._topk(self.order)
         rows, mults, anns = [], [], []
         for e in set(old_top) | set(new_top):
             diff = new_top.get(e, 0) - old_top.get(e, 0)
@@ -171,6 +176,7 @@ class TopKOp(Op):
         ctx.bump("topk_refills")
 
     def _trim(self) -> None:
+        """Keep about `l` copies (whole entries) and remember the buffer's order (`order`)."""
         entries = self._sorted()
         keep, held = {}, 0
         for e in entries:
@@ -181,6 +187,8 @@ class TopKOp(Op):
         if len(keep) < len(entries):
             self.buf = keep
             self.complete = False
+            entries = entries[:len(keep)]
+        self.order = entries
 
     def snapshot(self):
         """The current top-k (entry -> multiplicity); the buffer itself depends on the history."""
