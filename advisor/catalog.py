@@ -313,7 +313,7 @@ class Catalog:
         if seen is not None:
             seen.append(sum(t.num_rows for t in (ins, dels) if t is not None))
         for t in (ins, dels):
-            if t is not None and where is not None:
+            if t is not None and where is not None and t.num_rows >= arrow_filter.MIN_ROWS:
                 t = arrow_filter.apply(t, where)
             out.append(None if t is None or t.num_rows == 0 else to_nullable_pandas(t.drop_columns([RID])))
         return out[0], out[1]

@@ -95,3 +95,21 @@ def test_csv_batch_with_bad_type(spark, cat, tmp_path):
 def test_unknown_table(cat):
     with pytest.raises(BadInput, match="unknown table"):
         cat.read("nope")
+
+
+def test_delta_pandas_prefilters_only_large_batches(spark, cat, tmp_path):
+    import sqlglot
+
+    from advisor import arrow_filter
+
+    n = arrow_filter.MIN_ROWS + 10
+    ins = pd.DataFrame({"k": range(5000, 5000 + n), "g": [i % 3 for i in range(n)], "v": [0.5] * n})
+    v = cat.apply_frames("t", spark.createDataFrame(ins), None).version
+    where = sqlglot.parse_one("g = 1")
+    seen: list = []
+    big, _ = cat.delta_pandas("t", v - 1, v, where=where, seen=seen)
+    assert seen == [n] and set(big["g"]) == {1} and len(big) == sum(1 for i in range(n) if i % 3 == 1)
+    small = pd.DataFrame({"k": [1, 2, 3], "g": [0, 1, 2], "v": [1.0, 2.0, 3.0]})
+    v2 = cat.apply_frames("t", spark.createDataFrame(small), None).version
+    few, _ = cat.delta_pandas("t", v2 - 1, v2, where=where)
+    assert sorted(few["g"]) == [0, 1, 2]   # a small batch is not pre-filtered: the engine filters it
