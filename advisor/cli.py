@@ -420,6 +420,7 @@ def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer
 
 @bench_app.command("maintain")
 def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional[Path] = typer.Option(None, "--out"),
+                       dataset: str = typer.Option("tpch", "--dataset", help="tpch (lineitem) or flights."),
                        sizes: List[str] = typer.Option(["10", "100", "1000", "10000", "1%", "5%"], "--size"),
                        kinds: List[str] = typer.Option(["insert", "delete", "mixed"], "--kind"),
                        repeat: int = typer.Option(1, "--repeat", min=1, help="Rounds of every size x kind."),
@@ -434,10 +435,13 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
                                                  "right after each step."),
                        recaptures: int = typer.Option(1, "--recaptures", min=1,
                                                       help="Recaptures per step; the fastest counts.")):
-    """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf if missing)."""
-    from workloads.bench_maintain import QUERIES, bench_maintain, break_even, summarise
+    """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf, or flights, if missing)."""
+    from workloads.bench_maintain import QUERY_SETS, bench_maintain, break_even, summarise
     from workloads.datasets import load_dataset
 
+    if dataset not in QUERY_SETS:
+        raise BadInput(f"--dataset must be one of {', '.join(QUERY_SETS)}, got {dataset!r}")
+    QUERIES = QUERY_SETS[dataset]
     known = [q[0] for q in QUERIES]
     for name in query_names:
         if name not in known:
@@ -458,8 +462,10 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
     if order not in ("phased", "interleaved"):
         raise BadInput(f"--order must be phased or interleaved, got {order!r}")
     c = ctx()
-    if not c.catalog.exists("lineitem"):
+    if dataset == "tpch" and not c.catalog.exists("lineitem"):
         load_dataset(c.catalog, "tpch", sf=sf)
+    if dataset == "flights" and not c.catalog.exists("flights"):
+        load_dataset(c.catalog, "flights")
     queries = [q for q in QUERIES if not query_names or q[0] in query_names]
     prof = None
     if profile is not None:

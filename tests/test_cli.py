@@ -61,6 +61,7 @@ def test_help_lists_design_commands():
     (["bench", "maintain", "--size", "ten"], "--size"),
     (["bench", "maintain", "--kind", "upsert"], "--kind"),
     (["bench", "maintain", "--order", "random"], "--order"),
+    (["bench", "maintain", "--dataset", "crimes"], "--dataset"),
 ])
 def test_bad_input_exits_2_with_one_line(wh, capsys, args, needle):
     code, out, err = cli(["--warehouse", wh] + args, capsys)

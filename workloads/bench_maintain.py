@@ -32,6 +32,18 @@ QUERIES = [
 ]
 
 
+FLIGHT_QUERIES = [
+    ("flights_having_flight", "SELECT flight, count(*) AS n FROM flights GROUP BY flight HAVING count(*) > 500",
+     {"flights": "flight"}),
+    ("flights_topk_dest", "SELECT dest, sum(distance) AS d FROM flights GROUP BY dest ORDER BY d DESC LIMIT 10",
+     {"flights": "dest"}),
+    ("flights_join_airlines", "SELECT f.carrier, count(*) AS n FROM flights f JOIN airlines a ON f.carrier = "
+                              "a.carrier WHERE f.distance > 2000 GROUP BY f.carrier HAVING count(*) > 100",
+     {"flights": "carrier"}),
+]
+QUERY_SETS = {"tpch": QUERIES, "flights": FLIGHT_QUERIES}
+
+
 def _sizes(rows: int, sizes) -> list[int]:
     out = []
     for s in sizes:
