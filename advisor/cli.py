@@ -436,62 +436,11 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
                        recaptures: int = typer.Option(1, "--recaptures", min=1,
                                                       help="Recaptures per step; the fastest counts.")):
     """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf, or flights, if missing)."""
-    from workloads.bench_maintain import QUERY_SETS, bench_maintain, break_even, summarise
-    from workloads.datasets import load_dataset
+    from workloads.bench_maintain import bench_maintain_command
 
-    if dataset not in QUERY_SETS:
-        raise BadInput(f"--dataset must be one of {', '.join(QUERY_SETS)}, got {dataset!r}")
-    QUERIES = QUERY_SETS[dataset]
-    known = [q[0] for q in QUERIES]
-    for name in query_names:
-        if name not in known:
-            raise BadInput(f"unknown benchmark query {name!r} (choose from: {', '.join(known)})")
-    parsed = []
-    for s in sizes:
-        num = s[:-1] if s.endswith("%") else s
-        try:
-            ok = float(num) > 0 if s.endswith("%") else int(num) > 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise BadInput(f"--size must be a positive row count or a percentage like 5%, got {s!r}")
-        parsed.append(s if s.endswith("%") else int(s))
-    for k in kinds:
-        if k not in ("insert", "delete", "mixed"):
-            raise BadInput(f"--kind must be insert, delete or mixed, got {k!r}")
-    if order not in ("phased", "interleaved"):
-        raise BadInput(f"--order must be phased or interleaved, got {order!r}")
-    c = ctx()
-    if dataset == "tpch" and not c.catalog.exists("lineitem"):
-        load_dataset(c.catalog, "tpch", sf=sf)
-    if dataset == "flights" and not c.catalog.exists("flights"):
-        load_dataset(c.catalog, "flights")
-    queries = [q for q in QUERIES if not query_names or q[0] in query_names]
-    prof = None
-    if profile is not None:
-        import cProfile
-
-        prof = cProfile.Profile()
-    res = bench_maintain(c, queries=queries, sizes=parsed, kinds=tuple(kinds), console=out,
-                         init_both=row_init, repeat=repeat, profiler=prof, order=order, recaptures=recaptures)
-    if prof is not None:
-        import pstats
-
-        prof.dump_stats(str(profile))
-        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)
-    for s in summarise(res):
-        out.print(f"{s['query']} delta {s['delta']:,}: incremental {s['t_incremental'] * 1000:.1f} ms, recapture "
-                  f"{s['t_recapture']:.2f} s (medians); ratio median {_ratio(s['ratio_median'])}, min "
-                  f"{_ratio(s['ratio_min'])}, {s['below_100x']} of {s['steps']} steps < 100x, same={s['all_same']}")
-    out.print(f"break-even (first delta where incremental is not faster): {break_even(res) or 'none reached'}")
-    if out_json:
-        tmp = out_json.with_name(out_json.name + ".tmp")
-        tmp.write_text(json.dumps(res, indent=2, default=str))
-        tmp.replace(out_json)  # never a half-written file
-
-
-def _ratio(x: Optional[float]) -> str:
-    return "-" if x is None else f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
+    bench_maintain_command(ctx, out, dataset=dataset, sf=sf, sizes=sizes, kinds=kinds, repeat=repeat,
+                           query_names=query_names, row_init=row_init, profile=profile, order=order,
+                           recaptures=recaptures, out_json=out_json)
 
 
 @app.command("demo")

@@ -167,3 +167,72 @@ def break_even(results: list[dict]) -> dict:
         if r["speedup"] is not None and r["speedup"] < 1 and key not in be:
             be[key] = r["delta"]
     return {f"{q}/{k}": v for (q, k), v in be.items()}
+
+
+def bench_maintain_command(make_ctx, console, dataset: str = "tpch", sf: float = 0.1, sizes=("1000",),
+                           kinds=("insert", "delete", "mixed"), repeat: int = 1, query_names=(),
+                           row_init: bool = True, profile=None, order: str = "phased", recaptures: int = 1,
+                           out_json=None) -> list[dict]:
+    """`advisor bench maintain`: check the options (BadInput, exit 2, before Spark starts), load
+    the dataset if missing, run, print the per-step lines, the summary and the break-even, and
+    write `out_json` atomically. `make_ctx` returns the command's context (started lazily)."""
+    import json
+    import sys
+
+    from advisor.errors import BadInput
+    from workloads.datasets import load_dataset
+
+    if dataset not in QUERY_SETS:
+        raise BadInput(f"--dataset must be one of {', '.join(QUERY_SETS)}, got {dataset!r}")
+    known = [q[0] for q in QUERY_SETS[dataset]]
+    for name in query_names:
+        if name not in known:
+            raise BadInput(f"unknown benchmark query {name!r} (choose from: {', '.join(known)})")
+    parsed = []
+    for s in sizes:
+        num = s[:-1] if s.endswith("%") else s
+        try:
+            ok = float(num) > 0 if s.endswith("%") else int(num) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise BadInput(f"--size must be a positive row count or a percentage like 5%, got {s!r}")
+        parsed.append(s if s.endswith("%") else int(s))
+    for k in kinds:
+        if k not in ("insert", "delete", "mixed"):
+            raise BadInput(f"--kind must be insert, delete or mixed, got {k!r}")
+    if order not in ("phased", "interleaved"):
+        raise BadInput(f"--order must be phased or interleaved, got {order!r}")
+    c = make_ctx()
+    if dataset == "tpch" and not c.catalog.exists("lineitem"):
+        load_dataset(c.catalog, "tpch", sf=sf)
+    if dataset == "flights" and not c.catalog.exists("flights"):
+        load_dataset(c.catalog, "flights")
+    queries = [q for q in QUERY_SETS[dataset] if not query_names or q[0] in query_names]
+    prof = None
+    if profile is not None:
+        import cProfile
+
+        prof = cProfile.Profile()
+    res = bench_maintain(c, queries=queries, sizes=parsed, kinds=tuple(kinds), console=console,
+                         init_both=row_init, repeat=repeat, profiler=prof, order=order, recaptures=recaptures)
+    if prof is not None:
+        import pstats
+
+        prof.dump_stats(str(profile))
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+    for s in summarise(res):
+        console.print(f"{s['query']} delta {s['delta']:,}: incremental {s['t_incremental'] * 1000:.1f} ms, recapture "
+                      f"{s['t_recapture']:.2f} s (medians); ratio median {_ratio(s['ratio_median'])}, min "
+                      f"{_ratio(s['ratio_min'])}, {s['below_100x']} of {s['steps']} steps < 100x, "
+                      f"same={s['all_same']}")
+    console.print(f"break-even (first delta where incremental is not faster): {break_even(res) or 'none reached'}")
+    if out_json:
+        tmp = out_json.with_name(out_json.name + ".tmp")
+        tmp.write_text(json.dumps(res, indent=2, default=str))
+        tmp.replace(out_json)  # never a half-written file
+    return res
+
+
+def _ratio(x) -> str:
+    return "-" if x is None else f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
