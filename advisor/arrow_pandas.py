@@ -58,11 +58,11 @@ def _column(col: pa.ChunkedArray):
         return pd.arrays.FloatingArray(vals, null)
     if pa.types.is_integer(t) and not pa.types.is_uint64(t):
         null = np.asarray(arr.is_null()) if arr.null_count else np.zeros(len(arr), dtype=bool)
-        vals = np.asarray(arr.fill_null(0) if arr.null_count else arr).astype(np.int64, copy=False)
+        vals = np.array(arr.fill_null(0) if arr.null_count else arr, dtype=np.int64)  # a writable copy
         return pd.arrays.IntegerArray(vals, null)
     if pa.types.is_floating(t):
         null = np.asarray(arr.is_null()) if arr.null_count else np.zeros(len(arr), dtype=bool)
-        vals = np.asarray(arr.fill_null(0.0) if arr.null_count else arr).astype(np.float64, copy=False)
+        vals = np.array(arr.fill_null(0.0) if arr.null_count else arr, dtype=np.float64)
         return pd.arrays.FloatingArray(vals, null)
     return None
 

@@ -62,3 +62,10 @@ def test_chunked_and_sliced_columns_keep_values_and_nulls():
     assert [None if v is pd.NA else v for v in df["f"].tolist()] == [0.5, 1.5, None, 1.5, None]
     assert [None if v is pd.NA else v for v in df["d"].tolist()] == [1.1, None, -2.25, None, -2.25]
     assert str(df["u"].dtype) == "Int64" and df["u"].isna().tolist() == [False, False, True, False, True]
+
+
+def test_columns_do_not_share_arrows_read_only_buffers():
+    df = to_nullable_pandas(pa.table({"i": pa.array([1, 2], pa.int64()), "f": pa.array([0.5, 1.5])}))
+    df.loc[0, "i"] = 7          # would fail on a zero-copy view of the Arrow buffer
+    df.loc[0, "f"] = 2.5
+    assert df["i"].tolist() == [7, 2] and df["f"].tolist() == [2.5, 1.5]
