@@ -67,10 +67,8 @@ def _column(col: pa.ChunkedArray):
     return None
 
 
-_NULLABLE = {pa.int8(): pd.Int64Dtype(), pa.int16(): pd.Int64Dtype(), pa.int32(): pd.Int64Dtype(),
-             pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.Int64Dtype(), pa.uint16(): pd.Int64Dtype(),
-             pa.uint32(): pd.Int64Dtype(), pa.float32(): pd.Float64Dtype(), pa.float64(): pd.Float64Dtype(),
-             pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(), pa.large_string(): pd.StringDtype()}
+_NULLABLE = {pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(),   # what `_column` leaves
+             pa.large_string(): pd.StringDtype()}
 
 
 def to_nullable_pandas(t: pa.Table) -> pd.DataFrame:
