@@ -19,7 +19,8 @@ DISTINCT (MIN/MAX need per-value multisets: the row path is used), over a subtre
 selections, projections, joins and unions. Join operators below it get their bloom filters from
 the distinct join keys of each side when there are at most ``BLOOM_MAX_KEYS``; beyond that the
 filter is switched off for that join (always correct: it only ever saved a base-side lookup).
-Sums of DECIMAL columns come back exact from Spark and are stored as floats, as the row path does.
+Sums of DECIMAL arguments come back exact from Spark and are stored as exact unscaled ints, as the
+row path keeps them (``decimals``).
 """
 
 from __future__ import annotations

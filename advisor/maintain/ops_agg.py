@@ -31,6 +31,7 @@ from advisor.errors import Unsupported
 from advisor.plan import ir
 
 from . import exprs
+from .decimals import decimal_type, spark_avg, spark_sum, unscaled
 from .frames import M, annotations, column_values, frame_from_rows, row_values
 from .ops_base import Ctx, MaintenanceError, Op, state_size
 
@@ -94,6 +95,10 @@ class AggOp(Op):
         self.aggs = list(aggs)
         self.multiset = [a.func in ("min", "max") or a.distinct for a in aggs]
         self.plain = self._plain()
+        types = {c.name: c.dtype for c in child.node.cols}
+        # aggregate j -> (precision, scale) of its DECIMAL argument: exact sums (``decimals``)
+        self.dec = {j: d for j, a in enumerate(aggs) if a.func in ("sum", "avg") and not a.distinct
+                    and a.arg is not None and (d := decimal_type(a.arg, types)) is not None}
         self.groups: dict[tuple, _Group] = {}
         self.is_global = not self.keys
         self.started = False
@@ -108,9 +113,19 @@ class AggOp(Op):
                  2 if a.func == "sum" else 3) for j, a in enumerate(self.aggs)]
 
     def __setstate__(self, st):
+        st.setdefault("dec", {})  # pickled before exact decimal sums: float sums, as it was built
         self.__dict__.update(st)
         if "plain" not in st:  # a state pickled before the field existed
             self.plain = self._plain()
+
+    def _mean(self, j: int, total, n: int):
+        """AVG from the running sum and non-NULL count (Spark's DECIMAL rounding when exact)."""
+        d = self.dec.get(j)
+        return total / n if d is None else spark_avg(total, n, *d)
+
+    def _total(self, j: int, total):
+        d = self.dec.get(j)
+        return total if d is None else spark_sum(total, d[1])
 
     # ----- values -----
     def _value(self, g: _Group, j: int):
@@ -133,7 +148,7 @@ class AggOp(Op):
             return s if a.func == "sum" else s / len(vs)
         if g.nn[j] == 0:
             return None
-        return g.sum[j] if a.func == "sum" else g.sum[j] / g.nn[j]
+        return self._total(j, g.sum[j]) if a.func == "sum" else self._mean(j, g.sum[j], g.nn[j])
 
     def _output(self, key: tuple, g: Optional[_Group]):
         """(row values, annotation) of a group, or None if the group has no output row."""
@@ -141,7 +156,8 @@ class AggOp(Op):
             return None
         if self.plain is not None:  # only count / sum / avg without DISTINCT: no multisets
             vals = tuple(g.cnt if how == 0 else g.nn[j] if how == 1 else None if g.nn[j] == 0
-                         else g.sum[j] if how == 2 else g.sum[j] / g.nn[j] for j, how in self.plain)
+                         else self._total(j, g.sum[j]) if how == 2 else self._mean(j, g.sum[j], g.nn[j])
+                         for j, how in self.plain)
         else:
             vals = tuple(self._value(g, j) for j in range(len(self.aggs)))
         return (key + vals, g.annotation())
@@ -187,6 +203,8 @@ class AggOp(Op):
     def _absorb(self, d: pd.DataFrame, touched: dict) -> None:
         keys = row_values(d, self.keys)
         args = [column_values(exprs.evaluate(a.arg, d)) if a.arg is not None else None for a in self.aggs]
+        for j, (_, scale) in self.dec.items():
+            args[j] = unscaled(args[j], scale)
         ms = d[M].tolist()
         ann = annotations(d, self.sids)
         sum_idx = [j for j, a in enumerate(self.aggs)

@@ -13,16 +13,20 @@ Fragments: most groups lie in one fragment per scan (the sketch attribute is the
 is determined by it), so each scan keeps ``f1`` (that fragment, -1 for none) and ``c1`` (its row
 count) per code; a group that gains a second fragment moves to ``multi[scan][code] = {fragment:
 count}``. Sums are object arrays, so integers stay exact Python ints and floats are added in row
-order exactly as the per-group code does (``snapshot`` is identical). Counts are judged after the
+order exactly as the per-group code does (``snapshot`` is identical); sums of DECIMAL arguments are
+exact unscaled ints (``decimals``). Counts are judged after the
 whole batch: a group or fragment count below zero then is a ``MaintenanceError``.
 """
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
 import pandas as pd
 
 from . import exprs
+from .decimals import unscaled, unscaled_exact
 from .frames import (M, column_values, empty_frame, fcol, fragment_ids, from_values, make_frame, py_scalar,
                      singleton_table)
 from .keyindex import DenseIntKeys, TupleKeys
@@ -72,6 +76,7 @@ class PlainAggOp(AggOp):
             t = TupleKeys()
             t.code, t.key_of, t.free = st.pop("code"), st.pop("key_of"), st.pop("free")
             st["index"] = t
+        st.setdefault("dec", {})  # saved before exact decimal sums: float sums, as it was built
         self.__dict__.update(st)
 
     # ----- codes and capacity -----
@@ -150,7 +155,11 @@ class PlainAggOp(AggOp):
             sm = self.sums[j][codes]
             has = nn != 0
             out = np.full(len(codes), None, dtype=object)
-            out[has] = sm[has] if how == 2 else sm[has] / nn[has].astype(object)
+            if j in self.dec:  # exact unscaled sums: Spark's DECIMAL result (``decimals``)
+                out[has] = ([self._total(j, u) for u in sm[has].tolist()] if how == 2 else
+                            [self._mean(j, u, n) for u, n in zip(sm[has].tolist(), nn[has].tolist())])
+            else:
+                out[has] = sm[has] if how == 2 else sm[has] / nn[has].astype(object)
             vals.append(out)
         anns = [self._annotations(s, codes) for s in range(len(self.sids))]
         return exists, vals, anns
@@ -222,6 +231,8 @@ class PlainAggOp(AggOp):
         np.add.at(self.cnt, codes, m)
         for j in self.nn_idx:
             vals = column_values(exprs.evaluate(self.aggs[j].arg, d))
+            if j in self.dec:
+                vals = unscaled(vals, self.dec[j][1])
             ok = np.fromiter((v is not None for v in vals), dtype=bool, count=len(vals))
             np.add.at(self.nn[j], codes[ok], m[ok])
             if j in self.sum_idx:
@@ -302,7 +313,8 @@ class PlainAggOp(AggOp):
         for j, col in nn.items():
             np.add.at(self.nn[j], codes, np.asarray(col, dtype=np.int64))
         for j, col in sums.items():
-            vals = [py_scalar(v) for v in col]
+            vals = ([unscaled_exact(py_scalar(v) if not isinstance(v, decimal.Decimal) else v, self.dec[j][1])
+                     for v in col] if j in self.dec else [py_scalar(v) for v in col])
             ok = np.fromiter((v is not None for v in vals), dtype=bool, count=len(vals))
             arr = np.empty(int(ok.sum()), dtype=object)
             arr[:] = [v for v in vals if v is not None]
