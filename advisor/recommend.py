@@ -3,8 +3,10 @@
 Nothing is captured unless ``capture=True``.  Candidates are the attributes of the sampled (largest)
 table below the aggregation; dimension tables of a join are not sketched.  Steps: parse, ``estimate.analyze`` (which table to
 sample, HAVING/top-k/nested shape), candidates with Z3 safety verdicts (``select``), sample +
-estimate the strategy's pool at each granularity, ``select.choose`` (strategy + cost model), and,
-for OPT, capture every pool candidate to get real sizes.  The record is logged in the store's
+estimate the strategy's pool at each granularity, ``select.choose`` (strategy + cost model).  OPT
+does not sample: it builds the partitions and captures every pool candidate in one job
+(``seconds.oracle``, evaluation only) and decides on the real sizes, as an oracle that knew them
+would; it pays the capture of its pick.  The record is logged in the store's
 ``runs`` table with kind ``recommend`` (these do not count as executions for reuse prediction).
 Before sampling, ``select.cannot_pay`` ends the advice when even a sketch skipping every row could
 not repay capture, maintenance and the estimation at the costs measured in this store.
@@ -30,6 +32,7 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
                  "seconds": float} | null,
       "template": str | null,                 # the query with its constants as parameters
       "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
+      "partitions_built": int,                # OPT / exact: partitions this sizing had to build
       "workload": {"predicted_reuses": float, "updates_per_use": float, "scan_rows_per_s": float,
                    "fixed_rows": float,       # one Spark job's fixed cost, in rows (advisor.calibrate)
                    "advice_rows": float | null,  # measured sampling + estimation, in rows
@@ -54,7 +57,7 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
                    "figures": {capture/saving/overhead/net in rows and seconds} | null},
       "captured": {"sketch_id": int, "selectivity": float, "seconds": float} | null,
       "seconds": {"sampling": s, "partitions": s, "sample_query": s, "groups": s, "sizes": s,
-                  "oracle": s, "total": s}
+                  "exact": s, "oracle": s, "oracle_partitions": s, "total": s}
     }
 """
 
@@ -66,7 +69,8 @@ from dataclasses import asdict, replace
 from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
 from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, best_granularity, cannot_pay,
-                            choose, enumerate_candidates, granularities_for, oracle, pool_of, predict_workload)
+                            choose, enumerate_candidates, exact_sizes, granularities_for, oracle, pool_of,
+                            predict_workload)
 from advisor.skipping import sketch_read_fraction
 
 METHODS = ("bootstrap", "clt", "exact")
@@ -138,22 +142,40 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                        "scan_rows_per_s": w.scan_rate, "fixed_rows": w.fixed_rows,
                        "advice_rows": w.advice_rows, "reason": w.reason}
     est = None
-    hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(
-        T, w, p, None if strategy == "OPT" else w.advice_rows, advice_captures=method == "exact")
+    # a sizing without sampling: OPT's oracle, or method exact when every candidate is read by value
+    unsampled = strategy == "OPT" or (method == "exact" and _by_value(cat, q, table, plan))
+    missing = _missing_partitions(cat, table, plan)
+    advice = None if strategy == "OPT" else w.sizing_rows(missing, T) if unsampled else w.advice_rows
+    hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(T, w, p, advice)
     rec["cannot_pay"] = bool(hopeless)
     if hopeless:
         rec["reason"] = hopeless
         plan = {}
-    exact, by = None, {c.attr: c for c in cands}
-    if plan and method == "exact" and strategy != "OPT":
-        exact = _exact(cat, q, table, plan, versions, units, progress)
-    if exact is not None:
-        sizes, sketches, parts, secs = exact
+    exact, parts, by = None, None, {c.attr: c for c in cands}
+    if plan and unsampled:
+        t0 = time.perf_counter()
+        parts = _partitions(cat, table, plan, versions)
+        # an oracle knows the sizes for free: OPT's partitions are part of its (excluded) oracle work
+        rec["seconds"]["oracle_partitions" if strategy == "OPT" else "partitions"] = round(time.perf_counter() - t0, 3)
+        rec["partitions_built"] = missing
+    if parts is not None and strategy != "OPT":
+        if progress:
+            progress(f"capturing {len(parts)} candidate sketch(es) by value (exact sizes)")
+        exact = exact_sizes(cat, q, parts, versions, units)
+        sizes, sketches, secs = exact
         w = replace(w, capture_sunk=True)  # the sizing job captured every candidate already
         rec.update(estimable=True, exact=True)
         rec["seconds"]["exact"] = round(secs, 3)
         for (a, n), s in sizes.items():
             by[a].sizes[n] = s
+    elif parts is not None:  # OPT: every candidate captured (evaluation only); real sizes stand in as estimates
+        if progress:
+            progress(f"capturing {len(parts)} candidate sketch(es) (OPT oracle)")
+        real, secs = oracle(cat, q, parts, versions, units)
+        rec["seconds"]["oracle"] = round(secs + rec["seconds"]["oracle_partitions"], 3)
+        rec["estimable"] = True
+        for (a, n), s in real.items():
+            by[a].real[n] = by[a].sizes[n] = s
     elif plan:
         est = estimate(cat, shape, plan, float(sample_rate), seed, "bootstrap" if method == "exact" else method,
                        versions=versions, progress=progress)
@@ -163,17 +185,11 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                          "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
                          "maintained_from": est.sample.meta.get("maintained_from"),
                          "seconds": round(est.sample.seconds, 3)}
+        parts = est.partitions
         for (a, n), se in est.sizes.items():
             part = est.partitions[(a, n)]
             by[a].sizes[n] = SizeSummary.of(se, part).with_read(
                 sketch_read_fraction(units[a].units, part, se.fragment_probability), units[a].source)
-        if strategy == "OPT":
-            if progress:
-                progress(f"capturing {len(est.partitions)} candidate sketch(es) (OPT oracle)")
-            real, secs = oracle(cat, q, est.partitions, versions, units)
-            rec["seconds"]["oracle"] = round(secs, 3)
-            for (a, n), s in real.items():
-                by[a].real[n] = s
     elif strategy != "NO-PS" and unskippable:
         rec["reason"] = "no candidate the table's layout can skip on: " + "; ".join(unskippable.values())
     elif strategy != "NO-PS":
@@ -208,9 +224,9 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                                 "net_scans": best_granularity({n: x}, c.attr, T, w, p).net_rows / max(T, 1)}
                                for n, x in sorted(c.sizes.items())]})
     if capture and d.go and d.attr is not None and exact is not None:
-        rec["captured"] = _save_exact(cat, table, versions, exact[1][(d.attr, d.n_target)], exact[3])
+        rec["captured"] = _save_exact(cat, table, versions, exact[1][(d.attr, d.n_target)], exact[2])
     elif capture and d.go and d.attr is not None:
-        rec["captured"] = _capture(cat, q, table, d, est, versions)
+        rec["captured"] = _capture(cat, q, table, d, parts, versions)
     elif capture:
         rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + "nothing captured: the decision is no-go"
     rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
@@ -237,23 +253,32 @@ def _layout_check(cat, table: str, attrs: list, version: int, max_sel: float) ->
     return units, bad
 
 
-def _exact(cat, q, table: str, plan: dict, versions: dict, units: dict, progress):
-    """(sizes, sketches, partitions, seconds) of every (attr, n) of the plan from one capture job,
-    or None when some candidate cannot be captured by value (then the estimator runs)."""
-    from advisor.capture import by_value_ok
-    from advisor.select import derive_partition, exact_sizes, fine_partition
+def _by_value(cat, q, table: str, plan: dict) -> bool:
+    """Whether one capture job can read every planned candidate by value (method exact applies)."""
+    from advisor.capture import value_lineage
+    from advisor.partitions import kind_of
+
+    return bool(plan) and all(value_lineage(q, {table: a}) and kind_of(cat.column_type(table, a)) != "ts"
+                              for a in plan)
+
+
+def _missing_partitions(cat, table: str, plan: dict) -> int:
+    """Planned attributes without a stored partition at their finest granularity (any version: an
+    older one is carried forward over small batches), i.e. partitions a sizing would build."""
+    return sum(cat.store.one("SELECT 1 FROM partitions WHERE table_name=? AND attr=? AND n_target=? LIMIT 1",
+                             (table, a, max(g))) is None for a, g in plan.items())
+
+
+def _partitions(cat, table: str, plan: dict, versions: dict) -> dict:
+    """(attr, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
+    from advisor.select import derive_partition, fine_partition
 
     parts = {}
     for a, grans in sorted(plan.items()):
         fine = fine_partition(cat, table, a, max(grans), versions[table])
         for n in grans:
             parts[(a, n)] = fine if n == max(grans) else derive_partition(fine, n)
-    if not all(by_value_ok(q, {table: p.attr}, {table: p}) for p in parts.values()):
-        return None
-    if progress:
-        progress(f"capturing {len(parts)} candidate sketch(es) by value (exact sizes)")
-    sizes, sketches, secs = exact_sizes(cat, q, parts, versions, units)
-    return sizes, sketches, parts, secs
+    return parts
 
 
 def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
@@ -266,13 +291,13 @@ def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
     return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
 
 
-def _capture(cat, q, table, d, est, versions) -> dict:
-    """Capture the picked sketch on the partition it was estimated with (stored if derived)."""
+def _capture(cat, q, table, d, parts: dict, versions) -> dict:
+    """Capture the picked sketch on the partition it was sized with (stored if derived)."""
     from advisor.capture import capture
     from advisor.select import store_partition
     from advisor.finder import sketch_rows
 
-    part = store_partition(cat, est.partitions[(d.attr, d.n_target)])
+    part = store_partition(cat, parts[(d.attr, d.n_target)])
     res = capture(cat, q, {table: d.attr}, part.n_target, versions, check=True, partitions={table: part})
     sel = sketch_rows(cat, res.sketch) / max(1, cat.version(table, versions[table]).rows)
     return {"sketch_id": res.sketch.id, "selectivity": sel, "seconds": round(res.seconds, 3)}

@@ -25,7 +25,9 @@ fixed cost in rows, 0 until the run log identifies it):
                  maint_fixed * T + maint_per_delta * delta_rows + fixed)
   net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
 Before sampling, ``cannot_pay`` stops the advice when even read = 0 could not repay capture,
-maintenance and the measured estimation cost.
+maintenance and the measured estimation cost: sampling + estimation for the bootstrap, and for a
+sizing without sampling (method exact, OPT) the partitions still to build plus the measured rest
+(``Calibration.sizing_rows``), its job being the capture.
 ``read`` is the share of rows scans still read with the sketch (``advisor.skipping``: files of a
 clustered layout or Parquet row groups whose min/max overlap the sketch's fragments); it equals
 ``sel`` only for a perfectly clustered table, and is ~1 for an attribute no layout clusters (such
@@ -140,6 +142,12 @@ class Workload:
     init_rows: float | None = None      # predicted operator-state initialisation, in rows
     advice_rows: float | None = None    # measured sampling + estimation of one recommendation, in rows
     capture_sunk: bool = False          # the sizing already captured every candidate (method exact)
+    calibration: object = None          # the ``advisor.calibrate.Calibration`` behind the figures
+
+    def sizing_rows(self, missing: int, table_rows: float) -> float:
+        """Predicted advice of a sizing without sampling (method exact, OPT) besides its capture job."""
+        cal = self.calibration
+        return cal.sizing_rows(missing, table_rows) if cal is not None else missing * float(table_rows)
 
 
 @dataclass
@@ -465,4 +473,4 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, fixed_rows=cal.fixed_rows,
                     capture_rows=rows_for(cal, cal.recapture_s, query.template),
                     inc_rows=rows_for(cal, cal.maint_inc_s, query.template), init_rows=init,
-                    advice_rows=cal.advice_rows())
+                    advice_rows=cal.advice_rows(), calibration=cal)

@@ -41,16 +41,45 @@ def test_calibrate_reads_runs_maintenance_and_advice(tmp_path):
     store.log_run("maintain", "q", {"template": "t", "how": "incremental", "seconds": 0.3})
     store.log_run("maintain", "q", {"template": "t", "how": "incremental", "seconds": 0.5})
     store.log_run("maintain", "q", {"template": "t", "how": "recapture", "seconds": 3.0})
-    store.log_run("recommend", "q", {"template": "t", "seconds": {"sampling": 5.0, "total": 12.0, "capture": 2.0}})
+    store.log_run("recommend", "q", {"template": "u", "seconds": {"sampling": 5.0, "total": 12.0},
+                                     "captured": {"sketch_id": 1, "seconds": 2.0}})
     cal = calibrate(store)
     assert cal.fixed_s == pytest.approx(0.5) and cal.per_row_s == pytest.approx(1e-7)
     assert cal.fixed_rows == pytest.approx(5_000_000)
     assert cal.maint_inc_s == {"t": pytest.approx(0.4)}
-    assert cal.recapture_s == {"t": pytest.approx(3.0)}
+    assert cal.recapture_s == {"t": pytest.approx(3.0), "u": pytest.approx(2.0)}
     assert rows_for(cal, cal.recapture_s, "t") == pytest.approx(3.0 / 1e-7)
     assert rows_for(cal, cal.recapture_s, "other") is None  # another template's capture says nothing
     assert predicted_seconds(cal, 1_000_000) == pytest.approx(0.5 + 0.1)
     assert cal.advice_rows() == pytest.approx(10.0 / 1e-7)
+
+
+def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
+    """Exact / OPT advice: partitions to build at their measured cost plus the measured rest; its job
+    is the capture, charged as such -- not the median of whole (cold) recommendations."""
+    store = Store(tmp_path / "wh")
+    for r in (1_000_000, 2_000_000, 4_000_000, 6_000_000, 500_000, 3_000_000):
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": 2.5e-7 * r, "template": "t"})
+    T = 6_000_000.0  # a scan: 1.5 s
+    fresh = calibrate(store)
+    assert fresh.sizing_rows(2, T) == pytest.approx(2 * T)  # prior: one scan per partition to build
+    # a cold sizing: 2 partitions built in 2.0 s, its exact job (the capture) 6.4 s, 1.3 s of the rest;
+    # a warm one that built none and declined
+    store.log_run("recommend", "q", {"template": "a", "partitions_built": 2, "captured": {"seconds": 6.4},
+                                     "seconds": {"partitions": 2.0, "exact": 6.4, "total": 9.7}})
+    store.log_run("recommend", "q", {"template": "b", "partitions_built": 0, "captured": None,
+                                     "seconds": {"partitions": 0.1, "exact": 1.2, "total": 1.6}})
+    cal = calibrate(store)
+    assert cal.advice_s == []  # neither sampled: the bootstrap's advice is not predicted from them
+    assert cal.partition_s == [pytest.approx(1.0)]
+    assert sorted(cal.overhead_s) == [pytest.approx(0.3), pytest.approx(1.3)]
+    assert cal.sizing_rows(1, T) == pytest.approx((1.0 + 0.8) / 2.5e-7)
+    assert cal.sizing_rows(0, T) == pytest.approx(0.8 / 2.5e-7)
+    # charged with the capture, the sizing of a new template on one new partition fits in 3 uses
+    w = Workload(3, capture_rows=1.3 * T, calibration=cal)
+    assert w.sizing_rows(1, T) == pytest.approx(cal.sizing_rows(1, T))
+    assert cannot_pay(T, w, CostParams(), w.sizing_rows(1, T)) is None
+    assert cannot_pay(T, w, CostParams(), cal.rows(9.7)) is not None  # a whole cold recommendation does not
 
 
 def test_maintenance_is_the_cheaper_of_renting_and_buying_state():

@@ -86,6 +86,10 @@ def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
     reads = {a: x["real_read_fraction"] for a, x in cands(rec).items() if a in real}
     assert rec["decision"]["attr"] == "g" and reads["g"] == min(reads.values()) and reads["ts"] > 0.95
     assert 0.18 <= real["g"] <= 0.25
+    # an oracle does not sample: it decides on the captured sizes, which stand in as its estimates
+    assert rec["sample"] is None and "sampling" not in rec["seconds"] and rec["seconds"]["oracle"] > 0
+    assert all(cands(rec)[a]["selectivity"] == real[a] for a in real)
+    assert rec["seconds"]["oracle"] >= rec["seconds"]["oracle_partitions"] and rec["partitions_built"] >= 0
     # noise is spread over every file: dropped before sampling, with the reason
     note = cands(rec)["noise"]["layout_note"]
     assert note and "no layout clusters it" in note and not cands(rec)["noise"]["estimated"]
