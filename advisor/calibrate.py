@@ -72,8 +72,14 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
         var = sum((r - mr) ** 2 for r in rows)
         b = sum((r - mr) * (s - ms) for r, s in pts) / var
         a = ms - b * mr
-        if b > 0 and a >= 0:
+        cheapest = min(s for _, s in pts)
+        if b > 0 and 0 <= a <= cheapest:
             return a, b, f"fit over {len(pts)} run(s)"
+        if b > 0 and a > cheapest:
+            # a few slow small runs (e.g. sketched scans paying for a long filter) flattened the
+            # line: no job's fixed cost exceeds the cheapest job; per-row cost from the rest
+            b = statistics.median(max(s - cheapest, 0.1 * s) / r for r, s in pts)
+            return cheapest, b, f"fit over {len(pts)} run(s), fixed cost capped at the cheapest run"
     b = statistics.median(max(s - prior_fixed, 0.1 * s) / r for r, s in pts)
     if prior_fixed == 0.0:
         return 0.0, b, f"no fixed cost (not identifiable), per-row cost from {len(pts)} run(s)"

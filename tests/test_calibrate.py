@@ -29,6 +29,19 @@ def test_fit_line_without_spread_uses_prior_fixed_cost():
     assert a == 0.3 and b == pytest.approx(1.3 / 6_000_500, rel=0.01) and "prior" in how
 
 
+def test_fit_line_is_not_flattened_by_slow_small_runs():
+    # the session-13 replay: plain scans of ~6M rows at 0.8-1.9 s (7.5M for the join), sketched runs reading 65k-1.3M
+    # rows at 0.38-6.5 s (long sketch filters); least squares put 1.57 s of fixed cost on every job
+    # and ~1e-10 s per row, which priced one capture at 270 scans
+    plain = [(6_000_000 + 1_200 * i, s) for i, s in enumerate((1.06, 0.89, 1.39, 1.14, 1.34, 0.95, 0.81, 1.26,
+                                                              1.78, 1.44, 0.86, 1.89, 1.00, 1.07))]
+    joins = [(7_501_215, 2.90), (7_501_215, 3.76), (7_502_415, 2.63), (7_502_415, 2.57), (7_504_815, 1.64)]
+    sketched = [(1_309_066, 6.54), (517_157, 1.09), (517_157, 2.04), (320_223, 1.31), (87_032, 0.45), (65_262, 0.38)]
+    a, b, how = fit_line(plain + joins + sketched)
+    assert a <= 0.38 and "capped" in how
+    assert 0.5 <= a + b * 6_000_000 <= 2.0  # a plain scan is still predicted at about a second
+
+
 def test_fit_line_with_no_runs_is_the_prior():
     a, b, how = fit_line([])
     assert how == "prior" and a == 0.0 and b > 0
