@@ -21,8 +21,11 @@ fixed cost in rows, 0 until the run log identifies it):
   per use      = saving (1 - read) * T  minus  filter overhead runs * (term_cost * sel * T + plan_rows)
                minus maintenance  updates_per_use * min(capture, (init + U * step) / U)
                  (ski rental over the U predicted updates: recapture each batch, or initialise
-                 operator state once and step incrementally; step = measured, else
-                 maint_fixed * T + maint_per_delta * delta_rows + fixed)
+                 operator state once and step incrementally; step = measured for the template, else
+                 the median step measured for the store's other templates, else
+                 maint_fixed * T + maint_per_delta * delta_rows: an incremental step reads the batch
+                 files with pyarrow and runs no Spark job, so no job's fixed cost is charged;
+                 4.8-9.1 ms per 1,000-row step at SF1, BENCHMARKS.md session 12)
   net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
 Before sampling, ``cannot_pay`` stops the advice when even read = 0 could not repay capture,
 maintenance and the measured estimation cost: sampling + estimation for the bootstrap, and for a
@@ -232,8 +235,7 @@ def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams)
     """Rows one update batch costs a used sketch: an incremental step once operator state exists,
     or a recapture (ski rental, ``maintain.rent``) while initialising the state does not pay over
     the predicted updates -- whichever is cheaper over the horizon."""
-    inc = w.inc_rows if w.inc_rows is not None else (
-        p.maint_fixed * T + p.maint_per_delta * w.delta_rows + w.fixed_rows)
+    inc = w.inc_rows if w.inc_rows is not None else p.maint_fixed * T + p.maint_per_delta * w.delta_rows
     updates = w.reuses * w.updates_per_use
     if w.init_rows is None or updates <= 0:
         return inc
@@ -430,6 +432,16 @@ def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None 
     return out, sketches, secs
 
 
+def _inc_rows(cal, template: str) -> float | None:
+    """The template's measured incremental step, else the median of the other templates' (rows)."""
+    from advisor.calibrate import rows_for
+
+    own = rows_for(cal, cal.maint_inc_s, template)
+    if own is not None or not cal.maint_inc_s:
+        return own
+    return cal.rows(statistics.median(cal.maint_inc_s.values()))
+
+
 def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None,
                      table_rows: float | None = None) -> Workload:
     """Reuses, update rate and measured costs (``advisor.calibrate``) from the store's run log and
@@ -474,5 +486,5 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
     return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, fixed_rows=cal.fixed_rows,
                     capture_rows=rows_for(cal, cal.recapture_s, query.template),
-                    inc_rows=rows_for(cal, cal.maint_inc_s, query.template), init_rows=init,
+                    inc_rows=_inc_rows(cal, query.template), init_rows=init,
                     advice_rows=cal.advice_rows(), calibration=cal)

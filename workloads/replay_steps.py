@@ -144,6 +144,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     decide and capture (``recommend``) and remember the outcome.  Returns the sketch to use or None."""
     from advisor.capture import capture
     from advisor.decisions import forget, recall, remember, skip
+    from advisor.maintain.derive import derive_sketch
     from advisor.partitions import load_partition
     from advisor.recommend import recommend
     from advisor.sketches import load_sketch
@@ -157,16 +158,22 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
             return None
         try:
             part = load_partition(store, memo.partition_id)
-            res = capture(cat, q, {memo.table: memo.attr}, part.n_target, versions, check=True,
-                          partitions={memo.table: part})
+            got = derive_sketch(cat, q, {memo.table: memo.attr}, {memo.table: part}, versions)
+            if got is None:
+                res = capture(cat, q, {memo.table: memo.attr}, part.n_target, versions, check=True,
+                              partitions={memo.table: part})
+                got, how = (res.sketch, res.seconds), "captured for these bindings"
+            else:
+                how = (f"derived for these bindings from the maintained operator state of sketch {got[2]} "
+                       "(no capture job)")
         except BadInput:
             forget(store, q.template, strategy)
         else:
-            secs["capture"] = res.seconds
+            secs["capture"] = got[1]
             d.update(action="capture", attr=f"{memo.table}.{memo.attr}", fragments=part.n_fragments,
                      reason=f"template decided at step {memo.step} (go on {memo.table}.{memo.attr}, "
-                            f"{part.n_fragments} fragments): captured for these bindings without re-estimating")
-            return _use_captured(cat, q, versions, res.sketch, d, store, strategy, step)
+                            f"{part.n_fragments} fragments): {how} without re-estimating")
+            return _use_captured(cat, q, versions, got[0], d, store, strategy, step)
     from advisor.select import CostParams
 
     r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,

@@ -1,0 +1,118 @@
+"""A sketch for new bindings of a template, derived from the maintained state of another instance:
+no Spark job.
+
+Where a plan's lowest aggregation is COUNT/SUM/AVG with only unary operators above it
+(``bulk.supports``), that aggregation's operator state -- per group the row count, sums and rows
+per fragment -- does not depend on constants above it (a HAVING threshold, a top-k's k).  Two
+instances of one template that differ only there share it.  So a new instance whose sketch no
+stored one can serve gets its operators built, the aggregation's state copied from a head of the
+template that has state (caught up first when it is stale), and the aggregation's groups carried
+through the new operators above it, as a bulk initialisation does (``bulk.initialise``).  The
+sketch equals a capture's (tests/test_maintain_derive.py compares them) and the new chain has
+operator state from its first version, so it is maintained incrementally without renting
+recaptures (``rent``).
+
+Not derived (the caller captures): instances that differ below the aggregation (e.g. a WHERE
+constant), plans with a join below it (their join sides hold state of their own), and templates
+without a head that has state.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from advisor.plan import ir
+from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
+
+from . import bulk
+from .engine import MaintState
+from .spark_base import SparkBase
+
+
+def derivable(query) -> bool:
+    """The plan's shape allows a derivation: one COUNT/SUM/AVG aggregation, no join below it."""
+    node = bulk.lowest_aggregate(query.root)
+    return node is not None and not any(isinstance(n, ir.Join) for n in node.walk())
+
+
+def _same_below(a: MaintState, b: MaintState) -> bool:
+    """The two states' lowest aggregations see the same input and compute the same aggregates."""
+    from advisor.reuse import _No, compare
+
+    na, nb = bulk.lowest_aggregate(a.plan), bulk.lowest_aggregate(b.plan)
+    if na is None or nb is None:
+        return False
+    try:
+        d = compare(na, nb)
+    except _No:
+        return False
+    return not d.consts and not d.topk
+
+
+def _head_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[MaintState, int] | None:
+    """(a copy of the operator state, the head's id) of a head of ``query``'s template sketched as ``want``, at
+    ``versions``: a head with state (caught up by one incremental step if stale), else a current
+    head whose state is initialised now (one Spark aggregation, about a capture), else None."""
+    from advisor.plan.parse import parse_sql
+
+    from .service import _sketched, init_state, maintain_sketch, save_state
+
+    heads = sorted((s for s in latest_versions(catalog.store) if s.template == query.template
+                    and {p.table: (p.attr, p.partition_id) for p in s.parts} == want), key=lambda s: -s.id)
+    has_state = {h.id for h in heads if catalog.store.one("SELECT 1 FROM states WHERE sketch_id=?", (h.id,))}
+    current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
+    for head in [h for h in heads if h.id in has_state] + [h for h in heads if h.id not in has_state and current(h)]:
+        if head.id not in has_state:
+            t0 = time.perf_counter()
+            hq = parse_sql(head.sql, lambda t: catalog.schema(t))
+            st = init_state(catalog, head, hq, _sketched(catalog, hq, head))
+            save_state(catalog, head.id, st, {"init_seconds": round(time.perf_counter() - t0, 4),
+                                              "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
+                                              "bulk": True})
+        elif not current(head):
+            res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)
+            if res.how != "incremental":
+                continue
+            head = load_sketch(catalog.store, res.new_id)
+            if not current(head):
+                continue
+        row = catalog.store.one("SELECT path FROM states WHERE sketch_id=?", (head.id,))
+        if row is not None and Path(row["path"]).exists():
+            return MaintState.from_bytes(Path(row["path"]).read_bytes()), head.id  # a copy: the head keeps its own
+    return None
+
+
+def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions: dict[str, int]):
+    """(the saved sketch of ``query`` at ``versions``, seconds, the head it came from) derived from a
+    head of its template (``_head_state``), or None.  ``on``/``partitions``: the sketched attribute and partition per
+    table, which the head must share."""
+    from .service import _sketched, save_state
+
+    if not derivable(query):
+        return None
+    t0 = time.perf_counter()
+    got = _head_state(catalog, query, {t: (on[t], partitions[t].id) for t in on}, versions)
+    if got is None:
+        return None
+    old, head_id = got
+    sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
+                [SketchPart(t, on[t], partitions[t].id, frozenset()) for t in sorted(on)], dict(versions),
+                how="derive")
+    sketched = _sketched(catalog, query, sk)
+    new = MaintState(query.root, sketched)
+    src, dst = bulk._agg_op(old), bulk._agg_op(new)
+    if src is None or dst is None or not _same_below(old, new):
+        return None  # the instances differ below the aggregation: no head of this template serves
+    for name in ("index", "cnt", "nn", "sums", "f1", "c1", "multi", "dec", "started"):
+        setattr(dst, name, getattr(src, name))
+    dst.pending = dst.all_outputs()
+    per_scan = new.apply({}, SparkBase(catalog, sketched, versions, versions))
+    scan_table = {s.scan_id: s.table for s in query.scans()}
+    frags: dict[str, set] = {t: set() for t in on}
+    for sid, fs in per_scan.items():
+        frags[scan_table[sid]] |= set(fs)
+    sk.parts = [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts]
+    save_sketch(catalog.store, sk)
+    save_state(catalog, sk.id, new)
+    return sk, time.perf_counter() - t0, head_id

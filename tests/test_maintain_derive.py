@@ -1,0 +1,79 @@
+"""Sketches for new bindings derived from a template's maintained operator state
+(``advisor.maintain.derive``) equal a capture, and their chains maintain to the recapture."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.capture import capture, capture_batch
+from advisor.catalog import Catalog
+from advisor.maintain.derive import derivable, derive_sketch
+from advisor.maintain.service import maintain_sketch
+from advisor.partitions import build_partition
+from advisor.plan.parse import parse_sql
+from advisor.sketches import load_sketch
+from advisor.store import Store
+from workloads.updates import batch_frames
+
+from diffgen import make_dims, make_facts
+
+# (first binding, later bindings) of one template, sketched on attr
+CASES = [
+    ("SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > {}", "g1", [1500, 900, 2500]),
+    ("SELECT d, count(*) AS a FROM facts GROUP BY d ORDER BY a DESC LIMIT {}", "d", [3, 8, 1]),
+    ("SELECT g2, avg(v) AS a, count(*) AS n FROM facts GROUP BY g2 HAVING avg(v) > {}", "k", [45, 30, 60]),
+]
+
+
+@pytest.fixture(scope="module")
+def cat(spark, tmp_path_factory):
+    c = Catalog(spark, Store(tmp_path_factory.mktemp("derivewh")))
+    c.create_table("facts", spark.createDataFrame(make_facts(9, 800)))
+    c.create_table("dims", spark.createDataFrame(make_dims()))
+    return c
+
+
+def _q(cat, sql):
+    return parse_sql(sql, lambda t: cat.schema(t))
+
+
+def _fresh(cat, q, attr, part):
+    (fresh,), _ = capture_batch(cat, [(q, {"facts": attr}, {"facts": part})], {"facts": cat.current_version("facts")})
+    return fresh.parts[0].fragments
+
+
+@pytest.mark.parametrize("sql,attr,bindings", CASES)
+def test_derived_sketch_equals_capture_and_maintains(cat, sql, attr, bindings):
+    part = build_partition(cat, "facts", attr, 12)
+    first = _q(cat, sql.format(bindings[0]))
+    capture(cat, first, {"facts": attr}, 12, check=False, partitions={"facts": part})
+    derived = []
+    for b in bindings[1:]:
+        q = _q(cat, sql.format(b))
+        got = derive_sketch(cat, q, {"facts": attr}, {"facts": part}, {"facts": cat.current_version("facts")})
+        assert got is not None
+        sk = got[0]
+        assert sk.how == "derive" and sk.parts[0].fragments == _fresh(cat, q, attr, part), (sql, b)
+        derived.append((q, sk))
+    assert any(sk.parts[0].fragments for _, sk in derived)  # not trivially empty
+    ins, dels = batch_frames(cat, "facts", 60, 40, seed=len(sql))
+    cat.apply_frames("facts", ins, dels)
+    for q, sk in derived:  # each derived chain starts with operator state: an incremental step
+        res = maintain_sketch(cat, sk.id)
+        assert res.how == "incremental"
+        assert load_sketch(cat.store, res.new_id).parts[0].fragments == _fresh(cat, q, attr, part)
+    # after the batch a new binding derives from a caught-up head
+    q = _q(cat, sql.format(bindings[0]))
+    sk = derive_sketch(cat, q, {"facts": attr}, {"facts": part}, {"facts": cat.current_version("facts")})[0]
+    assert sk.parts[0].fragments == _fresh(cat, q, attr, part)
+
+
+def test_instances_differing_below_the_aggregation_are_not_derived(cat):
+    sql = "SELECT g2, count(*) AS a FROM facts WHERE v > {} GROUP BY g2 HAVING count(*) >= 5"
+    part = build_partition(cat, "facts", "g2", 12)
+    capture(cat, _q(cat, sql.format(10)), {"facts": "g2"}, 12, check=False, partitions={"facts": part})
+    q = _q(cat, sql.format(50))
+    assert derive_sketch(cat, q, {"facts": "g2"}, {"facts": part}, {"facts": cat.current_version("facts")}) is None
+    join = _q(cat, "SELECT dm.region, count(*) AS a FROM facts f JOIN dims dm ON f.g1 = dm.g1 "
+                   "GROUP BY dm.region HAVING count(*) > 3")
+    assert derivable(q) and not derivable(join)
