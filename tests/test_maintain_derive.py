@@ -12,6 +12,7 @@ from advisor.maintain.service import maintain_sketch
 from advisor.partitions import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketches import load_sketch
+from advisor.stats import column_stats
 from advisor.store import Store
 from workloads.updates import batch_frames
 
@@ -30,6 +31,7 @@ def cat(spark, tmp_path_factory):
     c = Catalog(spark, Store(tmp_path_factory.mktemp("derivewh")))
     c.create_table("facts", spark.createDataFrame(make_facts(9, 800)))
     c.create_table("dims", spark.createDataFrame(make_dims()))
+    column_stats(c, "facts")  # the group-count gate reads the stored NDVs, as ANALYZE would keep them
     return c
 
 
@@ -77,3 +79,19 @@ def test_instances_differing_below_the_aggregation_are_not_derived(cat):
     join = _q(cat, "SELECT dm.region, count(*) AS a FROM facts f JOIN dims dm ON f.g1 = dm.g1 "
                    "GROUP BY dm.region HAVING count(*) > 3")
     assert derivable(q) and not derivable(join)
+
+
+def test_large_aggregations_are_captured_not_derived(cat, monkeypatch):
+    """Above DERIVE_MAX_GROUPS groups (by the stored NDVs) copying the state costs more than a capture."""
+    import advisor.maintain.derive as D
+
+    sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > {}"
+    part = build_partition(cat, "facts", "g1", 12)
+    capture(cat, _q(cat, sql.format(1200)), {"facts": "g1"}, 12, check=False, partitions={"facts": part})
+    q = _q(cat, sql.format(700))
+    args = ({"facts": "g1"}, {"facts": part}, {"facts": cat.current_version("facts")})
+    assert D._groups_estimate(cat, q) >= 2
+    monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", 1)
+    assert derive_sketch(cat, q, *args) is None
+    monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", 200_000)
+    assert derive_sketch(cat, q, *args) is not None
