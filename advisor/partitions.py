@@ -286,7 +286,9 @@ def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int 
     ver = catalog.version(table, version)
     v = ver.version
     df = catalog.read(table, v).select(attr)
-    bounds, sizes = compute_boundaries(df, attr, dtype, n, rows=ver.rows, ndv=_stored_ndv(catalog, table, v, attr))
+    from advisor.stats import stored_ndv  # a stale NDV only picks the path: time, never correctness
+
+    bounds, sizes = compute_boundaries(df, attr, dtype, n, rows=ver.rows, ndv=stored_ndv(catalog, table, attr, v))
     part = RangePartition(0, table, attr, dtype, tuple(bounds), (), v, n)
     if sizes is None:
         counts = assign_column(df, attr, part, "__f").groupBy("__f").count().collect()
@@ -300,14 +302,6 @@ def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int 
             (table, attr, n, v, dtype, json.dumps(bounds), json.dumps(sizes), time.time()))
         pid = cur.lastrowid
     return RangePartition(pid, table, attr, dtype, tuple(bounds), tuple(sizes), v, n)
-
-
-def _stored_ndv(catalog, table: str, v: int, attr: str) -> int | None:
-    """The column's approximate NDV from the statistics stored for this or an earlier version, or
-    None (no job).  It only picks the path: a stale NDV costs time, never correctness."""
-    r = catalog.store.one("SELECT ndv FROM colstats WHERE table_name=? AND col=? AND version<=? "
-                          "ORDER BY version DESC LIMIT 1", (table, attr, v))
-    return None if r is None or r["ndv"] is None else int(r["ndv"])
 
 
 ADVANCE_MAX_CHANGE = 0.1  # batches may change at most this share of rows before boundaries are recomputed

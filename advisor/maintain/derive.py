@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from advisor.plan import ir
+from advisor.stats import stored_ndv
 from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
 from . import bulk
@@ -45,11 +46,10 @@ def _groups_estimate(catalog, query) -> float | None:
         c = node.child.col(k)
         if c.table is None or c.source is None:
             return None
-        r = catalog.store.one("SELECT ndv FROM colstats WHERE table_name=? AND col=? ORDER BY version DESC LIMIT 1",
-                              (c.table, c.source))
-        if r is None or r["ndv"] is None:
+        ndv = stored_ndv(catalog, c.table, c.source)
+        if ndv is None:
             return None
-        n *= max(1, int(r["ndv"]))
+        n *= max(1, ndv)
     return n
 
 
