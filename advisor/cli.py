@@ -152,7 +152,7 @@ def partitions_list():
 
 
 @app.command("layout")
-def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(100_000, "--rows-per-file")):
+def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(1_000_000, "--rows-per-file")):
     """Write a copy of TABLE clustered on ATTR with a per-file min/max manifest."""
     from advisor.layout import build_layout
 

@@ -31,9 +31,13 @@ class RunResult:
 def table_view(catalog, table: str, version: Optional[int] = None) -> str:
     """Register (once) and return the temp view name of table at version."""
     v = catalog.version(table, version).version
-    name = catalog.view_name(table, v)
+    return registered(catalog, catalog.view_name(table, v), lambda: catalog.read(table, v))
+
+
+def registered(catalog, name: str, make) -> str:
+    """Temp view ``name``, created from ``make()`` (a DataFrame) the first time it is asked for."""
     if not catalog.spark.catalog.tableExists(name):
-        catalog.read(table, v).createOrReplaceTempView(name)
+        make().createOrReplaceTempView(name)
     return name
 
 

@@ -1,5 +1,7 @@
-"""Clustered copies of a table for skipping: range-repartitioned and sorted on one attribute,
-small Parquet row groups, and a per-file min/max manifest so a sketch can drop whole files.
+"""Clustered copies of a table for skipping: sorted on one attribute, written as a few large files
+of small Parquet row groups (Spark skips row groups by their min/max), with a per-file min/max
+manifest.  Few files because opening one costs ~10-20 ms per scan: 211 files of 30k rows read in
+3.6 s what 4 files read in 2.3 s and the 2 base files in 1.3 s (SF1, BENCHMARKS.md session 14).
 
 A layout is a snapshot at one table version; reads at a later version add that version's
 insert/delete batches on top (catalog.read_on_top), so a layout never serves stale rows.
@@ -19,7 +21,7 @@ ROW_GROUP_BYTES = 1 << 20  # 1 MiB row groups: fine-grained min/max statistics
 
 
 def build_layout(catalog, table: str, attr: str, version: int | None = None,
-                 rows_per_file: int = 100_000) -> dict:
+                 rows_per_file: int = 1_000_000) -> dict:
     """Write the clustered copy and its manifest; returns the stored layout row as a dict."""
     from pyspark.sql import functions as F
 

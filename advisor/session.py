@@ -22,6 +22,11 @@ DEFAULT_CONF: dict[str, str] = {
     # Local Python workers: keep them alive across tasks.
     "spark.python.worker.reuse": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Parquet's dictionary filter reads, for every row group its min/max keep, the dictionary page and
+    # tests the pushed predicate on each entry: for a sketch's OR of 128 ranges over a clustered
+    # layout's 1,035 row groups that was 1.0-1.2 s of a 1.6-1.8 s scan (0.6-1.0 s without; SF1,
+    # BENCHMARKS.md session 14).  Range filters on a sorted column gain nothing from it.
+    "spark.hadoop.parquet.filter.dictionary.enabled": "false",
 }
 
 

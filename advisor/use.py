@@ -2,7 +2,8 @@
 
 Adjacent fragments are merged into one `a >= lo AND a < hi` run (an infinite end drops its bound);
 the NULL fragment adds `a IS NULL` (and NaN for floating columns). An empty sketch becomes `false`.
-When a clustered layout exists, only the files whose min/max overlap a run are read at all.
+When a clustered layout pays (``layout_pays``) the scan reads it instead of the base files; Spark
+skips its row groups by their min/max.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
     return out
 
 
-# Bridging above this many OR'd ranges. With HotSpot's huge-method JIT on (advisor.session) 128-210
-# ranges cost 0.3-0.4x of a plain scan at SF1 (without it 128 ranges were 4-19x slower). A cap of
-# 512 was tried in a replay and some sketched big_orders queries took 4.5-27.9 s against 1.4 s
-# plain (BENCHMARKS.md, session 10): not understood, so the measured-safe 128 stays.
-MAX_RUNS = 128
+# Bridging above this many OR'd ranges. Each new filter text is a new whole-stage-codegen class, and
+# HotSpot compiles the OR of the ranges as one method before it runs fast: the first run of a fresh
+# big_orders sketch at SF1 took 13.5 s longer than its second at 128 ranges, 4.3 s at 64, 1.5 s at 32,
+# 0.9 s at 16, while warm runs differed by < 0.3 s (BENCHMARKS.md, session 14). Replays meet a fresh
+# filter at every capture and every maintained version, so the first run is the common case.
+MAX_RUNS = 32
 
 
 def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:
@@ -87,29 +89,6 @@ def range_condition(part: RangePartition, fragments: frozenset, column: str, max
     return " OR ".join(terms) if terms else "false"
 
 
-def overlapping_files(manifest: list[dict], part: RangePartition, fragments: frozenset) -> list[str]:
-    """Files of a clustered layout whose [min, max] of the attribute overlaps any run of the sketch."""
-    from advisor.partitions import decode_value
-
-    keep = []
-    rs = capped_runs(fragments, part)
-    has_null = part.null_id in fragments
-    for f in manifest:
-        if has_null and f.get("nulls", 0) > 0:
-            keep.append(f["path"])
-            continue
-        if f["min"] is None:
-            continue
-        mn, mx = decode_value(f["min"], part.dtype), decode_value(f["max"], part.dtype)
-        for i, j in rs:
-            lo, _ = part.range_of(i)
-            _, hi = part.range_of(j)
-            if (hi is None or mn < hi) and (lo is None or mx >= lo):
-                keep.append(f["path"])
-                break
-    return keep
-
-
 LAYOUT_GAIN = 0.8
 
 
@@ -136,6 +115,17 @@ def layout_pays(catalog, table: str, attr: str, version: int, part: RangePartiti
     return scan_units(catalog, table, attr, version, part, fragments)[2]
 
 
+def layout_view(catalog, lay: dict, version: int) -> str:
+    """Register (once per layout and table version) and return the view of a clustered layout
+    brought to ``version``.  Every sketch on the layout shares it: building a DataFrame over the
+    layout and the batches since is file listing, 0.5-0.8 s per query at SF1 when it was per sketch."""
+    from advisor.execute import registered
+
+    name = catalog.view_name(lay["table"], version, f"_l{lay['id']}")
+    return registered(catalog, name, lambda: catalog.read_on_top(
+        catalog.spark.read.parquet(lay["path"]), lay["table"], lay["table_version"], version))
+
+
 def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
     """Scan source function applying `sketch` to every access of each sketched table."""
     from advisor.execute import table_view
@@ -150,19 +140,10 @@ def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = 
         conds[p.table] = range_condition(part, p.fragments, p.attr)
         v = versions[p.table]
         lay = find_layout(catalog.store, p.table, p.attr, v) if use_layout else None
-        if lay is not None and not layout_pays(catalog, p.table, p.attr, v, part, p.fragments):
-            lay = None
-        if lay is None:
+        if lay is not None and layout_pays(catalog, p.table, p.attr, v, part, p.fragments):
+            views[p.table] = layout_view(catalog, lay, v)
+        else:
             views[p.table] = table_view(catalog, p.table, v)
-            continue
-        files = overlapping_files(lay["manifest"], part, p.fragments)
-        name = catalog.view_name(p.table, v, f"_use{sketch.id}_l{lay['id']}")
-        base = catalog.spark.read.parquet(lay["path"]).limit(0) if not files else None
-        if base is None:
-            schema = catalog.spark.read.parquet(lay["path"]).schema
-            base = catalog.spark.read.schema(schema).parquet(*files)
-        catalog.read_on_top(base, p.table, lay["table_version"], v).createOrReplaceTempView(name)
-        views[p.table] = name
 
     def source(scan):
         if scan.table in conds:

@@ -10,7 +10,7 @@ and update batches interleave, the seed, the strategies to compare and the maint
       - {name: tpch, sf: 0.1}         # tpch (sf), flights, crimes (rows)
       - {name: flights}
     layouts: [lineitem.l_orderkey]    # optional clustered copies (TABLE.ATTR) built before replay
-    layout_rows_per_file: 50000       # file size of those copies (smaller files: finer skipping)
+    layout_rows_per_file: 1000000     # rows per file of those copies (row groups stay small)
     strategies: [NO-PS, CB-OPT-GB]    # NO-PS is the reference; any of advisor.select.STRATEGIES
     policy: lazy                      # eager | lazy | batched:N | batched:Ns | arrival
     sample_rate: 0.05                 # theta for the stratified sample
@@ -209,7 +209,7 @@ def load_workload(path: str | Path) -> Workload:
             c.fail(("layouts", i), f"expected TABLE.ATTR, got {s!r}")
         t, a = s.lower().split(".")
         layouts.append((t, a))
-    rows_per_file = c.typed(data, (), "layout_rows_per_file", int, 50_000,
+    rows_per_file = c.typed(data, (), "layout_rows_per_file", int, 1_000_000,
                             check=lambda v: None if 100 <= v <= 10_000_000 else "must be between 100 and 10000000")
     strategies = []
     for i, s in enumerate(c.typed(data, (), "strategies", list, ["NO-PS", "CB-OPT-GB"])):
