@@ -72,8 +72,18 @@ from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, 
                             choose, enumerate_candidates, exact_sizes, granularities_for, oracle, pool_of,
                             predict_workload)
 from advisor.skipping import sketch_read_fraction
+from advisor.use import read_set
 
 METHODS = ("bootstrap", "clt", "exact")
+
+
+def bridged(se, part) -> frozenset:
+    """Fragments the filter would add by bridging gaps (``use.capped_runs``) if the sketch were its
+    likely fragments (probability >= 0.5): read for certain, so the predicted read fraction does not
+    pretend a scattered sketch skips what its 32-range filter cannot."""
+    prob = se.fragment_probability
+    likely = frozenset(int(f) for f, p in (prob.items() if prob is not None else ()) if p >= 0.5)
+    return read_set(likely, part) - likely
 
 
 def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:
@@ -189,7 +199,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         for (a, n), se in est.sizes.items():
             part = est.partitions[(a, n)]
             by[a].sizes[n] = SizeSummary.of(se, part).with_read(
-                sketch_read_fraction(units[a].units, part, se.fragment_probability), units[a].source)
+                sketch_read_fraction(units[a].units, part, se.fragment_probability, bridged(se, part)), units[a].source)
     elif strategy != "NO-PS" and unskippable:
         rec["reason"] = "no candidate the table's layout can skip on: " + "; ".join(unskippable.values())
     elif strategy != "NO-PS":

@@ -401,7 +401,7 @@ def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None 
     (``capture_batch``).  Used by the OPT oracle and by ``method="exact"``."""
     from advisor.skipping import read_fraction_of, boundary_values
     from advisor.capture import by_value_ok, capture_batch, capture_values, value_sketch
-    from advisor.use import capped_runs
+    from advisor.use import read_set
 
     keys = sorted(parts)
     stored = {k: store_partition(catalog, parts[k]) for k in keys}
@@ -427,8 +427,8 @@ def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None 
         out[k] = SizeSummary.exact(p.n_target, p.n_fragments, rows / max(1, sum(p.sizes)), len(fr))
         if units and p.attr in units:  # what the scan reads: the filter's runs, bridged as ``use`` bridges them
             u = units[p.attr]
-            read = {f for i, j in capped_runs(fr, p) for f in range(i, j + 1)} | (fr & {p.null_id})
-            out[k] = out[k].with_read(read_fraction_of(u.units, boundary_values(p), read, p.null_id), u.source)
+            out[k] = out[k].with_read(read_fraction_of(u.units, boundary_values(p), read_set(fr, p), p.null_id),
+                                      u.source)
     return out, sketches, secs
 
 

@@ -127,9 +127,10 @@ def boundary_values(part) -> list:
     return [decode_value(b, part.dtype) for b in part.boundaries]
 
 
-def sketch_read_fraction(units: Sequence[ReadUnit], part, probability) -> float:
+def sketch_read_fraction(units: Sequence[ReadUnit], part, probability, certain=()) -> float:
     """Expected read fraction for an estimated sketch: ``probability`` maps fragment id -> P
-    (a pandas Series from the size estimator; missing ids count as absent)."""
+    (a pandas Series from the size estimator; missing ids count as absent); fragments in
+    ``certain`` (a filter's bridged gaps) are read with P = 1."""
     probs = np.zeros(len(part.boundaries) + 1)
     null_p = 0.0
     for f, pr in (probability.items() if probability is not None else ()):
@@ -138,6 +139,9 @@ def sketch_read_fraction(units: Sequence[ReadUnit], part, probability) -> float:
             null_p = float(pr)
         elif 0 <= f < len(probs):
             probs[f] = float(pr)
+    for f in certain:
+        if 0 <= f < len(probs):
+            probs[f] = 1.0
     return expected_read_fraction(units, boundary_values(part), probs, null_p)
 
 

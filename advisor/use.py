@@ -66,6 +66,12 @@ def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_
     return rs
 
 
+def read_set(fragments, part: RangePartition, max_runs: int = MAX_RUNS) -> frozenset:
+    """The fragments a sketch's filter actually admits: its runs after bridging, plus NULLs."""
+    got = {f for i, j in capped_runs(fragments, part, max_runs) for f in range(i, j + 1)}
+    return frozenset(got | (set(fragments) & {part.null_id}))
+
+
 def range_condition(part: RangePartition, fragments: frozenset, column: str, max_runs: int = MAX_RUNS) -> str:
     """SQL condition selecting the rows in the given fragments of `part` (exactly, unless more than
     `max_runs` runs forced bridging of small gaps, which only adds rows)."""
@@ -101,6 +107,7 @@ def scan_units(catalog, table: str, attr: str, version: int, part: RangePartitio
     from advisor.skipping import boundary_values, read_fraction_of, read_units
 
     b = boundary_values(part)
+    fragments = read_set(fragments, part)
     units = read_units(catalog, table, attr, version)
     frac = read_fraction_of(units.units, b, fragments, part.null_id)
     if not units.source.startswith("layout"):

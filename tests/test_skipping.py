@@ -68,3 +68,21 @@ def test_skip_ceiling_separates_clustered_from_spread():
     assert skip_ceiling(SPREAD, 0, 399) == pytest.approx(1.0)
     assert skip_ceiling(CLUSTERED + [ReadUnit(400, always=True)], 0, 399) == pytest.approx((99 / 399 + 1) / 2)
     assert skip_ceiling(CLUSTERED, "a", "z") is None  # strings: no width, no verdict
+
+
+def test_bridged_gaps_are_read_for_certain():
+    # P = 1 on fragment 0 only; bridging declares fragment 2 read (a gap the filter cannot skip)
+    part = RangePartition(1, "t", "a", "int", tuple(BOUNDS), (50, 50, 100, 100, 100, 0), 0, 5)
+    prob = pd.Series([1.0, 0.0, 0.0, 0.0, 0.0, 0.0], index=range(6))
+    assert sketch_read_fraction(CLUSTERED, part, prob) == pytest.approx(0.25)
+    assert sketch_read_fraction(CLUSTERED, part, prob, certain={2}) == pytest.approx(0.5)
+
+
+def test_read_set_bridges_to_the_cap_and_keeps_nulls():
+    from advisor.use import read_set
+
+    part = RangePartition(1, "t", "a", "int", tuple(range(1, 10)), (10,) * 10 + (0,), 0, 10)
+    frs = frozenset({0, 2, 4, 6, 10})  # four single-fragment runs and the NULL fragment
+    assert read_set(frs, part, max_runs=4) == frs
+    got = read_set(frs, part, max_runs=2)
+    assert len(got) == 7 and got > frs and 10 in got  # two gaps of one fragment bridged; NULL kept
