@@ -154,13 +154,35 @@ def read_fraction_of(units: Sequence[ReadUnit], boundaries: Sequence[Any], fragm
     return expected_read_fraction(units, boundaries, probs, 1.0 if null_id in fragments else 0.0)
 
 
+def _string_ceiling(units: Sequence[ReadUnit], lo: Any, hi: Any, total: int) -> Optional[float]:
+    """``skip_ceiling`` for strings: rows of units always read or spanning [lo, hi], over all rows."""
+    if not (isinstance(lo, str) and isinstance(hi, str)):
+        return None
+    read = 0
+    for u in units:
+        if u.always:
+            read += u.rows
+        elif u.lo is not None and u.hi is not None:
+            if not (isinstance(u.lo, str) and isinstance(u.hi, str)):
+                return None
+            read += u.rows if (u.lo <= lo and u.hi >= hi) else 0
+        elif not u.nulls:
+            read += u.rows  # no statistics: never skipped
+    return read / total
+
+
 def skip_ceiling(units: Sequence[ReadUnit], lo: Any, hi: Any) -> Optional[float]:
     """Expected read fraction of a sketch holding one value drawn uniformly from [lo, hi]: the best
-    any sketch on this attribute can do, from unit widths alone.  None for non-numeric attributes."""
+    any sketch on this attribute can do, from unit widths alone.  Strings have no width: a unit
+    spanning the whole [lo, hi] is read for certain and any other counts as skippable, a lower bound
+    that still drops attributes every unit spans (l_shipmode in the base files).  None when bounds
+    are missing or not comparable."""
     a, b = _num(lo), _num(hi)
     total = sum(u.rows for u in units)
-    if a is None or b is None or total <= 0:
+    if total <= 0 or lo is None or hi is None:
         return None
+    if a is None or b is None:
+        return _string_ceiling(units, lo, hi, total)
     width = b - a
     read = 0.0
     for u in units:

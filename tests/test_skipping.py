@@ -67,7 +67,15 @@ def test_skip_ceiling_separates_clustered_from_spread():
     assert skip_ceiling(CLUSTERED, 0, 399) == pytest.approx(99 / 399)
     assert skip_ceiling(SPREAD, 0, 399) == pytest.approx(1.0)
     assert skip_ceiling(CLUSTERED + [ReadUnit(400, always=True)], 0, 399) == pytest.approx((99 / 399 + 1) / 2)
-    assert skip_ceiling(CLUSTERED, "a", "z") is None  # strings: no width, no verdict
+    assert skip_ceiling(CLUSTERED, "a", "z") is None  # numbers against string bounds: no verdict
+
+
+def test_skip_ceiling_for_strings_reads_units_spanning_the_domain():
+    spread = [ReadUnit(100, "AIR", "TRUCK") for _ in range(3)]  # every row group holds every mode
+    assert skip_ceiling(spread, "AIR", "TRUCK") == pytest.approx(1.0)
+    clustered = [ReadUnit(100, "AIR", "FOB"), ReadUnit(100, "MAIL", "RAIL"), ReadUnit(100, "AIR", "TRUCK")]
+    assert skip_ceiling(clustered, "AIR", "TRUCK") == pytest.approx(1 / 3)
+    assert skip_ceiling(clustered + [ReadUnit(100, always=True)], "AIR", "TRUCK") == pytest.approx(0.5)
 
 
 def test_bridged_gaps_are_read_for_certain():
