@@ -182,6 +182,36 @@ def test_group_windows_german_tank():
     assert (lo[1], hi[1]) == (-1.5, 7.5) and (lo[2], hi[2]) == (2.5, 11.5)
 
 
+def test_group_windows_pool_noisy_two_row_widths():
+    # 40 groups all 100 positions wide, two sampled rows each: a two-row span alone is off by ~71 %
+    rng = np.random.default_rng(3)
+    cg, cp = [], []
+    for g in range(40):
+        a, b = sorted(rng.integers(0, 100, 2))
+        cg += [g, g]
+        cp += [1000 * g + a, 1000 * g + b]
+    lo, hi = group_windows(np.array(cg), np.array(cp, dtype=float), np.full(40, 2), 40)
+    width = hi - lo + 1
+    spans = np.array([cp[2 * g + 1] - cp[2 * g] + 1 for g in range(40)], dtype=float)
+    own = spans * 3.0  # s (n+1)/(n-1)
+    assert np.abs(width - 100).mean() < 0.6 * np.abs(own - 100).mean()  # pooled: closer to the truth
+    assert (width >= spans).all()  # never narrower than what was seen
+
+
+def test_group_windows_keep_precise_heterogeneous_widths():
+    # groups of 30 sampled rows, widths 10 and 200: well measured, not pulled to a common width
+    rng = np.random.default_rng(4)
+    cg, cp, true = [], [], []
+    for g in range(20):
+        w = 10 if g % 2 else 200
+        true.append(w)
+        cg += [g] * 30
+        cp += list(1000 * g + rng.integers(0, w, 30))
+    lo, hi = group_windows(np.array(cg), np.array(cp, dtype=float), np.full(20, 30), 20)
+    width = hi - lo + 1
+    assert np.all(np.abs(width / np.array(true) - 1) < 0.3)
+
+
 def _synthetic(seed, kind, F=500, G=300, theta=0.1):
     rng = np.random.default_rng(seed)
     parts = []
