@@ -74,7 +74,9 @@ def test_query_whose_every_candidate_covers_everything_is_no_go(ctx):
     rec = recommend(ctx, "SELECT tag, count(*) AS n FROM t GROUP BY tag HAVING count(*) > 0", "CB-OPT",
                     fragments=100, capture=True)
     est = [x for x in rec["candidates"] if x["estimated"]]
-    assert len(est) >= 3 and all(x["selectivity"] > 0.95 for x in est)
+    assert len(est) >= 2 and all(x["selectivity"] > 0.95 for x in est)
+    # tag (5 strings in every row group) is dropped before sampling: no sketch on it could skip
+    assert not cands(rec)["tag"]["estimated"]
     assert not rec["decision"]["go"] and rec["decision"]["reason"].startswith("no-go")
     assert "80%" in rec["decision"]["reason"] and rec["captured"] is None
 
@@ -82,7 +84,7 @@ def test_query_whose_every_candidate_covers_everything_is_no_go(ctx):
 def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
     rec = recommend(ctx, HAVING, "OPT", fragments=100)
     real = {a: x["real_selectivity"] for a, x in cands(rec).items() if x["real_selectivity"] is not None}
-    assert len(real) >= 3 and "noise" not in real
+    assert len(real) >= 2 and "noise" not in real and "tag" not in real  # tag: unskippable strings
     reads = {a: x["real_read_fraction"] for a, x in cands(rec).items() if a in real}
     assert rec["decision"]["attr"] == "g" and reads["g"] == min(reads.values()) and reads["ts"] > 0.95
     assert 0.18 <= real["g"] <= 0.25
