@@ -201,7 +201,7 @@ def _pkey(part) -> tuple:
     return part.attr, part.dtype, hashlib.sha1(json.dumps(list(part.boundaries), default=str).encode()).hexdigest()
 
 
-def _fragment_ids(df, path: str, parts: dict):
+def _fragment_ids(spark_df: Callable, path: str, parts: dict):
     """Sample ids, strata and one fragment-id column per partition: ``assign_column`` (binary search
     in Spark) for numbers and dates; for strings and wide decimals the same ``searchsorted`` as its
     pandas UDF, on the driver (the sample is small; no Python workers).  Columns are kept in a small
@@ -219,6 +219,7 @@ def _fragment_ids(df, path: str, parts: dict):
         _FRAGS.popitem(last=False)
     need = {k: p for k, p in sorted(parts.items()) if _pkey(p) not in entry["cols"]}
     if need or entry["base"] is None:
+        df = spark_df()
         spark_cols = []
         for i, p in enumerate(need.values()):
             if uses_bucketizer(p.dtype):
@@ -247,23 +248,35 @@ def _fragment_ids(df, path: str, parts: dict):
     return out, fcols
 
 
-def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, versions: dict):
+def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, versions: dict, local: bool = True):
     """Pandas frame: one row per (sample row, joined row) with keys, arguments, ``__u``, fragment ids.
 
-    Two Spark jobs (the first cached per sample): the sample's ids/strata/fragment ids, and the
-    aggregation's input (joins, WHERE) over the sample; merged on the driver by sample row id (rows
-    that do not survive get ``__u`` false)."""
+    Two parts merged on the driver by sample row id (rows that do not survive get ``__u`` false):
+    the sample's ids/strata/fragment ids (a Spark job the first time a partition is seen, then cached
+    per sample), and the aggregation's input (joins, WHERE) over the sample -- on the driver
+    (``sample_query.local_frame``) when the subtree has no join and ``local``, else a Spark job."""
     from advisor.execute import table_view
+    from advisor.sample_query import local_frame
 
-    df = _in_sample(catalog.spark.read.parquet(sample.path))
-    view = catalog.view_name(sample.table, sample.version, "_smp" + hashlib.sha1(sample.path.encode()).hexdigest()[:8])
-    df.createOrReplaceTempView(view)
-    base, fcols = _fragment_ids(df, sample.path, parts)
-    spj = _spj_sql(shape.inner.child, shape.fact.scan_id, view,
-                   lambda s: table_view(catalog, s.table, versions.get(s.table)))
-    top = ", ".join([q(k) for k in shape.keys] + [f"CAST({e} AS DOUBLE) AS {c}" for c, e in shape.args.items()]
-                    + [SID])
-    out = catalog.spark.sql(f"SELECT {top} FROM ({spj}) x").toPandas()
+    df = None
+
+    def spark_df():
+        nonlocal df
+        if df is None:
+            df = _in_sample(catalog.spark.read.parquet(sample.path))
+        return df
+
+    base, fcols = _fragment_ids(spark_df, sample.path, parts)
+    out = local_frame(shape, sample.path, SID) if local else None
+    if out is None:
+        view = catalog.view_name(sample.table, sample.version,
+                                 "_smp" + hashlib.sha1(sample.path.encode()).hexdigest()[:8])
+        spark_df().createOrReplaceTempView(view)
+        spj = _spj_sql(shape.inner.child, shape.fact.scan_id, view,
+                       lambda s: table_view(catalog, s.table, versions.get(s.table)))
+        top = ", ".join([q(k) for k in shape.keys] + [f"CAST({e} AS DOUBLE) AS {c}" for c, e in shape.args.items()]
+                        + [SID])
+        out = catalog.spark.sql(f"SELECT {top} FROM ({spj}) x").toPandas()
     pdf = base.merge(out, on=SID, how="left", indicator=True)
     pdf[U] = (pdf.pop("_merge") == "both").to_numpy()
     if pdf[SID].duplicated().any():  # a sampled row joined several rows: keep weights per fact row
@@ -361,9 +374,11 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
 
 def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
              method: str = "bootstrap", B: int = 50, versions: Optional[dict] = None,
-             progress: Optional[Callable[[str], None]] = None, shrink: bool | str = True) -> Estimation:
+             progress: Optional[Callable[[str], None]] = None, shrink: bool | str = True,
+             local: bool = True) -> Estimation:
     """Sample (or reuse), estimate the groups, then size every attribute at its granularities
-    (``plan``: attribute -> fragment counts).  ``progress`` gets one message per step."""
+    (``plan``: attribute -> fragment counts).  ``progress`` gets one message per step; ``local``
+    lets a join-free query run over the sample on the driver (``sample_frame``)."""
     from estimators.aggregates import estimate_groups
     from estimators.nested import estimate_nested
     from estimators.size import estimate_size, size_for_having
@@ -391,7 +406,7 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     secs["partitions"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     say("running the query's joins and filters over the sample")
-    pdf, fcols = sample_frame(catalog, shape, sample, parts, versions)
+    pdf, fcols = sample_frame(catalog, shape, sample, parts, versions, local)
     secs["sample_query"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     gcols = shape.keys + [U]
