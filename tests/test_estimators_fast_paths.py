@@ -63,9 +63,12 @@ def _instance(seed: int, G: int = 600, F: int = 40):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_early_stop_when_saturated_changes_nothing(seed):
+def test_early_stop_when_saturated_changes_nothing(seed, monkeypatch):
     """Small blocks let ``estimate_size`` stop once every fragment is certainly covered; the result
     must equal one pass over all groups in a single block (which never stops early)."""
+    import estimators.size as S
+
+    monkeypatch.setattr(S, "SETTLE_EPS", 0.0)  # only the exact saturation stop
     sample, groups, sizes, reps = _instance(seed)
     one = estimate_size(sample, groups, sizes, group_cols=["g"], pass_replicates=reps, chunk_cells=10 ** 9)
     blocks = estimate_size(sample, groups, sizes, group_cols=["g"], pass_replicates=reps, chunk_cells=400)
@@ -73,3 +76,40 @@ def test_early_stop_when_saturated_changes_nothing(seed):
                                rtol=1e-12, atol=1e-12)
     assert (blocks.ci_lo, blocks.ci_hi) == (one.ci_lo, one.ci_hi)
     assert blocks.rows_expected == pytest.approx(one.rows_expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_and_dense_window_blocks_agree(seed, monkeypatch):
+    """The replicate sums over the locality windows are taken as a sparse product when windows are
+    narrow and as a dense BLAS product when wide; both must give the same sizes and interval."""
+    import estimators.size as S
+
+    sample, groups, sizes, reps = _instance(seed)
+    got = {}
+    for share in (0.0, 2.0):  # 0: every block dense, 2: every block sparse
+        monkeypatch.setattr(S, "DENSE_SHARE", share)
+        got[share] = estimate_size(sample, groups, sizes, group_cols=["g"], pass_replicates=reps, chunk_cells=400)
+    a, b = got[0.0], got[2.0]
+    assert a.touch == "model"
+    np.testing.assert_allclose(a.fragment_probability.to_numpy(), b.fragment_probability.to_numpy(),
+                               rtol=1e-12, atol=1e-12)
+    assert (a.ci_lo, a.ci_hi) == (b.ci_lo, b.ci_hi) and a.rows_point == b.rows_point
+    if seed % 2 == 0:  # clustered instance: narrow windows, a selective sketch
+        assert 0 < a.rows_expected < float(sizes.sum())
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_settled_sizes_are_lower_bounds_within_the_tolerance(seed):
+    """Uniform fragments: every candidate covers ~everything.  Blocks stop once the expectation and
+    every replicate cover >= 1 - SETTLE_EPS of the rows; the sizes are then lower bounds of the full
+    pass, within that share of the table."""
+    import estimators.size as S
+
+    sample, groups, sizes, reps = _instance(seed)
+    full = estimate_size(sample, groups, sizes, group_cols=["g"], pass_replicates=reps, chunk_cells=10 ** 9)
+    part = estimate_size(sample, groups, sizes, group_cols=["g"], pass_replicates=reps, chunk_cells=400)
+    total = float(sizes.sum())
+    assert part.settled and not full.settled
+    assert full.rows_expected - S.SETTLE_EPS * total <= part.rows_expected <= full.rows_expected + 1e-9
+    assert part.rows_expected >= (1 - S.SETTLE_EPS) * total
+    assert part.ci_lo >= (1 - S.SETTLE_EPS) * total - float(sizes.max())  # one draw may miss a fragment
