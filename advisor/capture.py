@@ -114,11 +114,17 @@ def value_lineage(query: ir.Query, on: dict[str, str]) -> bool:
 
 
 def by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition]) -> bool:
-    """``value_lineage`` holds and no sketched attribute is a timestamp: collected timestamps come
-    back in the session's time zone, fragment ids are computed on the stored instants."""
+    """``by_value_types_ok`` for the partitions' column types."""
+    return by_value_types_ok(query, on, {t: parts[t].dtype for t in on})
+
+
+def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str]) -> bool:
+    """``value_lineage`` holds and no sketched attribute (Spark type per table in ``dtypes``) is a
+    timestamp: collected timestamps come back in the session's time zone, fragment ids are
+    computed on the stored instants."""
     from advisor.partitions import kind_of
 
-    return value_lineage(query, on) and all(kind_of(parts[t].dtype) != "ts" for t in on)
+    return value_lineage(query, on) and all(kind_of(dtypes[t]) != "ts" for t in on)
 
 
 def _capture_views(catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int],

@@ -265,11 +265,9 @@ def _layout_check(cat, table: str, attrs: list, version: int, max_sel: float) ->
 
 def _by_value(cat, q, table: str, plan: dict) -> bool:
     """Whether one capture job can read every planned candidate by value (method exact applies)."""
-    from advisor.capture import value_lineage
-    from advisor.partitions import kind_of
+    from advisor.capture import by_value_types_ok
 
-    return bool(plan) and all(value_lineage(q, {table: a}) and kind_of(cat.column_type(table, a)) != "ts"
-                              for a in plan)
+    return bool(plan) and all(by_value_types_ok(q, {table: a}, {table: cat.column_type(table, a)}) for a in plan)
 
 
 def _missing_partitions(cat, table: str, plan: dict) -> int:

@@ -101,9 +101,8 @@ LAYOUT_GAIN = 0.8
 def scan_units(catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
     """(units, read fraction, layout?) of the files a sketched scan opens: the clustered layout only
     when it skips clearly more than the base files do (reads at most ``LAYOUT_GAIN`` of their
-    rows), since opening many small files costs more per row than skipping row groups and pages
-    inside a few large ones.  At SF1, big_orders on an already l_orderkey-ordered lineitem took
-    0.27x of plain from the base files and 0.85x from the layout."""
+    rows), since a layout is more files to open and list than the base files' few large ones.
+    Read fractions are those of the bridged filter (``read_set``), which is what a scan reads."""
     from advisor.skipping import boundary_values, read_fraction_of, read_units
 
     b = boundary_values(part)
