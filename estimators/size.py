@@ -52,8 +52,9 @@ distribution ``q_g`` (a probability vector over fragments).
   a candidate that makes a good sketch is correlated with the group, so a group's rows sit in a run
   of neighbouring fragments.  ``pi_g`` is the table's row distribution ``|R_r| / |R|`` restricted to
   a *window* of fragment positions around the group's sampled fragments and renormalised
-  (``group_windows``: the observed span widened by the German-tank estimate of the unseen part,
-  ``span/(n_g-1)`` per side; one-row groups use the median estimated width).  With ``window=False``
+  (``estimators.windows.group_windows``: the observed span widened by the German-tank estimate of
+  the unseen part, widths pooled across groups, and clipped to the union of the spans of other
+  groups that contain the group's own when enough of them do).  With ``window=False``
   ``pi_g`` is the whole table's distribution; that variant behaves like a Chinese-restaurant
   process whose number of fragments keeps growing with ``K`` and overestimated 2x on concentrated
   groups in our synthetic tests.  An independent candidate is handled too: the sampled rows then
@@ -85,6 +86,7 @@ from scipy import sparse
 from scipy.special import gammaln
 
 from estimators.clt import z_value
+from estimators.windows import group_windows  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -252,56 +254,6 @@ def estimate_alpha(cell_count: np.ndarray, n_g: np.ndarray, pi_sq: np.ndarray | 
     if S <= Pm:
         return float("inf")
     return (A - S) / (S - Pm)
-
-
-WIDTH_POOLING = True  # shrink per-group window widths towards the pooled width (group_windows)
-TAU2_MIN = 0.01  # floor of the widths' relative between-group variance: at most 10x a precise group's weight
-
-
-def group_windows(cell_group: np.ndarray, cell_pos: np.ndarray, n_g: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-group window ``[lo, hi]`` of fragment *positions* where the group's unseen rows may fall.
-
-    Fragments of a range partition are ordered; a candidate correlated with the group puts a group's
-    rows in a run of neighbouring fragments.  For ``n_g >= 2`` sampled rows spanning ``s`` fragments
-    (observed min to max, inclusive), the German-tank argument (n uniform draws from w positions span
-    about ``w (n-1)/(n+1)``) estimates the width ``w^ = s (n+1)/(n-1)``, so the window extends the
-    observed span by ``s/(n-1)`` on each side.  Groups with one sampled row use the median ``w^`` of
-    the others (or the whole partition if no group has two rows).  Groups without sampled rows get
-    the whole partition.
-
-    With ``WIDTH_POOLING`` (the default) the per-group ``w^`` is shrunk towards the pooled width
-    ``w_p = sum s_g / sum (n_g-1)/(n_g+1)`` (the moment estimate if all groups were equally wide),
-    weighting each by its precision: ``w^/w`` has relative variance ``v_g = 2/((n_g-1)(n_g+2))``
-    (the span of n uniform draws is Beta(n-1, 2)), the groups' true widths scatter around ``w_p``
-    with relative variance ``tau^2``, estimated by moments (mean of ``(w^/w_p-1)^2 - v_g``, at least
-    ``TAU2_MIN``).  A two-row group's ``w^`` alone is off by 71 % (sd): on flights, time_hour
-    groups of 20-60 rows sampled at 5 % got windows of three hours of sched_dep_time for one hour of
-    rows.  One-row groups use ``w_p``.  The window never shrinks below the observed span.  [INFERRED]
-    """
-    n_g = np.asarray(n_g, dtype=float)
-    lo = np.full(n_groups, np.inf)
-    hi = np.full(n_groups, -np.inf)
-    np.minimum.at(lo, cell_group, cell_pos)
-    np.maximum.at(hi, cell_group, cell_pos)
-    span = hi - lo + 1.0
-    multi = (n_g >= 2) & np.isfinite(span)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ext = np.where(multi, span / np.maximum(n_g - 1.0, 1.0), 0.0)
-        w_hat = np.where(multi, span * (n_g + 1.0) / np.maximum(n_g - 1.0, 1.0), np.nan)
-    single = (n_g == 1) & np.isfinite(span)
-    if WIDTH_POOLING and multi.any():
-        n, s, own = n_g[multi], span[multi], w_hat[multi]
-        w_p = float(s.sum() / ((n - 1.0) / (n + 1.0)).sum())
-        v = 2.0 / ((n - 1.0) * (n + 2.0))
-        tau2 = max(float(np.mean((own / w_p - 1.0) ** 2 - v)), TAU2_MIN)
-        w = (own / v + w_p / tau2) / (1.0 / v + 1.0 / tau2)
-        ext[multi] = np.maximum(w - s, 0.0) / 2.0
-        ext[single] = (w_p - 1.0) / 2.0
-    else:
-        ext[single] = (float(np.nanmedian(w_hat)) - 1.0) / 2.0 if multi.any() else np.inf
-    none = ~np.isfinite(span)
-    lo[none], hi[none], ext[none] = 0.0, 0.0, np.inf
-    return lo - ext, hi + ext
 
 
 SATURATED = -40.0  # -expm1(x) rounds to exactly 1.0 in float64 for x below about -37

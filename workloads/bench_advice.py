@@ -360,21 +360,25 @@ if __name__ == "__main__":
     ap.add_argument("--shrink", default=None, help="ablation: shrinkage prior 'normal' (default) or 't'")
     ap.add_argument("--window-width", choices=("pooled", "own"), default="pooled",
                     help="ablation: 'own' sizes each group's locality window from its own rows only")
+    ap.add_argument("--align-min", type=int, default=None,
+                    help="ablation: other containing groups before a window is clipped (0: never clip)")
     ap.add_argument("--reestimate", default=None,
                     help="ablation: re-estimate the evaluated queries of this result JSON (oracle sizes kept)")
     ap.add_argument("--templates", default=None,
                     help="with --reestimate: only these templates (comma-separated, e.g. Q-AAGH)")
     a = ap.parse_args()
-    import estimators.size
+    import estimators.windows
 
-    estimators.size.WIDTH_POOLING = a.window_width == "pooled"
+    estimators.windows.WIDTH_POOLING = a.window_width == "pooled"
+    if a.align_min is not None:
+        estimators.windows.ALIGN_MIN = a.align_min
     c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     shrink = False if a.no_shrink else (a.shrink or True)
     if a.reestimate:
         src = json.load(open(a.reestimate))
         thetas = tuple(float(x) for x in a.thetas.split(","))
         res = {"thetas": list(thetas), "config": dict(src["config"], shrink=shrink, reestimated=a.reestimate,
-                                                      window_width=a.window_width),
+                                                      window_width=a.window_width, align_min=a.align_min),
                "datasets": {}}
         keep = set(a.templates.split(",")) if a.templates else None
         for ds in a.datasets.split(","):
