@@ -58,7 +58,7 @@ def local_frame(shape, path: str, sid: str) -> Optional[pd.DataFrame]:
     reaching the innermost aggregation, or None when the subtree joins or uses an expression the
     engine does not evaluate.  The multiplicity column of ``relops`` carries the row id: without
     joins no operator multiplies it."""
-    from advisor.maintain import relops
+    from advisor.maintain import exprs, relops
     from advisor.maintain.frames import M
 
     child = shape.inner.child
@@ -72,8 +72,6 @@ def local_frame(shape, path: str, sid: str) -> Optional[pd.DataFrame]:
         if isinstance(node, ir.Select):
             return relops.select(run(node.child), node.cond)
         return relops.project(run(node.child), node.items, [])
-
-    from advisor.maintain import exprs
 
     try:
         df = run(child)

@@ -53,6 +53,8 @@ QUERIES = [
     "SELECT count(*) FROM (SELECT g, d, sum(price) AS sp FROM s WHERE k < 4000 GROUP BY g, d "
     "HAVING sum(price) > 400) i GROUP BY g HAVING count(*) > 3",
     "SELECT g, min(x) FROM s WHERE x * 2 + 1 > 20 OR tag IS NULL GROUP BY g HAVING min(x) < 3",
+    "SELECT g, sum(v) FROM (SELECT g, price * 2 - k AS v FROM s WHERE d < DATE '2021-03-01') t "
+    "GROUP BY g HAVING sum(v) > 5000",  # a projection below the aggregation
 ]
 
 
