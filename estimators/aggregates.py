@@ -248,13 +248,10 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         si = gi.copy()
     H = int(si.max()) + 1
     Ncol = df[n_col].to_numpy(dtype=float)
-    Nmin = np.full(H, np.inf)
-    Nmax = np.full(H, -np.inf)
-    np.minimum.at(Nmin, si, Ncol)
-    np.maximum.at(Nmax, si, Ncol)
-    if not np.array_equal(Nmin, Nmax):
+    N_h = np.full(H, -np.inf)
+    N_h[si] = Ncol  # one of each stratum's values; all of them agree with it iff it is constant
+    if not np.array_equal(N_h[si], Ncol):
         raise ValueError(f"{n_col} must be constant within a stratum")
-    N_h = Nmax
 
     # canonical row order: stratum, group, then the aggregated values (identical rows are
     # interchangeable, so the resampling is independent of the input row order)

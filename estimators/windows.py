@@ -37,10 +37,7 @@ def group_windows(cell_group: np.ndarray, cell_pos: np.ndarray, n_g: np.ndarray,
     rows.  One-row groups use ``w_p``.  The window never shrinks below the observed span.  [INFERRED]
     """
     n_g = np.asarray(n_g, dtype=float)
-    lo = np.full(n_groups, np.inf)
-    hi = np.full(n_groups, -np.inf)
-    np.minimum.at(lo, cell_group, cell_pos)
-    np.maximum.at(hi, cell_group, cell_pos)
+    lo, hi = _extent(np.asarray(cell_group), np.asarray(cell_pos, dtype=float), n_groups)
     span = hi - lo + 1.0
     multi = (n_g >= 2) & np.isfinite(span)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -69,6 +66,22 @@ def group_windows(cell_group: np.ndarray, cell_pos: np.ndarray, n_g: np.ndarray,
         b[clip] = np.minimum(b[clip], uhi[clip] + 0.5)
         wlo[seen], whi[seen] = a, b
     return wlo, whi
+
+
+def _extent(cell_group: np.ndarray, cell_pos: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest position per group (inf / -inf without cells), by segment reductions
+    over the cells sorted by group (``np.minimum.at`` took ~10 ms per call on 300k cells)."""
+    lo, hi = np.full(n_groups, np.inf), np.full(n_groups, -np.inf)
+    if cell_group.shape[0] == 0:
+        return lo, hi
+    if (np.diff(cell_group) < 0).any():
+        o = np.argsort(cell_group, kind="stable")
+        cell_group, cell_pos = cell_group[o], cell_pos[o]
+    starts = np.flatnonzero(np.r_[True, cell_group[1:] != cell_group[:-1]])
+    gid = cell_group[starts]
+    lo[gid] = np.minimum.reduceat(cell_pos, starts)
+    hi[gid] = np.maximum.reduceat(cell_pos, starts)
+    return lo, hi
 
 
 ALIGN_MIN = 10  # other groups whose observed span contains a group's own before its window is clipped

@@ -62,3 +62,16 @@ def test_groups_in_their_own_regions_keep_their_windows(monkeypatch):
     lo0, hi0 = group_windows(cg, cp, n, 50)
     assert np.array_equal(lo, lo0) and np.array_equal(hi, hi0)
     assert (hi - lo > np.array([np.ptp(cp[cg == g]) for g in range(50)])).all()  # extended beyond the span
+
+
+def test_extent_equals_ufunc_at():
+    rng = np.random.default_rng(9)
+    g = rng.integers(0, 300, 5000)
+    pos = rng.integers(0, 1000, 5000).astype(float)
+    lo, hi = W._extent(g, pos, 320)  # unsorted cells, and groups 300-319 without any
+    want_lo, want_hi = np.full(320, np.inf), np.full(320, -np.inf)
+    np.minimum.at(want_lo, g, pos)
+    np.maximum.at(want_hi, g, pos)
+    assert np.array_equal(lo, want_lo) and np.array_equal(hi, want_hi)
+    s = np.argsort(g, kind="stable")
+    assert all(np.array_equal(x, y) for x, y in zip(W._extent(g[s], pos[s], 320), (want_lo, want_hi)))
