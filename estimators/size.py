@@ -312,14 +312,6 @@ def _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> tuple[np.ndarray, n
     return g_row, r[at], t_u[at]
 
 
-def _window_touch(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> np.ndarray:
-    """``_window_cells`` as a dense ``(G, F)`` matrix."""
-    g, r, t = _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha)
-    out = np.zeros((len(n_g), pi.shape[0]))
-    out[g, r] = t
-    return out
-
-
 DENSE_SHARE = 0.1  # window cells above this share of a block's (group, fragment) cells: BLAS beats sparse
 
 

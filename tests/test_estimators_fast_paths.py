@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from estimators.quantiles import nan_quantiles
-from estimators.size import _window_touch, estimate_size, unseen_touch_probability
+from estimators.size import _window_cells, estimate_size, unseen_touch_probability
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -27,7 +27,7 @@ def test_nan_quantiles_equals_numpy(seed):
 
 
 @pytest.mark.parametrize("alpha", [0.5, 30.0, np.inf])
-def test_window_touch_equals_dense_formula(alpha):
+def test_window_cells_equal_dense_formula(alpha):
     rng = np.random.default_rng(3)
     G, F = 40, 25
     n_g = rng.integers(1, 5, G).astype(float)
@@ -46,7 +46,9 @@ def test_window_touch_equals_dense_formula(alpha):
     with np.errstate(divide="ignore", invalid="ignore"):
         pi_g = np.nan_to_num(np.where(inside, pi[None, :] / mass[:, None], 0.0))
     want = unseen_touch_probability(n_g, K_g, pi_g, alpha)
-    got = _window_touch(n_g, K_g, i0, i1, mass, pos, pi, alpha)
+    g, r, t = _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha)
+    got = np.zeros((G, F))
+    got[g, r] = t
     assert got.shape == (G, F)
     assert np.array_equal(got, want)
 
