@@ -60,6 +60,14 @@ from advisor.plan.to_sql import esql, q
 from advisor.select import derive_partition, fine_partition
 
 SID, U = "__sid", "__u"
+
+
+def split_key(key: str, fact: str) -> tuple[str, str]:
+    """(table, attribute) of a plan key: a bare attribute of the sampled table, or ``table.attr``
+    for a group-by column of a joined table (``select.Candidate.key``)."""
+    return tuple(key.split(".", 1)) if "." in key else (fact, key)
+
+
 from advisor.shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 
 
@@ -266,7 +274,8 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
             df = _in_sample(catalog.spark.read.parquet(sample.path))
         return df
 
-    base, fcols = _fragment_ids(spark_df, sample.path, parts)
+    own = {k: p for k, p in parts.items() if p.table == sample.table}
+    base, fcols = _fragment_ids(spark_df, sample.path, own)
     out = local_frame(shape, sample.path, SID) if local else None
     if out is None:
         view = catalog.view_name(sample.table, sample.version,
@@ -279,10 +288,26 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
         out = catalog.spark.sql(f"SELECT {top} FROM ({spj}) x").toPandas()
     pdf = base.merge(out, on=SID, how="left", indicator=True)
     pdf[U] = (pdf.pop("_merge") == "both").to_numpy()
+    for i, (k, p) in enumerate(sorted((k, p) for k, p in parts.items() if k not in own)):
+        fcols[k] = f"__d{i}"  # a joined table's group-by column: the fragment of each row's key value
+        pdf[f"__d{i}"] = _key_fragments(pdf[_key_column(shape, p)], p)
     if pdf[SID].duplicated().any():  # a sampled row joined several rows: keep weights per fact row
         g = pdf.groupby("_stratum")[SID]
         pdf["_n_g"] = pdf["_n_g"] * g.transform("size") / g.transform("nunique")
     return pdf, fcols
+
+
+def _key_column(shape: Shape, part) -> str:
+    """The frame column (an inner group-by key) holding a joined table's partitioned column."""
+    scan = next(s for s in shape.inner.child.walk() if isinstance(s, ir.Scan) and s.table == part.table)
+    return next(c.name for c in scan.cols if c.source == part.attr and c.name in shape.keys)
+
+
+def _key_fragments(vals, part) -> np.ndarray:
+    """Fragment ids of key values (NULL and unmatched rows: the partition's NULL fragment)."""
+    from advisor.maintain.fragments import assign
+
+    return np.asarray(assign(vals.reset_index(drop=True), part), dtype=np.int64)
 
 
 def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0.05, prior: str = "normal",
@@ -398,11 +423,12 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     secs["sampling"] = sample.seconds
     t0 = time.perf_counter()
     parts = {}
-    for a, grans in sorted(plan.items()):
-        say(f"partition {table}.{a}")
-        fine = fine_partition(catalog, table, a, max(grans), v)
+    for key, grans in sorted(plan.items()):
+        t, a = split_key(key, table)
+        say(f"partition {t}.{a}")
+        fine = fine_partition(catalog, t, a, max(grans), versions.get(t, v) if t != table else v)
         for n in grans:
-            parts[(a, n)] = derive_partition(fine, n) if n != max(grans) else fine
+            parts[(key, n)] = derive_partition(fine, n) if n != max(grans) else fine
     secs["partitions"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     say("running the query's joins and filters over the sample")
@@ -426,8 +452,9 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
         if sample.meta.get("uniform_fallback") else []
     sizes = {}
     for (a, n), part in parts.items():
-        say(f"sizing {table}.{a} at {n} fragments")
-        kw = dict(frag_col=fcols[(a, n)], determined=shape.determined(a), total_rows=float(sum(part.sizes)),
+        say(f"sizing {part.table}.{part.attr} at {n} fragments")
+        kw = dict(frag_col=fcols[(a, n)], determined=part.table != table or shape.determined(a),
+                  total_rows=float(sum(part.sizes)),
                   seed=seed)
         fsz = np.asarray(part.sizes, dtype=float)
         if nested is not None:

@@ -1,7 +1,8 @@
 """`advisor recommend "SQL"`: what-if sketch sizes per candidate attribute, the pick and go/no-go.
 
 Nothing is captured unless ``capture=True``.  Candidates are the attributes of the sampled (largest)
-table below the aggregation; dimension tables of a join are not sketched.  Steps: parse, ``estimate.analyze`` (which table to
+table below the aggregation, plus the group-by columns of the other tables it joins
+(``select.dim_candidates``; keyed ``table.attr`` in plans).  Steps: parse, ``estimate.analyze`` (which table to
 sample, HAVING/top-k/nested shape), candidates with Z3 safety verdicts (``select``), sample +
 estimate the strategy's pool at each granularity, ``select.choose`` (strategy + cost model).  OPT
 does not sample: it builds the partitions and captures every pool candidate in one job
@@ -38,7 +39,7 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
                    "advice_rows": float | null,  # measured sampling + estimation, in rows
                    "reason": str} | null,
       "candidates": [{
-          "attr": str, "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
+          "table": str, "attr": str,          # table: the sampled one, or a joined table's group-by column "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
           "estimated": bool,                  # false: outside the strategy's pool or unsafe
           "fragments": int | null,            # fragments of the granularity the cost model chose
           "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
@@ -52,7 +53,7 @@ JSON shape (``--json``; numbers are fractions of the sampled table unless named 
           "go": bool | null, "picked": bool,
           "by_granularity": [{"fragments": int, "n_fragments": int, "selectivity": float,
                               "ci": [lo, hi], "net_scans": float}]}],
-      "decision": {"attr": str | null, "fragments": int | null, "fragments_target": int | null,
+      "decision": {"table": str | null, "attr": str | null, "fragments": int | null, "fragments_target": int | null,
                    "go": bool, "reason": str,
                    "figures": {capture/saving/overhead/net in rows and seconds} | null},
       "captured": {"sketch_id": int, "selectivity": float, "seconds": float} | null,
@@ -140,12 +141,12 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     cands = enumerate_candidates(cat, q, shape, versions)
     grans = (int(fragments),) if fragments else GRANULARITIES
     pool = pool_of("CB-OPT" if strategy == "OPT" else strategy, cands)
-    plan = {c.attr: g for c in pool if (g := granularities_for(c.ndv, grans))}
-    units, unskippable = _layout_check(cat, table, list(plan), versions[table], p.max_sel)
+    plan = {c.key: g for c in pool if (g := granularities_for(c.ndv, grans))}
+    units, unskippable = _layout_check(cat, table, list(plan), versions, p.max_sel)
     for a in unskippable:
         del plan[a]
     for c in cands:
-        c.skip_note = unskippable.get(c.attr)
+        c.skip_note = unskippable.get(c.key)
     w = predict_workload(ctx.store, q, table, p, upto=versions[table], table_rows=T)
     rec["template"] = q.template
     rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use,
@@ -161,7 +162,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     if hopeless:
         rec["reason"] = hopeless
         plan = {}
-    exact, parts, by = None, None, {c.attr: c for c in cands}
+    exact, parts, by = None, None, {c.key: c for c in cands}
     if plan and unsampled:
         t0 = time.perf_counter()
         parts = _partitions(cat, table, plan, versions)
@@ -209,17 +210,20 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         d.reason = hopeless
     elif not d.go and d.attr is None and unskippable and strategy != "NO-PS":
         d.reason = f"no-go: {rec['reason']}"
-    rec["decision"] = {"attr": d.attr, "fragments": d.costing.n_fragments if d.costing else None,
+    pick = by.get(d.attr)
+    rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None, "fragments": d.costing.n_fragments if d.costing else None,
                        "fragments_target": d.n_target, "go": d.go, "reason": d.reason,
                        "figures": None if d.costing is None else asdict(d.costing) | {
                            "seconds": d.costing.seconds(w.scan_rate)}}
     for c in cands:
-        k = best_granularity(c.sizes, c.attr, T, w, p, fragments) if c.sizes else None
+        joined = T if c.dim else 0.0
+        k = best_granularity(c.sizes, c.attr, c.rows or T, w, p, fragments, job_rows=T, joined_rows=joined) \
+            if c.sizes else None
         s = c.sizes.get(k.n_target) if k else None
         secs_ = k.seconds(w.scan_rate) if k else {}
         real = c.real.get(k.n_target) if k else None
         rec["candidates"].append({
-            "attr": c.attr, "safe": c.safe, "safety_reason": c.reason, "ndv": c.ndv, "roles": sorted(c.roles),
+            "table": c.table, "attr": c.attr, "safe": c.safe, "safety_reason": c.reason, "ndv": c.ndv, "roles": sorted(c.roles),
             "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
             "fragments_target": k.n_target if k else None,
             "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
@@ -228,15 +232,16 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
             "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,
             "real_read_fraction": real.read if real else None,
             "capture_s": secs_.get("capture"), "saving_s": secs_.get("saving"), "net_s": secs_.get("net"),
-            "go": k.go if k else None, "picked": c.attr == d.attr,
+            "go": k.go if k else None, "picked": c.key == d.attr,
             "by_granularity": [{"fragments": n, "n_fragments": x.n_fragments, "selectivity": x.sel,
                                 "ci": [x.sel_lo, x.sel_hi],
-                                "net_scans": best_granularity({n: x}, c.attr, T, w, p).net_rows / max(T, 1)}
+                                "net_scans": best_granularity({n: x}, c.attr, c.rows or T, w, p, job_rows=T,
+                                                              joined_rows=joined).net_rows / max(c.rows or T, 1)}
                                for n, x in sorted(c.sizes.items())]})
-    if capture and d.go and d.attr is not None and exact is not None:
-        rec["captured"] = _save_exact(cat, table, versions, exact[1][(d.attr, d.n_target)], exact[2])
-    elif capture and d.go and d.attr is not None:
-        rec["captured"] = _capture(cat, q, table, d, parts, versions)
+    if capture and d.go and pick is not None and exact is not None:
+        rec["captured"] = _save_exact(cat, pick.table, versions, exact[1][(d.attr, d.n_target)], exact[2])
+    elif capture and d.go and pick is not None:
+        rec["captured"] = _capture(cat, q, pick, d, parts, versions)
     elif capture:
         rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + "nothing captured: the decision is no-go"
     rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
@@ -244,48 +249,57 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     return rec
 
 
-def _layout_check(cat, table: str, attrs: list, version: int, max_sel: float) -> tuple[dict, dict]:
-    """Read units per attribute, and the attributes no sketch could skip on: even a one-value sketch
+def _layout_check(cat, table: str, keys: list, versions: dict, max_sel: float) -> tuple[dict, dict]:
+    """Read units per plan key, and the keys no sketch could skip on: even a one-value sketch
     would leave more than ``max_sel`` of the rows to read (e.g. no layout clusters them), so they
     are dropped before sampling."""
+    from advisor.estimate import split_key
     from advisor.skipping import read_units, skip_ceiling
     from advisor.stats import column_stats
 
-    stats = column_stats(cat, table, version) if attrs else {}
-    units, bad = {}, {}
-    for a in attrs:
-        u = units[a] = read_units(cat, table, a, version)
-        lo, hi, _ = stats.get(a, (None, None, None))
+    units, bad, stats = {}, {}, {}
+    for key in keys:
+        t, a = split_key(key, table)
+        if t not in stats:
+            stats[t] = column_stats(cat, t, versions[t])
+        u = units[key] = read_units(cat, t, a, versions[t])
+        lo, hi, _ = stats[t].get(a, (None, None, None))
         ceil = skip_ceiling(u.units, lo, hi)
         if ceil is not None and ceil > max_sel:
-            bad[a] = (f"{a}: even a one-value sketch would read ~{ceil:.0%} of {table} ({u.source}; "
-                      f"no layout clusters it)")
+            bad[key] = (f"{a}: even a one-value sketch would read ~{ceil:.0%} of {t} ({u.source}; "
+                        f"no layout clusters it)")
     return units, bad
 
 
 def _by_value(cat, q, table: str, plan: dict) -> bool:
     """Whether one capture job can read every planned candidate by value (method exact applies)."""
     from advisor.capture import by_value_types_ok
+    from advisor.estimate import split_key
 
-    return bool(plan) and all(by_value_types_ok(q, {table: a}, {table: cat.column_type(table, a)}) for a in plan)
+    pairs = [split_key(k, table) for k in plan]
+    return bool(plan) and all(by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs)
 
 
 def _missing_partitions(cat, table: str, plan: dict) -> int:
     """Planned attributes without a stored partition at their finest granularity (any version: an
     older one is carried forward over small batches), i.e. partitions a sizing would build."""
+    from advisor.estimate import split_key
+
     return sum(cat.store.one("SELECT 1 FROM partitions WHERE table_name=? AND attr=? AND n_target=? LIMIT 1",
-                             (table, a, max(g))) is None for a, g in plan.items())
+                             (*split_key(k, table), max(g))) is None for k, g in plan.items())
 
 
 def _partitions(cat, table: str, plan: dict, versions: dict) -> dict:
-    """(attr, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
+    """(key, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
+    from advisor.estimate import split_key
     from advisor.select import derive_partition, fine_partition
 
     parts = {}
-    for a, grans in sorted(plan.items()):
-        fine = fine_partition(cat, table, a, max(grans), versions[table])
+    for key, grans in sorted(plan.items()):
+        t, a = split_key(key, table)
+        fine = fine_partition(cat, t, a, max(grans), versions[t])
         for n in grans:
-            parts[(a, n)] = fine if n == max(grans) else derive_partition(fine, n)
+            parts[(key, n)] = fine if n == max(grans) else derive_partition(fine, n)
     return parts
 
 
@@ -299,14 +313,15 @@ def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
     return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
 
 
-def _capture(cat, q, table, d, parts: dict, versions) -> dict:
+def _capture(cat, q, pick, d, parts: dict, versions) -> dict:
     """Capture the picked sketch on the partition it was sized with (stored if derived)."""
     from advisor.capture import capture
     from advisor.select import store_partition
     from advisor.finder import sketch_rows
 
+    table = pick.table
     part = store_partition(cat, parts[(d.attr, d.n_target)])
-    res = capture(cat, q, {table: d.attr}, part.n_target, versions, check=True, partitions={table: part})
+    res = capture(cat, q, {table: pick.attr}, part.n_target, versions, check=True, partitions={table: part})
     sel = sketch_rows(cat, res.sketch) / max(1, cat.version(table, versions[table]).rows)
     return {"sketch_id": res.sketch.id, "selectivity": sel, "seconds": round(res.seconds, 3)}
 
@@ -340,7 +355,7 @@ def render(console, rec: dict) -> None:
             sel = (f"unsafe: {c['safety_reason'][:60]}" if not c["safe"] else
                    "no skipping layout" if c["layout_note"] else "-")
             nums = ["-"] * 5
-        tab.add_row(rec["table"], c["attr"], "yes" if c["safe"] else "no", sel, *nums, "*" if c["picked"] else "")
+        tab.add_row(c.get("table") or rec["table"], c["attr"], "yes" if c["safe"] else "no", sel, *nums, "*" if c["picked"] else "")
     console.print(tab)
     if s["uniform_fallback"]:
         console.print("note: uniform sample (more groups than the sample budget): unsampled groups count as failing")

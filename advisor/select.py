@@ -1,7 +1,7 @@
 """Candidate attributes, selection strategies and the go/no-go + granularity cost model (seed 002 §3).
 
 Candidates are the columns of the sampled table that the Z3 rules prove safe (``check_safety``) and
-that are not constant.  NDV vs fragments: the paper keeps only attributes with NDV > n; here an
+that are not constant, plus the group-by columns of the tables it joins (``dim_candidates``).  NDV vs fragments: the paper keeps only attributes with NDV > n; here an
 attribute with NDV <= n is kept with one fragment per value (coarser granularities above its NDV
 collapse into one), because a low-NDV group-by attribute can still make a good sketch (the year of
 the digest's running example); ``granularities_for(..., strict=True)`` restores the paper's filter.
@@ -19,6 +19,9 @@ become rows through the per-row cost fitted by ``advisor.calibrate``, and ``fixe
 fixed cost in rows, 0 until the run log identifies it):
   capture      = measured capture of the template, else (1 + instr_overhead) * T + fixed
   per use      = saving (1 - read) * T  minus  filter overhead runs * (term_cost * sel * T + plan_rows)
+                 (a sketch on a joined dimension's group-by column also saves join_share * (1 - read)
+                 * T_fact: the fact rows that no longer find a partner; capture and maintenance priors
+                 use T_fact, the sampled table's rows)
                minus maintenance  updates_per_use * min(capture, (init + U * step) / U)
                  (ski rental over the U predicted updates: recapture each batch, or initialise
                  operator state once and step incrementally; step = measured for the template, else
@@ -113,6 +116,13 @@ class Candidate:
     sizes: dict = field(default_factory=dict)   # n_target -> SizeSummary (estimate)
     real: dict = field(default_factory=dict)    # n_target -> SizeSummary (captured)
     skip_note: Optional[str] = None             # why the layout rules it out before sampling
+    dim: bool = False                           # a group-by column of a joined (dimension) table
+    rows: float = 0.0                           # the candidate table's row count (0: the caller's)
+
+    @property
+    def key(self) -> str:
+        """Plan / partition key: the bare attribute on the sampled table, ``table.attr`` on a dimension."""
+        return f"{self.table}.{self.attr}" if self.dim else self.attr
 
 
 @dataclass
@@ -127,6 +137,10 @@ class CostParams:
     maint_fixed: float = 0.01
     maint_per_delta: float = 3.0
     scan_rate: float = 2e6
+    # share of a joined fact row's cost spent after the scan (join, shuffle, aggregation): a sketch on
+    # a dimension drops the fact rows that no longer find a partner [INFERRED from one measurement:
+    # TPC-H SF1 lineitem JOIN orders by o_orderdate, a 0.5 % sketch on orders 1.5 -> 0.5-0.8 s]
+    join_share: float = 0.5
     measured: bool = True   # use costs measured in the store (advisor.calibrate); False: priors only
 
 
@@ -186,7 +200,7 @@ class Decision:
     """What a strategy picked and whether to capture it; ``reason`` says why with the numbers."""
 
     strategy: str
-    attr: Optional[str]
+    attr: Optional[str]          # the candidate's key (``Candidate.key``: ``table.attr`` on a dimension)
     n_target: Optional[int]
     go: bool
     reason: str
@@ -195,17 +209,22 @@ class Decision:
     ranking: list = field(default_factory=list)  # [(attr, sel)] best first (CB/OPT)
 
 
-def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParams) -> Costing:
-    """Net benefit of capturing a sketch of size ``s`` and using it ``w.reuses`` times."""
+def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParams,
+         job_rows: float | None = None, joined_rows: float = 0.0) -> Costing:
+    """Net benefit of capturing a sketch of size ``s`` and using it ``w.reuses`` times.  ``job_rows``
+    (default: the table's rows) prices the capture and maintenance priors: a sketch of a joined
+    dimension saves rows of that table but is captured and maintained with the whole query.
+    ``joined_rows``: the fact rows such a sketch keeps out of the join (``join_share`` of their cost)."""
     T = float(table_rows)
+    J = float(job_rows) if job_rows else T
     f = max(0.0, s.fragments)
     runs = min(f, f * (1.0 - f / max(s.n_fragments, 1)) + 1.0) if f else 0.0
-    capture = capture_rows(T, w, p)
+    capture = capture_rows(J, w, p)
     charged = 0.0 if w.capture_sunk else capture  # exact sizing captured it already: a sunk cost
     read = s.sel if s.read is None else s.read
-    saving = (1.0 - read) * T
+    saving = (1.0 - read) * (T + p.join_share * joined_rows)
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
-    maint = w.updates_per_use * maintenance_per_update(T, capture, w, p)
+    maint = w.updates_per_use * maintenance_per_update(J, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - charged
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
@@ -265,9 +284,11 @@ def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
 
 
 def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: CostParams,
-                     fragments: Optional[int] = None) -> Optional[Costing]:
+                     fragments: Optional[int] = None, job_rows: float | None = None,
+                     joined_rows: float = 0.0) -> Optional[Costing]:
     """The granularity with the largest net benefit (or the one fixed by ``fragments``)."""
-    opts = [cost(s, attr, table_rows, w, p) for n, s in sorted(sizes.items()) if fragments in (None, n)]
+    opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows) for n, s in sorted(sizes.items())
+            if fragments in (None, n)]
     return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
 
 
@@ -290,20 +311,24 @@ def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: O
         return Decision(strategy, None, None, False, "no-go: strategy NO-PS never sketches")
     pool = pool_of(strategy, candidates)
     field_ = "real" if strategy == "OPT" else "sizes"
-    costed = [(c, best_granularity(getattr(c, field_), c.attr, table_rows, w, p, fragments)) for c in pool]
+    costed = [(c, best_granularity(getattr(c, field_), c.attr, c.rows or table_rows, w, p, fragments,
+                                   job_rows=table_rows, joined_rows=table_rows if c.dim else 0.0)) for c in pool]
     costed = [(c, k) for c, k in costed if k is not None]
-    names = [c.attr for c in pool]
+    names = [c.key for c in pool]
     if not costed:
         what = "with captured sizes" if strategy == "OPT" else "with estimates"
         return Decision(strategy, None, None, False,
                         f"no-go: no safe candidate {what} in the {strategy} pool", pool=names)
-    ranking = sorted(costed, key=lambda ck: (ck[1].read, ck[1].sel, -ck[1].net_rows, ck[0].attr))
+    # fewest rows still read first: on one table that is the smallest read fraction (the paper's
+    # smallest estimated size on a clustered layout); across a join's tables it weighs each by its rows
+    ranking = sorted(costed, key=lambda ck: (ck[1].read * ck[1].table_rows - ck[1].table_rows, ck[1].sel,
+                                             -ck[1].net_rows, ck[0].key))
     if strategy.startswith("RAND"):
-        c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].attr))
+        c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].key))
     else:
         c, k = ranking[0]
-    return Decision(strategy, c.attr, k.n_target, k.go, k.reason, k, names,
-                    [(ck[0].attr, ck[1].sel) for ck in ranking])
+    return Decision(strategy, c.key, k.n_target, k.go, k.reason, k, names,
+                    [(ck[0].key, ck[1].sel) for ck in ranking])
 
 
 def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:
@@ -367,7 +392,8 @@ def primary_key(catalog, table: str, ndvs: dict) -> set:
 
 
 def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
-    """Every partitionable column of the sampled table with its Z3 safety verdict, NDV and roles."""
+    """Every partitionable column of the sampled table with its Z3 safety verdict, NDV and roles,
+    then the group-by columns of the other tables joined below the aggregation (``dim_candidates``)."""
     from advisor.explain import candidate_columns
     from advisor.safety import check_safety
     from advisor.stats import column_stats, stats_for_query
@@ -384,6 +410,38 @@ def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
         roles = {r for r, hit in (("gb", shape.determined(col)), ("rel", col in shape.relevant),
                                   ("agg", col in shape.agg_inputs), ("pk", col in pk)) if hit}
         out.append(Candidate(table, col, bool(v.safe), v.reason, ndvs[col], frozenset(roles)))
+    return out + dim_candidates(catalog, query, shape, versions, stats)
+
+
+def dim_candidates(catalog, query, shape, versions: dict, stats) -> list:
+    """Group-by columns of a joined table other than the sampled one, read once below the aggregation
+    (beyond the paper's fact-only candidates; seed 002 sizes per relation).  Such a sketch skips that
+    table's rows; in a join it also shrinks the build side, which can turn a shuffle join into a
+    broadcast join (TPC-H SF1 lineitem JOIN orders by o_orderdate: 1.5-3.1 s plain, 0.5-0.8 s with a
+    13-day sketch on orders; BENCHMARKS.md session 16).  Every group's rows share the column's value,
+    so its fragments follow from the estimated groups' keys alone."""
+    from advisor.explain import candidate_columns
+    from advisor.plan import ir
+    from advisor.safety import check_safety
+    from advisor.stats import column_stats
+
+    scans = [n for n in shape.inner.child.walk() if isinstance(n, ir.Scan) and n.table != shape.fact.table]
+    out = []
+    for t in sorted({s.table for s in scans}):
+        mine = [s for s in scans if s.table == t]
+        if sum(s.table == t for s in query.scans()) != 1:
+            continue  # a table read twice would need one sketch over both reads
+        cols = {c.source: c.name for c in mine[0].cols if c.name in shape.keys}
+        if not cols:
+            continue
+        ndvs = {c: int(v[2] or 0) for c, v in column_stats(catalog, t, versions[t]).items()}
+        rows = float(catalog.version(t, versions[t]).rows)
+        for col in candidate_columns(catalog, t):
+            if col not in cols or col not in ndvs:
+                continue
+            v = check_safety(query.root, {cols[col]}, stats)
+            out.append(Candidate(t, col, bool(v.safe), v.reason, ndvs[col], frozenset({"gb", "rel"}),
+                                 dim=True, rows=rows))
     return out
 
 
@@ -425,8 +483,8 @@ def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None 
         fr = sk.parts[0].fragments
         rows = sum(p.sizes[f] for f in fr if f < len(p.sizes))
         out[k] = SizeSummary.exact(p.n_target, p.n_fragments, rows / max(1, sum(p.sizes)), len(fr))
-        if units and p.attr in units:  # what the scan reads: the filter's runs, bridged as ``use`` bridges them
-            u = units[p.attr]
+        if units and k[0] in units:  # what the scan reads: the filter's runs, bridged as ``use`` bridges them
+            u = units[k[0]]
             out[k] = out[k].with_read(read_fraction_of(u.units, boundary_values(p), read_set(fr, p), p.null_id),
                                       u.source)
     return out, sketches, secs

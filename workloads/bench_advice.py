@@ -43,6 +43,8 @@ def _harness_pool(catalog, cands: list) -> list:
     for c in cands:
         t = types.setdefault(c.table, dict(catalog.schema(c.table)))
         gb = "gb" in c.roles
+        if c.dim:  # the harness measures the paper's candidates: columns of the sampled table
+            continue
         if c.safe and c.ndv > 1 and (gb or (c.ndv > N_FRAGMENTS and kind_of(t[c.attr]) in NUMERIC)):
             out.append(c)
     return out

@@ -187,7 +187,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     secs["estimation"] = max(0.0, s.get("total", 0.0) - secs["sampling"] - secs["oracle"] - secs["capture"])
     dec = r["decision"]
     d.update(reason=dec["reason"], fragments=dec.get("fragments"),
-             attr=f"{r['table']}.{dec['attr']}" if dec.get("attr") else None)
+             attr=f"{dec.get('table') or r['table']}.{dec['attr']}" if dec.get("attr") else None)
     picked = next((c for c in r["candidates"] if c["picked"]), None)
     if picked and picked["selectivity"] is not None:
         rec["selectivity"]["estimated"] = picked["selectivity"]
@@ -196,7 +196,8 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     where = str(step["step"])
     if cap:
         sk = load_sketch(store, cap["sketch_id"])
-        remember(store, q.template, strategy, go=True, reason=dec["reason"], table=r["table"], attr=dec["attr"],
+        remember(store, q.template, strategy, go=True, reason=dec["reason"], table=dec.get("table") or r["table"],
+                 attr=dec["attr"],
                  partition_id=sk.parts[0].partition_id, horizon=horizon, step=where)
         return _use_captured(cat, q, versions, sk, d, store, strategy, step)
     d["action"] = "no-go" if r["supported"] else "unsupported"
