@@ -10,6 +10,12 @@ a template does not pay for sampling and estimation again.
 * **no-go by cost**: the decision weighed capture against ``horizon`` predicted uses; after that
   many further instances the evidence (the template's observed frequency) has changed, so the
   template is estimated again.
+* **go contradicted by measurement** (``revisit``): the cost model predicts time from rows read, but
+  a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
+  filter and for compiling each fresh filter text (TPC-H SF1 big_orders: 1.49x of plain over a
+  replay).  Once the template's sketched runs measured in this store are, by median, no faster
+  than its plain runs, the go becomes a no-go by cost with a longer horizon and the template's
+  live sketches are retired (no further reuse or maintenance).
 """
 
 from __future__ import annotations
@@ -65,3 +71,47 @@ def skip(store, memo: Memo) -> bool:
 def forget(store, template: str, strategy: str) -> None:
     with store.tx() as c:
         c.execute("DELETE FROM decisions WHERE template=? AND strategy=?", (template, strategy))
+
+
+MIN_SKETCHED = 3      # sketched runs of a template before its go is judged by them
+REVISIT_FACTOR = 4.0  # a contradicted go is re-estimated after this many times its horizon
+
+
+def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str | None:
+    """Why the measured runs contradict sketching (newest first; up to 10 of each), or None.  Without
+    plain runs of the template, ``plain_pred`` (the fitted cost line) stands in."""
+    import statistics
+
+    if len(sketched) < MIN_SKETCHED:
+        return None
+    ps = statistics.median(plain[:10]) if plain else plain_pred
+    if ps is None:
+        return None
+    ss = statistics.median(sketched[:10])
+    if ss < ps:
+        return None
+    return (f"no-go (measured): sketched runs took {ss:.2f} s (median of {min(len(sketched), 10)}) against "
+            f"{ps:.2f} s plain ({'median of %d' % min(len(plain), 10) if plain else 'fitted cost line'})")
+
+
+def revisit(store, template: str, strategy: str, rows: float, step: str | None = None) -> str | None:
+    """Turn a remembered go that this store's measurements contradict into a no-go (``measured_loss``)
+    and retire the template's live sketches; returns the reason, or None when the go stands.
+    ``rows``: rows a plain run reads (for the fitted line when the template never ran plain)."""
+    from advisor.calibrate import calibrate, predicted_seconds
+    from advisor.sketches import latest_versions, retire
+
+    memo = recall(store, template, strategy)
+    if memo is None or not memo.go:
+        return None
+    cal = calibrate(store)
+    plain, sketched = cal.query_s.get(template, ([], []))
+    why = measured_loss(plain, sketched, predicted_seconds(cal, rows))
+    if why is None:
+        return None
+    remember(store, template, strategy, go=False, reason=f"{why}; was go on {memo.table}.{memo.attr}",
+             horizon=REVISIT_FACTOR * memo.horizon, step=step)
+    for sk in latest_versions(store):
+        if sk.template == template:
+            retire(store, sk.id, why)
+    return why

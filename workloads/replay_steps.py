@@ -72,6 +72,11 @@ def recapture_check(catalog, sketch_id: int) -> tuple[float, bool]:
     return secs, same
 
 
+def _plain_rows(cat, q) -> float:
+    """Rows a plain run of ``q`` reads (every table it scans, once per scan)."""
+    return float(sum(cat.version(s.table).rows for s in q.scans()))
+
+
 def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
     """Make the batch's version current for this strategy; maintain eagerly if the policy says so."""
     from advisor.maintain.hooks import after_apply
@@ -86,6 +91,7 @@ def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
 
 def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]]:
     """Execute one query step for `strategy`; returns (query record, maintenance records)."""
+    from advisor.decisions import revisit
     from advisor.execute import run_plain_sql, run_query, versions_now
     from advisor.finder import usable_sketches
     from advisor.maintain.hooks import before_use
@@ -106,6 +112,8 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
     sketch = None
     if strategy == "NO-PS":
         rec["decision"]["reason"] = "NO-PS never uses sketches"
+    elif wl.measured_costs and (lost := revisit(cat.store, q.template, strategy, _plain_rows(cat, q), str(step["step"]))):
+        rec["decision"].update(action="no-go", reason=lost)
     else:
         t0 = time.perf_counter()
         declined: list[str] = []

@@ -58,7 +58,9 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     store = catalog.store
     cal = calibrate(store, limit)
     plain, sketched = cal.query_s.get(sk.template, ([], []))
-    tables = {p.table for p in sk.parts}
+    # every table the query reads: a sketch on a joined dimension goes stale with the fact table's
+    # batches, and a plain run reads all of them
+    tables = set(sk.data_versions) or {p.table for p in sk.parts}
     batches = sum(1 for t in tables for v in catalog.versions(t) if v.kind == "batch")
     n = len(plain) + len(sketched)
     rows = sum(catalog.version(t).rows for t in tables)

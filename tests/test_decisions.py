@@ -1,0 +1,60 @@
+"""Remembered decisions revisited by measurement (``advisor.decisions``; a real SQLite store, no Spark)."""
+
+from __future__ import annotations
+
+from advisor.decisions import MIN_SKETCHED, REVISIT_FACTOR, measured_loss, recall, remember, revisit
+from advisor.sketches import Sketch, SketchPart, latest_versions, save_sketch
+from advisor.store import Store
+
+
+def test_measured_loss_needs_enough_sketched_runs():
+    assert measured_loss([1.0], [3.0] * (MIN_SKETCHED - 1), None) is None
+    why = measured_loss([1.0, 1.2, 1.4], [3.0, 2.0, 2.5], None)
+    assert why is not None and "2.50 s" in why and "1.20 s plain" in why
+
+
+def test_measured_loss_keeps_a_sketch_that_is_faster():
+    assert measured_loss([1.5, 1.4], [0.5, 0.6, 0.4], None) is None
+
+
+def test_measured_loss_without_plain_runs_uses_the_fitted_line():
+    assert measured_loss([], [1.0, 1.1, 0.9], 0.8) is not None
+    assert measured_loss([], [1.0, 1.1, 0.9], 1.5) is None
+    assert measured_loss([], [1.0, 1.1, 0.9], None) is None
+
+
+def _run(store, template: str, secs: float, sketched: bool) -> None:
+    rec = {"template": template, "seconds": secs, "metrics": {"rows_read": 1_000_000}}
+    if sketched:
+        rec["sketch"] = {"id": 1}
+    store.log_run("run", f"SELECT {template}", rec)
+
+
+def _sketch(store, template: str) -> Sketch:
+    return save_sketch(store, Sketch(0, template, (), f"SELECT {template}",
+                                     [SketchPart("t", "a", 1, frozenset({1, 2}))], {"t": 1}))
+
+
+def test_revisit_turns_a_contradicted_go_into_a_no_go_and_retires_sketches(tmp_path):
+    store = Store(tmp_path)
+    remember(store, "slow", "CB-OPT-GB", go=True, reason="go: predicted", table="t", attr="a",
+             partition_id=1, horizon=5.0, step="3")
+    remember(store, "fast", "CB-OPT-GB", go=True, reason="go: predicted", table="t", attr="a",
+             partition_id=1, horizon=5.0, step="4")
+    slow, fast = _sketch(store, "slow"), _sketch(store, "fast")
+    for s in (1.4, 1.5):
+        _run(store, "slow", s, False)
+        _run(store, "fast", s, False)
+    for s in (2.9, 3.1, 2.7):
+        _run(store, "slow", s, True)
+        _run(store, "fast", s / 5, True)
+    why = revisit(store, "slow", "CB-OPT-GB", 6e6, step="20")
+    assert why is not None and "2.90 s" in why and "1.45 s plain" in why
+    memo = recall(store, "slow", "CB-OPT-GB")
+    assert not memo.go and not memo.structural and memo.horizon == REVISIT_FACTOR * 5.0
+    assert "was go on t.a" in memo.reason and memo.step == "20"
+    live = {s.id for s in latest_versions(store)}
+    assert slow.id not in live and fast.id in live
+    assert revisit(store, "fast", "CB-OPT-GB", 6e6) is None and recall(store, "fast", "CB-OPT-GB").go
+    assert revisit(store, "slow", "CB-OPT-GB", 6e6) is None  # already a no-go: nothing to revisit
+    assert revisit(store, "unknown", "CB-OPT-GB", 6e6) is None
