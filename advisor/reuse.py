@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from advisor.plan import ir
 from advisor.safety import Labels, Verdict, agg_desc
-from advisor.z3enc import TIMEOUT_MS, Conds, Encoder, build_conds, le, tree_dtypes, valid
+from advisor.z3enc import TIMEOUT_MS, Conds, Encoder, build_conds, le, tree_dtypes, valid, z3_section
 
 NEW = "__new"
 MONOTONE_LINEAGE = (ir.Project, ir.Select, ir.Distinct, ir.Join, ir.Union)
@@ -298,4 +298,5 @@ def check_reuse(captured: ir.Node, new: ir.Node, stats: Mapping[tuple[str, str],
             why = f"LIMIT {b.k} > {a.k}" if b.k > a.k else f"{', '.join(bad)} above the LIMIT"
             return Verdict(False, f"not reusable: top-k with a different k ({why})", 0, [])
         return Verdict(False, "not reusable: several LIMITs differ", 0, [])
-    return _Reuse(captured, new, stats, timeout_ms).run()
+    with z3_section():
+        return _Reuse(captured, new, stats, timeout_ms).run()

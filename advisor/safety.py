@@ -29,7 +29,7 @@ import z3
 from sqlglot import exp
 
 from advisor.plan import ir
-from advisor.z3enc import TIMEOUT_MS, Encoder, build_conds, eq, le, tree_dtypes, valid
+from advisor.z3enc import TIMEOUT_MS, Encoder, build_conds, eq, le, tree_dtypes, valid, z3_section
 
 PS = "__ps"
 NOT_NULL = ("", "not_null")  # stats key: frozenset of (table, column) holding no NULL at this version
@@ -404,7 +404,8 @@ def check_safety(root: ir.Node, X: set[str], stats: Mapping[tuple[str, str], tup
     key = (fingerprint(root), frozenset(X), skey, timeout_ms)
     hit = _CACHE.get(key)
     if hit is None:
-        hit = _Checker(root, X, stats, timeout_ms).run()
+        with z3_section():
+            hit = _Checker(root, X, stats, timeout_ms).run()
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = hit

@@ -17,6 +17,8 @@ predicate. Integer overflow and floating-point rounding are ignored as well.
 from __future__ import annotations
 
 import datetime as dt
+import contextlib
+import gc
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -388,6 +390,21 @@ def eq(a: z3.ExprRef, b: z3.ExprRef) -> Optional[z3.BoolRef]:
         return a == b
     except z3.Z3Exception:
         return None
+
+
+@contextlib.contextmanager
+def z3_section():
+    """Automatic garbage collection off while Z3 works.  Z3 is not thread-safe within a context and
+    ctypes releases the GIL during every call, so a collection triggered by another Python thread
+    (py4j's, rich's refresh thread) could free Z3 objects (``Z3_dec_ref``) while this thread is inside
+    the solver: a replay died once with a segfault in libz3 (session 16).  Nested sections are fine."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def valid(hyps: list, goal: z3.BoolRef, timeout_ms: int = TIMEOUT_MS) -> bool:

@@ -269,3 +269,23 @@ def test_parser_running_example():
         ["popden", "city", "state"], True)
     assert verdicts("SELECT state FROM cities GROUP BY state HAVING count(*) > 1")["popden"]
     assert not verdicts("SELECT state FROM cities GROUP BY state HAVING count(*) < 3")["popden"]
+
+
+def test_z3_work_runs_with_automatic_collection_off_and_restores_it():
+    import gc
+
+    from advisor.z3enc import z3_section
+
+    assert gc.isenabled()
+    with z3_section():
+        assert not gc.isenabled()
+        with z3_section():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner section does not re-enable it under the outer one
+    assert gc.isenabled()
+    try:
+        with z3_section():
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert gc.isenabled()
