@@ -12,10 +12,12 @@ a template does not pay for sampling and estimation again.
   template is estimated again.
 * **go contradicted by measurement** (``revisit``): the cost model predicts time from rows read, but
   a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
-  filter and for compiling each fresh filter text (TPC-H SF1 big_orders: 1.49x of plain over a
-  replay).  Once the template's sketched runs measured in this store are, by median, no faster
-  than its plain runs, the go becomes a no-go by cost with a longer horizon and the template's
-  live sketches are retired (no further reuse or maintenance).
+  filter and for compiling each fresh filter text, and a template whose new bindings each need a
+  capture pays it per use (TPC-H SF1 big_orders: 1.49x of plain over a replay).  Once the
+  template's sketched uses measured in this store -- each run plus the capture it needed, if any
+  (the run record's ``capture_seconds``) -- are, by median, no faster than its plain runs, the go
+  becomes a no-go by cost with a longer horizon and the template's live sketches are retired (no
+  further reuse or maintenance).  Maintenance is left to ``maintain.worth``.
 """
 
 from __future__ import annotations
@@ -94,6 +96,23 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
             f"{ps:.2f} s plain ({'median of %d' % min(len(plain), 10) if plain else 'fitted cost line'})")
 
 
+def sketched_uses(store, template: str, limit: int = 400, keep: int = 10) -> list[float]:
+    """Seconds of the template's latest sketched runs (newest first), each with the capture it needed."""
+    import json
+
+    out = []
+    for r in store.query("SELECT record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT ?", (limit,)):
+        try:
+            rec = json.loads(r["record_json"])
+        except ValueError:
+            continue
+        if rec.get("template") == template and rec.get("sketch") and rec.get("seconds") is not None:
+            out.append(float(rec["seconds"]) + float(rec.get("capture_seconds") or 0.0))
+            if len(out) >= keep:
+                break
+    return out
+
+
 def revisit(store, template: str, strategy: str, rows: float, step: str | None = None) -> str | None:
     """Turn a remembered go that this store's measurements contradict into a no-go (``measured_loss``)
     and retire the template's live sketches; returns the reason, or None when the go stands.
@@ -105,8 +124,8 @@ def revisit(store, template: str, strategy: str, rows: float, step: str | None =
     if memo is None or not memo.go:
         return None
     cal = calibrate(store)
-    plain, sketched = cal.query_s.get(template, ([], []))
-    why = measured_loss(plain, sketched, predicted_seconds(cal, rows))
+    plain = cal.query_s.get(template, ([], []))[0]
+    why = measured_loss(plain, sketched_uses(store, template), predicted_seconds(cal, rows))
     if why is None:
         return None
     remember(store, template, strategy, go=False, reason=f"{why}; was go on {memo.table}.{memo.attr}",

@@ -23,8 +23,8 @@ def test_measured_loss_without_plain_runs_uses_the_fitted_line():
     assert measured_loss([], [1.0, 1.1, 0.9], None) is None
 
 
-def _run(store, template: str, secs: float, sketched: bool) -> None:
-    rec = {"template": template, "seconds": secs, "metrics": {"rows_read": 1_000_000}}
+def _run(store, template: str, secs: float, sketched: bool, capture: float = 0.0) -> None:
+    rec = {"template": template, "seconds": secs, "metrics": {"rows_read": 1_000_000}, "capture_seconds": capture}
     if sketched:
         rec["sketch"] = {"id": 1}
     store.log_run("run", f"SELECT {template}", rec)
@@ -58,3 +58,19 @@ def test_revisit_turns_a_contradicted_go_into_a_no_go_and_retires_sketches(tmp_p
     assert revisit(store, "fast", "CB-OPT-GB", 6e6) is None and recall(store, "fast", "CB-OPT-GB").go
     assert revisit(store, "slow", "CB-OPT-GB", 6e6) is None  # already a no-go: nothing to revisit
     assert revisit(store, "unknown", "CB-OPT-GB", 6e6) is None
+
+
+def test_captures_count_against_the_uses_that_needed_them(tmp_path):
+    """Fast sketched runs that each needed a fresh capture do not pay (big_orders' pattern)."""
+    store = Store(tmp_path)
+    remember(store, "t", "CB-OPT-GB", go=True, reason="go", table="t", attr="a", partition_id=1, horizon=3.0)
+    for _ in range(2):
+        _run(store, "t", 1.5, False)
+    for _ in range(3):
+        _run(store, "t", 0.4, True, capture=1.6)
+    assert revisit(store, "t", "CB-OPT-GB", 6e6) is not None and not recall(store, "t", "CB-OPT-GB").go
+    remember(store, "u", "CB-OPT-GB", go=True, reason="go", table="t", attr="a", partition_id=1, horizon=3.0)
+    _run(store, "u", 1.5, False)
+    for cap in (1.6, 0.0, 0.0):  # one capture, then reuses
+        _run(store, "u", 0.4, True, capture=cap)
+    assert revisit(store, "u", "CB-OPT-GB", 6e6) is None and recall(store, "u", "CB-OPT-GB").go

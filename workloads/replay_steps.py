@@ -143,7 +143,7 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         rec["sketch_id"] = sketch.id
         rec["selectivity"]["real"] = _sel(cat, sketch, versions)
     cat.store.log_run("run", step["sql"], res.to_json() | {"rows": len(res.rows), "replay_step": step["step"],
-                                                     "template": q.template})
+                                                     "template": q.template, "capture_seconds": secs["capture"]})
     return _finish(rec, res, secs), maint
 
 
