@@ -18,7 +18,7 @@ real sizes come from ONE capture job over all of them -- about one plain run of 
 than sampling -- and the picked sketch is saved from that job.  Otherwise it falls back to the
 bootstrap.  ``seconds.exact`` is that job; the record has ``"exact": true``.
 
-JSON shape (``--json``; numbers are fractions of the sampled table unless named otherwise)::
+JSON shape (``--json``; numbers are fractions of the candidate's table unless named otherwise)::
 
     {
       "sql": str, "supported": bool,          # false: the planner cannot sketch this query at all

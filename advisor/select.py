@@ -105,7 +105,8 @@ class SizeSummary:
 
 @dataclass
 class Candidate:
-    """One attribute of the sampled table: safety, NDV, roles, estimated and (oracle) real sizes."""
+    """One attribute of the sampled table (or a joined table's group-by column, ``dim``): safety, NDV,
+    roles, estimated and (oracle) real sizes."""
 
     table: str
     attr: str
