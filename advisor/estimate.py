@@ -60,15 +60,13 @@ from advisor.plan.to_sql import esql, q
 from advisor.select import derive_partition, fine_partition
 
 SID, U = "__sid", "__u"
+from advisor.shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 
 
 def split_key(key: str, fact: str) -> tuple[str, str]:
     """(table, attribute) of a plan key: a bare attribute of the sampled table, or ``table.attr``
     for a group-by column of a joined table (``select.Candidate.key``)."""
     return tuple(key.split(".", 1)) if "." in key else (fact, key)
-
-
-from advisor.shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 
 
 # ---------------- samples ----------------
@@ -426,7 +424,7 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     for key, grans in sorted(plan.items()):
         t, a = split_key(key, table)
         say(f"partition {t}.{a}")
-        fine = fine_partition(catalog, t, a, max(grans), versions.get(t, v) if t != table else v)
+        fine = fine_partition(catalog, t, a, max(grans), versions.get(t) or catalog.current_version(t))
         for n in grans:
             parts[(key, n)] = derive_partition(fine, n) if n != max(grans) else fine
     secs["partitions"] = time.perf_counter() - t0

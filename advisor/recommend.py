@@ -39,7 +39,8 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
                    "advice_rows": float | null,  # measured sampling + estimation, in rows
                    "reason": str} | null,
       "candidates": [{
-          "table": str, "attr": str,          # table: the sampled one, or a joined table's group-by column "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
+          "table": str,                       # the sampled table, or a joined table (a group-by column)
+          "attr": str, "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
           "estimated": bool,                  # false: outside the strategy's pool or unsafe
           "fragments": int | null,            # fragments of the granularity the cost model chose
           "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
@@ -211,8 +212,8 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     elif not d.go and d.attr is None and unskippable and strategy != "NO-PS":
         d.reason = f"no-go: {rec['reason']}"
     pick = by.get(d.attr)
-    rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None, "fragments": d.costing.n_fragments if d.costing else None,
-                       "fragments_target": d.n_target, "go": d.go, "reason": d.reason,
+    rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None,
+                       "fragments": d.costing.n_fragments if d.costing else None, "fragments_target": d.n_target, "go": d.go, "reason": d.reason,
                        "figures": None if d.costing is None else asdict(d.costing) | {
                            "seconds": d.costing.seconds(w.scan_rate)}}
     for c in cands:
@@ -223,7 +224,8 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         secs_ = k.seconds(w.scan_rate) if k else {}
         real = c.real.get(k.n_target) if k else None
         rec["candidates"].append({
-            "table": c.table, "attr": c.attr, "safe": c.safe, "safety_reason": c.reason, "ndv": c.ndv, "roles": sorted(c.roles),
+            "table": c.table, "attr": c.attr, "safe": c.safe, "safety_reason": c.reason, "ndv": c.ndv,
+            "roles": sorted(c.roles),
             "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
             "fragments_target": k.n_target if k else None,
             "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,

@@ -1,7 +1,8 @@
 """Candidate attributes, selection strategies and the go/no-go + granularity cost model (seed 002 §3).
 
 Candidates are the columns of the sampled table that the Z3 rules prove safe (``check_safety``) and
-that are not constant, plus the group-by columns of the tables it joins (``dim_candidates``).  NDV vs fragments: the paper keeps only attributes with NDV > n; here an
+that are not constant, plus the group-by columns of the tables it joins (``dim_candidates``).
+NDV vs fragments: the paper keeps only attributes with NDV > n; here an
 attribute with NDV <= n is kept with one fragment per value (coarser granularities above its NDV
 collapse into one), because a low-NDV group-by attribute can still make a good sketch (the year of
 the digest's running example); ``granularities_for(..., strict=True)`` restores the paper's filter.
