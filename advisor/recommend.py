@@ -2,7 +2,7 @@
 
 Nothing is captured unless ``capture=True``.  Candidates are the attributes of the sampled (largest)
 table below the aggregation, plus the group-by columns of the other tables it joins
-(``select.dim_candidates``; keyed ``table.attr`` in plans).  Steps: parse, ``estimate.analyze`` (which table to
+(``candidates.dim_candidates``; keyed ``table.attr`` in plans).  Steps: parse, ``estimate.analyze`` (which table to
 sample, HAVING/top-k/nested shape), candidates with Z3 safety verdicts (``select``), sample +
 estimate the strategy's pool at each granularity, ``select.choose`` (strategy + cost model).  OPT
 does not sample: it builds the partitions and captures every pool candidate in one job
@@ -68,10 +68,11 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, replace
 
+from advisor.candidates import enumerate_candidates
 from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
 from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, best_granularity, cannot_pay,
-                            choose, enumerate_candidates, exact_sizes, granularities_for, oracle, pool_of,
+                            choose, exact_sizes, granularities_for, oracle, pool_of,
                             predict_workload)
 from advisor.skipping import sketch_read_fraction
 from advisor.use import read_set

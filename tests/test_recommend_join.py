@@ -1,5 +1,5 @@
 """Sketches on a joined (dimension) table's group-by column: recommended, captured, used and
-maintained under updates of the other table (``select.dim_candidates``).
+maintained under updates of the other table (``candidates.dim_candidates``).
 
 Facts ``ff`` (40k rows) reference dimension ``dd`` (2,000 keys, 20 per ``day``, 100 days).  Facts of
 the 10 days with ``day % 10 == 3`` carry values in [40, 50), the rest in [0, 10), so

@@ -62,7 +62,8 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True) -> d
     from advisor.estimate import CannotEstimate, analyze
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
-    from advisor.select import enumerate_candidates, fine_partition, oracle
+    from advisor.candidates import enumerate_candidates
+    from advisor.select import fine_partition, oracle
 
     cat = ctx.catalog
     rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
@@ -126,7 +127,8 @@ def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True
     from advisor.estimate import analyze
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
-    from advisor.select import enumerate_candidates, fine_partition
+    from advisor.candidates import enumerate_candidates
+    from advisor.select import fine_partition
 
     cat, p, out = ctx.catalog, CostParams(), []
     strategies = [s for s in STRATEGIES if s != "OPT"]
