@@ -14,10 +14,13 @@ a template does not pay for sampling and estimation again.
   a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
   filter and for compiling each fresh filter text, and a template whose new bindings each need a
   capture pays it per use (TPC-H SF1 big_orders: 1.49x of plain over a replay).  Once the
-  template's sketched uses measured in this store -- each run plus the capture it needed, if any
-  (the run record's ``capture_seconds``) -- are, by median, no faster than its plain runs, the go
-  becomes a no-go by cost with a longer horizon and the template's live sketches are retired (no
-  further reuse or maintenance).  Maintenance is left to ``maintain.worth``.
+  template's latest ``MIN_SKETCHED`` sketched uses measured in this store -- each run plus the
+  capture it needed, if any (the run record's ``capture_seconds``) -- cost on average more than
+  ``MARGIN`` times its plain runs, the go becomes a no-go by cost with a longer horizon and the
+  template's live sketches are retired (no further reuse or maintenance).  Captures come first
+  and reuses repay them, so the judgement waits for ten uses and a clear loss: with three uses
+  and the median it turned every template of that replay into a no-go (session 16).
+  Maintenance is left to ``maintain.worth``.
 """
 
 from __future__ import annotations
@@ -75,13 +78,15 @@ def forget(store, template: str, strategy: str) -> None:
         c.execute("DELETE FROM decisions WHERE template=? AND strategy=?", (template, strategy))
 
 
-MIN_SKETCHED = 3      # sketched runs of a template before its go is judged by them
+MIN_SKETCHED = 10     # sketched uses of a template before its go is judged by them
+MARGIN = 1.25         # ... and how much dearer than plain they must be on average
 REVISIT_FACTOR = 4.0  # a contradicted go is re-estimated after this many times its horizon
 
 
 def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str | None:
-    """Why the measured runs contradict sketching (newest first; up to 10 of each), or None.  Without
-    plain runs of the template, ``plain_pred`` (the fitted cost line) stands in."""
+    """Why the measured uses contradict sketching (newest first; the latest ``MIN_SKETCHED`` sketched
+    uses, up to 10 plain runs), or None.  Without plain runs of the template, ``plain_pred`` (the
+    fitted cost line) stands in."""
     import statistics
 
     if len(sketched) < MIN_SKETCHED:
@@ -89,14 +94,14 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
     ps = statistics.median(plain[:10]) if plain else plain_pred
     if ps is None:
         return None
-    ss = statistics.median(sketched[:10])
-    if ss < ps:
+    ss = statistics.fmean(sketched[:MIN_SKETCHED])
+    if ss <= MARGIN * ps:
         return None
-    return (f"no-go (measured): sketched runs took {ss:.2f} s (median of {min(len(sketched), 10)}) against "
-            f"{ps:.2f} s plain ({'median of %d' % min(len(plain), 10) if plain else 'fitted cost line'})")
+    return (f"no-go (measured): the last {MIN_SKETCHED} sketched uses took {ss:.2f} s on average (run + "
+            f"capture) against {ps:.2f} s plain ({'median of %d' % min(len(plain), 10) if plain else 'fitted cost line'})")
 
 
-def sketched_uses(store, template: str, limit: int = 400, keep: int = 10) -> list[float]:
+def sketched_uses(store, template: str, limit: int = 400, keep: int = MIN_SKETCHED) -> list[float]:
     """Seconds of the template's latest sketched runs (newest first), each with the capture it needed."""
     import json
 

@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
-from advisor.decisions import MIN_SKETCHED, REVISIT_FACTOR, measured_loss, recall, remember, revisit
+from advisor.decisions import MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, recall, remember, revisit
 from advisor.sketches import Sketch, SketchPart, latest_versions, save_sketch
 from advisor.store import Store
 
 
-def test_measured_loss_needs_enough_sketched_runs():
-    assert measured_loss([1.0], [3.0] * (MIN_SKETCHED - 1), None) is None
-    why = measured_loss([1.0, 1.2, 1.4], [3.0, 2.0, 2.5], None)
-    assert why is not None and "2.50 s" in why and "1.20 s plain" in why
+N = MIN_SKETCHED
 
 
-def test_measured_loss_keeps_a_sketch_that_is_faster():
-    assert measured_loss([1.5, 1.4], [0.5, 0.6, 0.4], None) is None
+def test_measured_loss_needs_enough_sketched_uses():
+    assert measured_loss([1.0], [3.0] * (N - 1), None) is None
+    why = measured_loss([1.0, 1.2, 1.4], [2.0, 3.0] * (N // 2), None)
+    assert why is not None and "2.50 s on average" in why and "1.20 s plain" in why
+
+
+def test_measured_loss_keeps_a_sketch_that_is_faster_or_within_the_margin():
+    assert measured_loss([1.5, 1.4], [0.5] * N, None) is None
+    assert measured_loss([1.0], [0.99 * MARGIN] * N, None) is None  # dearer, but not clearly
+    assert measured_loss([1.0], [1.01 * MARGIN] * N, None) is not None
+
+
+def test_early_captures_are_repaid_by_later_reuses():
+    """Three captured uses then reuses: the average over the latest uses decides, not the first ones."""
+    uses = [0.4] * (N - 3) + [1.9, 1.8, 1.6]  # newest first
+    assert measured_loss([1.3], uses, None) is None
 
 
 def test_measured_loss_without_plain_runs_uses_the_fitted_line():
-    assert measured_loss([], [1.0, 1.1, 0.9], 0.8) is not None
-    assert measured_loss([], [1.0, 1.1, 0.9], 1.5) is None
-    assert measured_loss([], [1.0, 1.1, 0.9], None) is None
+    assert measured_loss([], [1.0] * N, 0.7) is not None
+    assert measured_loss([], [1.0] * N, 1.5) is None
+    assert measured_loss([], [1.0] * N, None) is None
 
 
 def _run(store, template: str, secs: float, sketched: bool, capture: float = 0.0) -> None:
@@ -45,11 +56,11 @@ def test_revisit_turns_a_contradicted_go_into_a_no_go_and_retires_sketches(tmp_p
     for s in (1.4, 1.5):
         _run(store, "slow", s, False)
         _run(store, "fast", s, False)
-    for s in (2.9, 3.1, 2.7):
+    for s in (2.9, 3.1) * (N // 2):
         _run(store, "slow", s, True)
         _run(store, "fast", s / 5, True)
     why = revisit(store, "slow", "CB-OPT-GB", 6e6, step="20")
-    assert why is not None and "2.90 s" in why and "1.45 s plain" in why
+    assert why is not None and "3.00 s on average" in why and "1.45 s plain" in why
     memo = recall(store, "slow", "CB-OPT-GB")
     assert not memo.go and not memo.structural and memo.horizon == REVISIT_FACTOR * 5.0
     assert "was go on t.a" in memo.reason and memo.step == "20"
@@ -66,11 +77,11 @@ def test_captures_count_against_the_uses_that_needed_them(tmp_path):
     remember(store, "t", "CB-OPT-GB", go=True, reason="go", table="t", attr="a", partition_id=1, horizon=3.0)
     for _ in range(2):
         _run(store, "t", 1.5, False)
-    for _ in range(3):
+    for _ in range(N):
         _run(store, "t", 0.4, True, capture=1.6)
     assert revisit(store, "t", "CB-OPT-GB", 6e6) is not None and not recall(store, "t", "CB-OPT-GB").go
     remember(store, "u", "CB-OPT-GB", go=True, reason="go", table="t", attr="a", partition_id=1, horizon=3.0)
     _run(store, "u", 1.5, False)
-    for cap in (1.6, 0.0, 0.0):  # one capture, then reuses
+    for cap in [1.6] + [0.0] * (N - 1):  # one capture, then reuses
         _run(store, "u", 0.4, True, capture=cap)
     assert revisit(store, "u", "CB-OPT-GB", 6e6) is None and recall(store, "u", "CB-OPT-GB").go
