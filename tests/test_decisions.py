@@ -85,3 +85,15 @@ def test_captures_count_against_the_uses_that_needed_them(tmp_path):
     for cap in [1.6] + [0.0] * (N - 1):  # one capture, then reuses
         _run(store, "u", 0.4, True, capture=cap)
     assert revisit(store, "u", "CB-OPT-GB", 6e6) is None and recall(store, "u", "CB-OPT-GB").go
+
+
+def test_a_template_never_run_plain_is_judged_against_its_captures(tmp_path):
+    """No plain run: the median capture of the template (about one plain run) stands in, not the
+    fitted line (which small sketched runs can inflate several-fold)."""
+    store = Store(tmp_path)
+    remember(store, "v", "CB-OPT-GB", go=True, reason="go", table="t", attr="a", partition_id=1, horizon=3.0)
+    store.log_run("maintain", "SELECT v", {"template": "v", "how": "recapture", "seconds": 1.8})
+    for _ in range(N):
+        _run(store, "v", 3.0, True)
+    why = revisit(store, "v", "CB-OPT-GB", 6e6)
+    assert why is not None and "1.80 s plain (predicted" in why
