@@ -316,10 +316,10 @@ def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: O
         what = "with captured sizes" if strategy == "OPT" else "with estimates"
         return Decision(strategy, None, None, False,
                         f"no-go: no safe candidate {what} in the {strategy} pool", pool=names)
-    # fewest rows still read first: on one table that is the smallest read fraction (the paper's
-    # smallest estimated size on a clustered layout); across a join's tables it weighs each by its rows
-    ranking = sorted(costed, key=lambda ck: (ck[1].read * ck[1].table_rows - ck[1].table_rows, ck[1].sel,
-                                             -ck[1].net_rows, ck[0].key))
+    # most rows saved per use first: on one table that is the smallest read fraction (the paper's
+    # smallest estimated size on a clustered layout); across a join's tables it weighs each by its
+    # rows, a joined table's with the fact rows it keeps out of the join (``cost``)
+    ranking = sorted(costed, key=lambda ck: (-ck[1].saving_rows, ck[1].sel, -ck[1].net_rows, ck[0].key))
     if strategy.startswith("RAND"):
         c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].key))
     else:

@@ -327,3 +327,18 @@ def test_shrinkage_keeps_the_pass_rate_when_the_spread_is_a_tenth_of_the_noise(n
         # before the repair, n = 15: 0.013 against 0.055 at c = 0.054; now within 40 %, and above
         # rather than below (a larger sketch estimate errs towards "no-go")
         assert 0.7 * truth < p < 1.5 * truth, (c, p, truth)
+
+
+def test_a_joined_dimension_is_ranked_with_the_fact_rows_it_keeps_out_of_the_join():
+    """ajgh_date at SF1 (session 16): l_shipdate reads 54.7 % of 6M lineitem rows, o_orderdate 7.6 %
+    of 1.5M orders rows.  By rows skipped alone lineitem wins (2.7M vs 1.4M); with the fact rows the
+    orders sketch keeps out of the join (join_share of 6M * 92.4 %) the dimension does."""
+    fact = Candidate("lineitem", "l_shipdate", True, "why", 2500, frozenset({"rel"}),
+                     {100: summ(0.547, 100)}, {100: summ(0.547, 100)})
+    dim = Candidate("orders", "o_orderdate", True, "why", 2400, frozenset({"gb", "rel"}),
+                    {100: summ(0.076, 100)}, {100: summ(0.076, 100)}, dim=True, rows=1.5e6)
+    for strategy in ("CB-OPT", "OPT"):
+        d = choose(strategy, [fact, dim], 6e6, Workload(5))
+        assert d.attr == "orders.o_orderdate", (strategy, d.ranking)
+    no_join = CostParams(join_share=0.0)
+    assert choose("CB-OPT", [fact, dim], 6e6, Workload(5), no_join).attr == "l_shipdate"
