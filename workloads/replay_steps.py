@@ -112,7 +112,8 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
     sketch = None
     if strategy == "NO-PS":
         rec["decision"]["reason"] = "NO-PS never uses sketches"
-    elif wl.measured_costs and (lost := revisit(cat.store, q.template, strategy, _plain_rows(cat, q), str(step["step"]))):
+    elif wl.measured_costs and (lost := revisit(cat.store, q.template, strategy, _plain_rows(cat, q),
+                                                 str(step["step"]))):
         rec["decision"].update(action="no-go", reason=lost)
     else:
         t0 = time.perf_counter()
