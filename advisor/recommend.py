@@ -214,7 +214,8 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         d.reason = f"no-go: {rec['reason']}"
     pick = by.get(d.attr)
     rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None,
-                       "fragments": d.costing.n_fragments if d.costing else None, "fragments_target": d.n_target, "go": d.go, "reason": d.reason,
+                       "fragments": d.costing.n_fragments if d.costing else None, "fragments_target": d.n_target,
+                       "go": d.go, "reason": d.reason,
                        "figures": None if d.costing is None else asdict(d.costing) | {
                            "seconds": d.costing.seconds(w.scan_rate)}}
     for c in cands:
@@ -358,7 +359,8 @@ def render(console, rec: dict) -> None:
             sel = (f"unsafe: {c['safety_reason'][:60]}" if not c["safe"] else
                    "no skipping layout" if c["layout_note"] else "-")
             nums = ["-"] * 5
-        tab.add_row(c.get("table") or rec["table"], c["attr"], "yes" if c["safe"] else "no", sel, *nums, "*" if c["picked"] else "")
+        tab.add_row(c.get("table") or rec["table"], c["attr"], "yes" if c["safe"] else "no", sel, *nums,
+                    "*" if c["picked"] else "")
     console.print(tab)
     if s["uniform_fallback"]:
         console.print("note: uniform sample (more groups than the sample budget): unsampled groups count as failing")
