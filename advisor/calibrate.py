@@ -35,6 +35,7 @@ class Calibration:
     partition_s: list = field(default_factory=list)    # recent seconds per partition built (sizing without sampling)
     overhead_s: list = field(default_factory=list)     # recent rest of such a sizing: planning, candidates, saving
     query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
+    use_s: dict = field(default_factory=dict)          # template -> [sketched run + the capture it needed], newest first
 
     @property
     def fixed_rows(self) -> float:
@@ -88,7 +89,7 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
 
 def calibrate(store, limit: int = 400) -> Calibration:
     """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
-    pts, maint, recap, advice, queries, parts, rest = [], {}, {}, [], {}, [], []
+    pts, maint, recap, advice, queries, uses, parts, rest = [], {}, {}, [], {}, {}, [], []
     for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "
                          "ORDER BY id DESC LIMIT ?", (limit,)):
         try:
@@ -101,6 +102,8 @@ def calibrate(store, limit: int = 400) -> Calibration:
                 pts.append((rows, secs))
             if secs is not None and rec.get("template") is not None:
                 queries.setdefault(rec["template"], ([], []))[1 if rec.get("sketch") else 0].append(secs)
+                if rec.get("sketch"):
+                    uses.setdefault(rec["template"], []).append(secs + float(rec.get("capture_seconds") or 0.0))
         elif r["kind"] == "maintain":
             tpl, secs = rec.get("template"), rec.get("seconds")
             if secs is None:
@@ -121,7 +124,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
                 recap.setdefault(rec["template"], []).append(cap["seconds"])
     a, b, how = fit_line(pts)
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
-    return Calibration(a, b, how, med(maint), med(recap), advice_s=advice[:20], query_s=queries,
+    return Calibration(a, b, how, med(maint), med(recap), advice_s=advice[:20], query_s=queries, use_s=uses,
                        partition_s=parts[:20], overhead_s=rest[:20])
 
 

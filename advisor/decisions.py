@@ -15,7 +15,7 @@ a template does not pay for sampling and estimation again.
   filter and for compiling each fresh filter text, and a template whose new bindings each need a
   capture pays it per use (TPC-H SF1 big_orders: 1.49x of plain over a replay).  Once the
   template's latest ``MIN_SKETCHED`` sketched uses measured in this store -- each run plus the
-  capture it needed, if any (the run record's ``capture_seconds``) -- cost on average more than
+  capture it needed, if any (the run record's ``capture_seconds``; ``Calibration.use_s``) -- cost on average more than
   ``MARGIN`` times its plain runs, the go becomes a no-go by cost with a longer horizon and the
   template's live sketches are retired (no further reuse or maintenance).  Captures come first
   and reuses repay them, so the judgement waits for ten uses and a clear loss: with three uses
@@ -102,23 +102,6 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
             f"capture) against {ps:.2f} s plain ({how})")
 
 
-def sketched_uses(store, template: str, limit: int = 400, keep: int = MIN_SKETCHED) -> list[float]:
-    """Seconds of the template's latest sketched runs (newest first), each with the capture it needed."""
-    import json
-
-    out = []
-    for r in store.query("SELECT record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT ?", (limit,)):
-        try:
-            rec = json.loads(r["record_json"])
-        except ValueError:
-            continue
-        if rec.get("template") == template and rec.get("sketch") and rec.get("seconds") is not None:
-            out.append(float(rec["seconds"]) + float(rec.get("capture_seconds") or 0.0))
-            if len(out) >= keep:
-                break
-    return out
-
-
 def revisit(store, template: str, strategy: str, rows: float, step: str | None = None) -> str | None:
     """Turn a remembered go that this store's measurements contradict into a no-go (``measured_loss``)
     and retire the template's live sketches; returns the reason, or None when the go stands.
@@ -134,7 +117,7 @@ def revisit(store, template: str, strategy: str, rows: float, step: str | None =
     # never run plain here: its captures read what a plain run reads (by value, about one run); the
     # fitted line comes last -- fitted on sketched runs it put a 1.7 s SF1 scan at 6.1 s (session 16)
     proxy = cal.recapture_s.get(template) or predicted_seconds(cal, rows)
-    why = measured_loss(plain, sketched_uses(store, template), proxy)
+    why = measured_loss(plain, cal.use_s.get(template, []), proxy)
     if why is None:
         return None
     remember(store, template, strategy, go=False, reason=f"{why}; was go on {memo.table}.{memo.attr}",

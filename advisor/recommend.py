@@ -71,7 +71,7 @@ from dataclasses import asdict, replace
 from advisor.candidates import enumerate_candidates
 from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
-from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, best_granularity, cannot_pay,
+from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, candidate_costing, cannot_pay,
                             choose, exact_sizes, granularities_for, oracle, pool_of,
                             predict_workload)
 from advisor.skipping import sketch_read_fraction
@@ -219,9 +219,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                        "figures": None if d.costing is None else asdict(d.costing) | {
                            "seconds": d.costing.seconds(w.scan_rate)}}
     for c in cands:
-        joined = T if c.dim else 0.0
-        k = best_granularity(c.sizes, c.attr, c.rows or T, w, p, fragments, job_rows=T, joined_rows=joined) \
-            if c.sizes else None
+        k = candidate_costing(c, c.sizes, T, w, p, fragments) if c.sizes else None
         s = c.sizes.get(k.n_target) if k else None
         secs_ = k.seconds(w.scan_rate) if k else {}
         real = c.real.get(k.n_target) if k else None
@@ -239,8 +237,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
             "go": k.go if k else None, "picked": c.key == d.attr,
             "by_granularity": [{"fragments": n, "n_fragments": x.n_fragments, "selectivity": x.sel,
                                 "ci": [x.sel_lo, x.sel_hi],
-                                "net_scans": best_granularity({n: x}, c.attr, c.rows or T, w, p, job_rows=T,
-                                                              joined_rows=joined).net_rows / max(c.rows or T, 1)}
+                                "net_scans": candidate_costing(c, {n: x}, T, w, p).net_rows / max(c.rows or T, 1)}
                                for n, x in sorted(c.sizes.items())]})
     if capture and d.go and pick is not None and exact is not None:
         rec["captured"] = _save_exact(cat, pick.table, versions, exact[1][(d.attr, d.n_target)], exact[2])

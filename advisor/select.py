@@ -289,6 +289,15 @@ def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: 
     return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
 
 
+def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: Workload, p: CostParams,
+                      fragments: Optional[int] = None) -> Optional[Costing]:
+    """``best_granularity`` for candidate ``c`` over ``sizes``: its own table's rows, the sampled
+    table's rows (``table_rows``) for capture and maintenance, and for a joined table's column the
+    fact rows it keeps out of the join."""
+    return best_granularity(sizes, c.attr, c.rows or table_rows, w, p, fragments, job_rows=table_rows,
+                            joined_rows=table_rows if c.dim else 0.0)
+
+
 def pool_of(strategy: str, candidates: list) -> list:
     """Safe candidates in the strategy's pool (NO-PS: none)."""
     if strategy == "NO-PS":
@@ -308,8 +317,7 @@ def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: O
         return Decision(strategy, None, None, False, "no-go: strategy NO-PS never sketches")
     pool = pool_of(strategy, candidates)
     field_ = "real" if strategy == "OPT" else "sizes"
-    costed = [(c, best_granularity(getattr(c, field_), c.attr, c.rows or table_rows, w, p, fragments,
-                                   job_rows=table_rows, joined_rows=table_rows if c.dim else 0.0)) for c in pool]
+    costed = [(c, candidate_costing(c, getattr(c, field_), table_rows, w, p, fragments)) for c in pool]
     costed = [(c, k) for c, k in costed if k is not None]
     names = [c.key for c in pool]
     if not costed:
