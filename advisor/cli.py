@@ -327,13 +327,31 @@ def replay_cmd(workload: Path,
                                                         help="Comma-separated, e.g. NO-PS,CB-OPT-GB (default: the file's)."),
                out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/NAME)."),
                fresh: bool = typer.Option(False, "--fresh", help="Discard an existing run directory instead of resuming."),
-               report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end.")):
+               report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
+               isolate: bool = typer.Option(False, "--isolate",
+                                            help="Run each strategy in its own process (a fresh JVM), so no "
+                                                 "strategy inherits another's compiled code or caches.")):
     """Replay a workload file end to end for each strategy; writes a run directory (resumable)."""
-    from workloads.replay import replay
+    from workloads.replay import replay, replay_isolated
 
-    run_dir = replay(ctx(), str(workload), [s for s in strategies.split(",") if s.strip()] if strategies else None,
-                     str(out_dir) if out_dir else None, fresh, console=out)
+    strats = [s for s in strategies.split(",") if s.strip()] if strategies else None
+    if isolate:
+        replay_isolated(_child_argv(), str(workload), strats, out_dir, fresh)
+    run_dir = replay(ctx(), str(workload), strats, str(out_dir) if out_dir else None, fresh and not isolate,
+                     console=out)
     _print_run(run_dir, report)
+
+
+def _child_argv() -> list[str]:
+    """This invocation's global options, for a child ``advisor`` process."""
+    argv = [sys.executable, "-m", "advisor.cli"]
+    if STATE.get("warehouse"):
+        argv += ["--warehouse", str(STATE["warehouse"])]
+    if STATE.get("master"):
+        argv += ["--master", STATE["master"]]
+    for k, v in (STATE.get("conf") or {}).items():
+        argv += ["--conf", f"{k}={v}"]
+    return argv
 
 
 def _print_run(run_dir: Path, report: bool) -> None:

@@ -174,6 +174,27 @@ def _read_log(path: Path) -> list[dict]:
     return out
 
 
+def replay_isolated(argv: list[str], workload_path: str, strategies: list[str] | None, out, fresh: bool) -> None:
+    """Run each strategy's replay in a child process of its own (``argv``: the ``advisor`` command with
+    its global options), one after another into the same run directory.
+
+    Strategies sharing one JVM are not measured alike: a later strategy runs on a JVM aged by the
+    earlier ones' generated filter classes and cache evictions (plain runs inside the sketching
+    strategies took 1.075-1.154x NO-PS's runs of the same steps; BENCHMARKS.md, session 16).  The
+    caller then replays once more in-process, which finds every step done and writes ``run.json``."""
+    wl = load_workload(workload_path)
+    strats = [s.strip().upper() for s in (strategies or wl.strategies)]
+    if out is None:
+        raise BadInput("--isolate needs --out: the child processes must share one run directory")
+    if fresh and Path(out).exists():
+        shutil.rmtree(out)
+    for s in strats:
+        cmd = argv + ["replay", workload_path, "--strategies", s, "--out", str(out), "--no-report"]
+        rc = subprocess.run(cmd).returncode
+        if rc != 0:
+            raise BadInput(f"the replay of strategy {s} in its own process exited with code {rc}")
+
+
 def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
            fresh: bool = False, console=None, quiet: bool = False) -> Path:
     """Replay the workload; returns the run directory (with run.json)."""
