@@ -152,11 +152,12 @@ def partitions_list():
 
 
 @app.command("layout")
-def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(1_000_000, "--rows-per-file")):
-    """Write a copy of TABLE clustered on ATTR with a per-file min/max manifest."""
+def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
+               then: Optional[str] = typer.Option(None, "--then", help="Second sort column within ATTR.")):
+    """Write a copy of TABLE clustered on ATTR (then --then) with a per-file min/max manifest."""
     from advisor.layout import build_layout
 
-    lay = build_layout(ctx().catalog, table, attr, rows_per_file=rows_per_file)
+    lay = build_layout(ctx().catalog, table, attr, rows_per_file=rows_per_file, then=then)
     out.print(f"layout {lay['id']}: {lay['table']} clustered on {lay['attr']}, {len(lay['manifest'])} files")
 
 
@@ -238,10 +239,13 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
         if use:
             from advisor.maintain.hooks import before_use
 
+            from advisor.pairs import catch_up, combine
+
             if not as_of:
                 before_use(c.catalog, q)
+                catch_up(c.catalog, q)
             good, _ = usable_sketches(c.catalog, q, versions)
-            sketch = good[0] if good else None
+            sketch = combine(c.catalog, q, versions, good)
         try:
             res = run_query(c.catalog, q, versions, sketch)
         except Exception as e:  # Spark analysis errors on valid-looking SQL
@@ -256,7 +260,9 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
         tab.add_row(*[str(x) for x in r])
     out.print(tab)
     m = res.metrics
-    used = f"sketch {res.sketch['id']}" if res.sketch else "no sketch"
+    used = "no sketch" if not res.sketch else f"sketch {res.sketch['id']}" + (
+        f" with {res.sketch['how'].split('+')[1]} (two attributes: " + " AND ".join(
+            p["attr"] for p in res.sketch["parts"]) + ")" if "+" in res.sketch["how"] else "")
     out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s, {used}; read {m.files_read} files, "
               f"{m.bytes_read / 1e6:.1f} MB, {m.rows_read:,} rows")
 

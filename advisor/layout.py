@@ -21,8 +21,10 @@ ROW_GROUP_BYTES = 1 << 20  # 1 MiB row groups: fine-grained min/max statistics
 
 
 def build_layout(catalog, table: str, attr: str, version: int | None = None,
-                 rows_per_file: int = 1_000_000) -> dict:
-    """Write the clustered copy and its manifest; returns the stored layout row as a dict."""
+                 rows_per_file: int = 1_000_000, then: str | None = None) -> dict:
+    """Write the clustered copy and its manifest; returns the stored layout row as a dict.  ``then``
+    orders rows within each value of ``attr`` (a two-attribute sketch led by ``attr`` then skips on
+    both columns' min/max; ``advisor.pairs``)."""
     from pyspark.sql import functions as F
 
     table = catalog.require(table)
@@ -36,7 +38,10 @@ def build_layout(catalog, table: str, attr: str, version: int | None = None,
     # One sorted stream cut every `rows_per_file` rows: the files are a function of the data alone.
     # (repartitionByRange draws its bounds from a sample seeded by the RDD id, so two builds of the
     # same table gave different files -- and different bytes/rows read for the same sketch.)
-    (df.repartition(1).sortWithinPartitions(attr, RID)
+    if then is not None:
+        catalog.column_type(table, then.lower())  # an unknown column is bad input
+    order = [attr] + ([then.lower()] if then else []) + [RID]
+    (df.repartition(1).sortWithinPartitions(*order)
        .write.option("maxRecordsPerFile", rows_per_file)
        .option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(tmp)))
     if out.exists():

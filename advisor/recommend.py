@@ -40,7 +40,9 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
                    "reason": str} | null,
       "candidates": [{
           "table": str,                       # the sampled table, or a joined table (a group-by column)
-          "attr": str, "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
+          "attr": str,                        # "a&b" for a two-attribute candidate (advisor.pairs)
+          "attrs": [a, b] | null,             # a two-attribute candidate's attributes
+          "safe": bool, "safety_reason": str, "ndv": int, "roles": ["gb","rel","agg","pk"],
           "estimated": bool,                  # false: outside the strategy's pool or unsafe
           "fragments": int | null,            # fragments of the granularity the cost model chose
           "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
@@ -54,10 +56,12 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
           "go": bool | null, "picked": bool,
           "by_granularity": [{"fragments": int, "n_fragments": int, "selectivity": float,
                               "ci": [lo, hi], "net_scans": float}]}],
-      "decision": {"table": str | null, "attr": str | null, "fragments": int | null, "fragments_target": int | null,
+      "decision": {"table": str | null, "attr": str | null, "attrs": [a, b] | null,
+                   "fragments": int | null, "fragments_target": int | null,
                    "go": bool, "reason": str,
                    "figures": {capture/saving/overhead/net in rows and seconds} | null},
-      "captured": {"sketch_id": int, "selectivity": float, "seconds": float} | null,
+      "captured": {"sketch_id": int, "selectivity": float, "seconds": float,
+                   "sketch_ids": [int, int]} | null,  # sketch_ids: a pair's two sketches (leading first)
       "seconds": {"sampling": s, "partitions": s, "sample_query": s, "groups": s, "sizes": s,
                   "exact": s, "oracle": s, "oracle_partitions": s, "total": s}
     }
@@ -112,8 +116,10 @@ def _base(sql, strategy, sample_rate, method) -> dict:
 
 def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05, capture: bool = False,
               fragments: int | None = None, method: str = "bootstrap", seed: int = 0, progress=None,
-              params: CostParams | None = None) -> dict:
-    """Compute the recommendation record (see the module docstring); no printing."""
+              params: CostParams | None = None, pairs: bool = True) -> dict:
+    """Compute the recommendation record (see the module docstring); no printing.  ``pairs``: offer
+    two-attribute candidates when the best single one is weak (``advisor.pairs``)."""
+    from advisor.pairs import pair_candidates, pair_keys
     from advisor.estimate import CannotEstimate, analyze, estimate
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
@@ -191,7 +197,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
             by[a].real[n] = by[a].sizes[n] = s
     elif plan:
         est = estimate(cat, shape, plan, float(sample_rate), seed, "bootstrap" if method == "exact" else method,
-                       versions=versions, progress=progress)
+                       versions=versions, progress=progress, pairs=pair_keys(pool, plan) if pairs else ())
         rec["estimable"] = True
         rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
         rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),
@@ -203,6 +209,9 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
             part = est.partitions[(a, n)]
             by[a].sizes[n] = SizeSummary.of(se, part).with_read(
                 sketch_read_fraction(units[a].units, part, se.fragment_probability, bridged(se, part)), units[a].source)
+        duo = pair_candidates(cat, q, shape, versions, est, by, units, table, bridged)
+        cands += duo
+        by.update({c.key: c for c in duo})
     elif strategy != "NO-PS" and unskippable:
         rec["reason"] = "no candidate the table's layout can skip on: " + "; ".join(unskippable.values())
     elif strategy != "NO-PS":
@@ -214,6 +223,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         d.reason = f"no-go: {rec['reason']}"
     pick = by.get(d.attr)
     rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None,
+                       "attrs": list(pick.attrs) if pick and pick.attrs else None,
                        "fragments": d.costing.n_fragments if d.costing else None, "fragments_target": d.n_target,
                        "go": d.go, "reason": d.reason,
                        "figures": None if d.costing is None else asdict(d.costing) | {
@@ -224,7 +234,8 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         secs_ = k.seconds(w.scan_rate) if k else {}
         real = c.real.get(k.n_target) if k else None
         rec["candidates"].append({
-            "table": c.table, "attr": c.attr, "safe": c.safe, "safety_reason": c.reason, "ndv": c.ndv,
+            "table": c.table, "attr": c.attr, "attrs": list(c.attrs) or None, "safe": c.safe,
+            "safety_reason": c.reason, "ndv": c.ndv,
             "roles": sorted(c.roles),
             "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
             "fragments_target": k.n_target if k else None,
@@ -241,6 +252,11 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                                for n, x in sorted(c.sizes.items())]})
     if capture and d.go and pick is not None and exact is not None:
         rec["captured"] = _save_exact(cat, pick.table, versions, exact[1][(d.attr, d.n_target)], exact[2])
+    elif capture and d.go and pick is not None and pick.attrs:
+        from advisor.pairs import capture_pair
+
+        rec["captured"] = capture_pair(cat, q, pick, d.n_target, parts, versions,
+                                       pick.sizes[d.n_target].read_source)
     elif capture and d.go and pick is not None:
         rec["captured"] = _capture(cat, q, pick, d, parts, versions)
     elif capture:

@@ -380,22 +380,26 @@ def fingerprint(n: ir.Node) -> tuple:
     return (type(n).__name__, cols, extra, tuple(fingerprint(c) for c in n.children))
 
 
-def _validate_X(root: ir.Node, X: set[str]) -> None:
+def _validate_X(root: ir.Node, X: set[str], per_scan_max: int) -> None:
     owner = {c.name: s.scan_id for s in root.walk() if isinstance(s, ir.Scan) for c in s.cols}
-    per_scan: dict[int, str] = {}
-    for x in X:
+    per_scan: dict[int, list] = {}
+    for x in sorted(X):
         if x not in owner:
             raise ValueError(f"{x} is not a column of a scanned table in this query")
-        if owner[x] in per_scan:
-            raise ValueError(f"at most one sketch attribute per table access: {per_scan[owner[x]]}, {x}")
-        per_scan[owner[x]] = x
+        per_scan.setdefault(owner[x], []).append(x)
+        if len(per_scan[owner[x]]) > per_scan_max:
+            raise ValueError(f"at most {per_scan_max} sketch attribute(s) per table access: "
+                             f"{', '.join(per_scan[owner[x]])}")
 
 
 def check_safety(root: ir.Node, X: set[str], stats: Mapping[tuple[str, str], tuple[object, object]],
-                 timeout_ms: int = TIMEOUT_MS) -> Verdict:
-    """gc(Q, X, S_D): True means every sketch on X (≤ one attribute per scan) is safe for Q."""
+                 timeout_ms: int = TIMEOUT_MS, per_scan_max: int = 1) -> Verdict:
+    """gc(Q, X, S_D): True means every sketch on X is safe for Q.  Several attributes of one scan
+    (``per_scan_max`` > 1; ``advisor.pairs``) mean a partition on their product: the rules hold as
+    they are, since a group is kept whole only when *every* sketched attribute is a group-by
+    attribute (each group then lies in one cell), and is otherwise reasoned about as a sub-bag."""
     X = set(X)
-    _validate_X(root, X)
+    _validate_X(root, X, per_scan_max)
     if not X:
         return Verdict(True, "no sketch attribute: the query runs on unmodified data", 0, [])
     tables = {s.table for s in root.walk() if isinstance(s, ir.Scan)}

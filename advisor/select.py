@@ -115,6 +115,7 @@ class Candidate:
     skip_note: Optional[str] = None             # why the layout rules it out before sampling
     dim: bool = False                           # a group-by column of a joined (dimension) table
     rows: float = 0.0                           # the candidate table's row count (0: the caller's)
+    attrs: tuple = ()                           # a two-attribute candidate's (a, b); attr is "a&b"
 
     @property
     def key(self) -> str:
@@ -207,21 +208,22 @@ class Decision:
 
 
 def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParams,
-         job_rows: float | None = None, joined_rows: float = 0.0) -> Costing:
+         job_rows: float | None = None, joined_rows: float = 0.0, sketches: int = 1) -> Costing:
     """Net benefit of capturing a sketch of size ``s`` and using it ``w.reuses`` times.  ``job_rows``
     (default: the table's rows) prices the capture and maintenance priors: a sketch of a joined
     dimension saves rows of that table but is captured and maintained with the whole query.
-    ``joined_rows``: the fact rows such a sketch keeps out of the join (``join_share`` of their cost)."""
+    ``joined_rows``: the fact rows such a sketch keeps out of the join (``join_share`` of their cost).
+    ``sketches``: stored sketches behind the candidate (2 for a pair), each captured and maintained."""
     T = float(table_rows)
     J = float(job_rows) if job_rows else T
     f = max(0.0, s.fragments)
     runs = min(f, f * (1.0 - f / max(s.n_fragments, 1)) + 1.0) if f else 0.0
     capture = capture_rows(J, w, p)
-    charged = 0.0 if w.capture_sunk else capture  # exact sizing captured it already: a sunk cost
+    charged = 0.0 if w.capture_sunk else sketches * capture  # exact sizing captured it already: sunk
     read = s.sel if s.read is None else s.read
     saving = (1.0 - read) * (T + p.join_share * joined_rows)
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
-    maint = w.updates_per_use * maintenance_per_update(J, capture, w, p)
+    maint = sketches * w.updates_per_use * maintenance_per_update(J, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - charged
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
@@ -282,9 +284,9 @@ def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
 
 def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: CostParams,
                      fragments: Optional[int] = None, job_rows: float | None = None,
-                     joined_rows: float = 0.0) -> Optional[Costing]:
+                     joined_rows: float = 0.0, sketches: int = 1) -> Optional[Costing]:
     """The granularity with the largest net benefit (or the one fixed by ``fragments``)."""
-    opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows) for n, s in sorted(sizes.items())
+    opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows, sketches) for n, s in sorted(sizes.items())
             if fragments in (None, n)]
     return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
 
@@ -295,7 +297,7 @@ def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: Workload,
     table's rows (``table_rows``) for capture and maintenance, and for a joined table's column the
     fact rows it keeps out of the join."""
     return best_granularity(sizes, c.attr, c.rows or table_rows, w, p, fragments, job_rows=table_rows,
-                            joined_rows=table_rows if c.dim else 0.0)
+                            joined_rows=table_rows if c.dim else 0.0, sketches=2 if c.attrs else 1)
 
 
 def pool_of(strategy: str, candidates: list) -> list:

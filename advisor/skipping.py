@@ -91,6 +91,30 @@ def fragment_spans(units: Sequence[ReadUnit], boundaries: Sequence[Any]) -> list
     return out
 
 
+def unit_keep_probability(units: Sequence[ReadUnit], boundaries: Sequence[Any], probs: Sequence[float],
+                          null_prob: float = 0.0) -> np.ndarray:
+    """Per unit, the probability that a sketch whose range fragment r is present with probability
+    ``probs[r]`` (len = len(boundaries) + 1) and the NULL fragment with ``null_prob`` keeps it."""
+    p = np.clip(np.asarray(probs, dtype=float), 0.0, 1.0)
+    certain = np.concatenate([[0], np.cumsum(p >= 1.0)])
+    logmiss = np.concatenate([[0.0], np.cumsum(np.where(p >= 1.0, 0.0, np.log1p(-np.minimum(p, 0.999999))))])
+    spans = fragment_spans(units, boundaries)
+    keep = np.ones(len(units))
+    for k, (u, s) in enumerate(zip(units, spans)):
+        if u.always or (s is None and not u.nulls):  # read whatever the filter (or no statistics)
+            continue
+        miss = 1.0
+        if s is not None:
+            i, j = s
+            if certain[j + 1] - certain[i] > 0:
+                continue
+            miss = math.exp(logmiss[j + 1] - logmiss[i])
+        if u.nulls:
+            miss *= 1.0 - min(max(null_prob, 0.0), 1.0)
+        keep[k] = 1.0 - miss
+    return keep
+
+
 def expected_read_fraction(units: Sequence[ReadUnit], boundaries: Sequence[Any], probs: Sequence[float],
                            null_prob: float = 0.0) -> float:
     """E[rows read] / rows for a sketch whose range fragment r is present with probability
@@ -98,26 +122,8 @@ def expected_read_fraction(units: Sequence[ReadUnit], boundaries: Sequence[Any],
     total = sum(u.rows for u in units)
     if total <= 0:
         return 0.0
-    p = np.clip(np.asarray(probs, dtype=float), 0.0, 1.0)
-    certain = np.concatenate([[0], np.cumsum(p >= 1.0)])
-    logmiss = np.concatenate([[0.0], np.cumsum(np.where(p >= 1.0, 0.0, np.log1p(-np.minimum(p, 0.999999))))])
-    spans = fragment_spans(units, boundaries)
-    read = 0.0
-    for u, s in zip(units, spans):
-        if u.always or (s is None and not u.nulls):  # read whatever the filter (or no statistics)
-            read += u.rows
-            continue
-        miss = 1.0
-        if s is not None:
-            i, j = s
-            if certain[j + 1] - certain[i] > 0:
-                read += u.rows
-                continue
-            miss = math.exp(logmiss[j + 1] - logmiss[i])
-        if u.nulls:
-            miss *= 1.0 - min(max(null_prob, 0.0), 1.0)
-        read += u.rows * (1.0 - miss)
-    return read / total
+    keep = unit_keep_probability(units, boundaries, probs, null_prob)
+    return float(np.dot([u.rows for u in units], keep)) / total
 
 
 def boundary_values(part) -> list:
@@ -131,6 +137,14 @@ def sketch_read_fraction(units: Sequence[ReadUnit], part, probability, certain=(
     """Expected read fraction for an estimated sketch: ``probability`` maps fragment id -> P
     (a pandas Series from the size estimator; missing ids count as absent); fragments in
     ``certain`` (a filter's bridged gaps) are read with P = 1."""
+    total = sum(u.rows for u in units)
+    if total <= 0:
+        return 0.0
+    return float(np.dot([u.rows for u in units], sketch_keep_probability(units, part, probability, certain))) / total
+
+
+def sketch_keep_probability(units: Sequence[ReadUnit], part, probability, certain=()) -> np.ndarray:
+    """``unit_keep_probability`` of an estimated sketch (arguments as ``sketch_read_fraction``)."""
     probs = np.zeros(len(part.boundaries) + 1)
     null_p = 0.0
     for f, pr in (probability.items() if probability is not None else ()):
@@ -142,7 +156,7 @@ def sketch_read_fraction(units: Sequence[ReadUnit], part, probability, certain=(
     for f in certain:
         if 0 <= f < len(probs):
             probs[f] = 1.0
-    return expected_read_fraction(units, boundary_values(part), probs, null_p)
+    return unit_keep_probability(units, boundary_values(part), probs, null_p)
 
 
 def read_fraction_of(units: Sequence[ReadUnit], boundaries: Sequence[Any], fragments, null_id: int) -> float:
@@ -239,22 +253,24 @@ def _stat_values(st) -> tuple:
     return st.min, st.max
 
 
-def read_units(catalog, table: str, attr: str, version: int, layout: bool = True) -> Units:
+def read_units(catalog, table: str, attr: str, version: int, layout: bool = True,
+               layout_attr: Optional[str] = None) -> Units:
     """Units a sketched scan of ``table`` at ``version`` reads: the newest clustered layout on
-    ``attr`` at or below the version (files), else (or with ``layout=False``) the base files' row
-    groups; batch inserts since are always read."""
+    ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version (files),
+    else (or with ``layout=False``) the base files' row groups; batch inserts since are always read."""
     from advisor.layout import find_layout
     from advisor.partitions import decode_value
 
     dtype = catalog.column_type(table, attr)
-    lay = find_layout(catalog.store, table, attr, version) if layout else None
+    lay = find_layout(catalog.store, table, layout_attr or attr, version) if layout else None
     vs = [x for x in catalog.versions(table) if x.version <= version]
     if lay is not None:
         # row groups of the layout files (1 MiB each): Spark prunes those inside the files it opens
         files = sorted(str(f) for f in Path(lay["path"]).glob("*.parquet"))
         units = _footer_units(files, attr) if files else [
             ReadUnit(int(m["rows"]), decode_value(m["min"], dtype), decode_value(m["max"], dtype),
-                     int(m.get("nulls", 0))) for m in lay["manifest"]]
+                     int(m.get("nulls", 0))) if lay["attr"] == attr else ReadUnit(int(m["rows"]), always=True)
+            for m in lay["manifest"]]
         since, source = lay["table_version"], f"layout {lay['id']} ({len(files)} files, {len(units)} row groups)"
     else:
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)

@@ -143,7 +143,11 @@ def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = 
     views: dict[str, str] = {}
     for p in sketch.parts:
         part = load_partition(catalog.store, p.partition_id)
-        conds[p.table] = range_condition(part, p.fragments, p.attr)
+        cond = range_condition(part, p.fragments, p.attr)
+        if p.table in conds:  # a two-attribute sketch (``advisor.pairs``): both filters, the first's layout
+            conds[p.table] = f"({conds[p.table]}) AND ({cond})"
+            continue
+        conds[p.table] = cond
         v = versions[p.table]
         lay = find_layout(catalog.store, p.table, p.attr, v) if use_layout else None
         if lay is not None and layout_pays(catalog, p.table, p.attr, v, part, p.fragments):

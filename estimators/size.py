@@ -117,6 +117,9 @@ class SizeEstimate:
     point_fragments: tuple = ()
     fragment_probability: pd.Series = field(default=None, repr=False)
     settled: bool = False  # stopped once covering >= 1 - SETTLE_EPS: the sizes are lower bounds within it
+    # (B, F) per replicate: P(fragment covered | that replicate's passing groups); None without replicates.
+    # Two candidates sized from the same replicates can be combined per replicate (``estimators.pairs``).
+    replicate_probability: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def selectivity_ci(self) -> tuple[float, float]:
@@ -476,6 +479,7 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     frags_exp = float(P.sum())
     rows_exp = float(P @ sizes)
 
+    Pb = None
     if pass_replicates is not None:
         Pb = np.clip(np.where(C > 0, 1.0, -np.expm1(L)), 0.0, 1.0)
         rng = np.random.default_rng(seed)
@@ -494,7 +498,7 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
         rows_point=rows_point, selectivity_point=rows_point / total, total_rows=total,
         n_fragments=F, touch=touch, alpha=alpha_used, confidence=confidence,
         point_fragments=tuple(ids[pf].tolist()), fragment_probability=pd.Series(P, index=ids, name="p"),
-        settled=settled)
+        settled=settled, replicate_probability=Pb)
 
 
 def size_for_having(sample: pd.DataFrame, est, predicate, fragment_sizes, *, frag_col: str = "frag",

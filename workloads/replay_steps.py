@@ -187,7 +187,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
 
     r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
                   method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31),
-                  params=CostParams(measured=wl.measured_costs))
+                  params=CostParams(measured=wl.measured_costs), pairs=False)
     s = r["seconds"]
     secs["sampling"] = s.get("sampling", 0.0)
     secs["oracle"] = s.get("oracle", 0.0)
