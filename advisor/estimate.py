@@ -399,11 +399,11 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
 def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
              method: str = "bootstrap", B: int = 50, versions: Optional[dict] = None,
              progress: Optional[Callable[[str], None]] = None, shrink: bool | str = True,
-             local: bool = True, pairs: tuple = ()) -> Estimation:
+             local: bool = True, pairs: Optional[Callable[[dict], list]] = None) -> Estimation:
     """Sample (or reuse), estimate the groups, then size every attribute at its granularities
-    (``plan``: attribute -> fragment counts) and every pair ``(a, b)`` of ``pairs`` (plan keys of the
-    sampled table) at the granularities both have (``estimators.pairs``).  ``progress`` gets one
-    message per step; ``local`` lets a join-free query run over the sample on the driver."""
+    (``plan``: attribute -> fragment counts) and every pair ``(a, b)`` (plan keys of the sampled table)
+    that ``pairs`` picks from those sizes, at the granularities both have (``estimators.pairs``).
+    ``progress`` gets one message per step; ``local`` lets a join-free query run on the driver."""
     from estimators.aggregates import estimate_groups
     from estimators.nested import estimate_nested
     from estimators.size import estimate_size, size_for_having
@@ -465,14 +465,14 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
         else:
             sizes[(a, n)] = size_for_having(passing, est, shape.having, fsz, **kw)
     secs["sizes"] = time.perf_counter() - t0
-    pair_sizes = _pair_sizes(pdf, fcols, sizes, parts, pairs) if pairs else {}
+    pair_sizes = _pair_sizes(pdf, fcols, sizes, parts, pairs(sizes)) if pairs else {}
     return Estimation(shape, sample, sizes, parts, est.n_groups, secs, notes, pair_sizes)
 
 
 def _pair_sizes(pdf, fcols: dict, sizes: dict, parts: dict, pairs) -> dict:
     """``estimators.pairs.pair_estimate`` for each pair at each granularity both attributes have;
     the cell sizes come from the sample's rows (one per sampled row, weighted N_g / n_g)."""
-    from estimators.pairs import joint_counts, pair_estimate
+    from estimators.pairs import MAX_PAIR_CELLS, joint_counts, pair_estimate
 
     rows = pdf.drop_duplicates(SID)
     w = (rows["_n_g"] / rows.groupby("_stratum")[SID].transform("size")).to_numpy(dtype=float)
@@ -482,6 +482,8 @@ def _pair_sizes(pdf, fcols: dict, sizes: dict, parts: dict, pairs) -> dict:
             if k != a or (b, n) not in sizes:
                 continue
             pa, pb = parts[(a, n)], parts[(b, n)]
+            if pa.n_fragments * pb.n_fragments > MAX_PAIR_CELLS:
+                continue
             J = joint_counts(rows[fcols[(a, n)]].to_numpy(), rows[fcols[(b, n)]].to_numpy(), w,
                              np.asarray(pa.sizes, dtype=float), np.asarray(pb.sizes, dtype=float))
             out[(f"{a}&{b}", n)] = pair_estimate(sizes[(a, n)], sizes[(b, n)], J)

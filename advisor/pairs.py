@@ -17,20 +17,30 @@ import itertools
 import numpy as np
 
 from advisor.select import Candidate, SizeSummary
+from estimators.pairs import MAX_PAIR_CELLS
 
 PAIR_WEAK = 0.2           # a best single estimate below this needs no second attribute [INFERRED]
 MAX_PAIR_ATTRS = 5        # pairs among at most this many of the pool's candidates (<= 10 pairs)
-MAX_PAIR_CELLS = 2_000_000  # cells of the product partition a pair is sized on (a dense Fa x Fb array)
 
 
-def pair_keys(pool: list, plan: dict) -> tuple:
-    """Pairs of planned, non-dimension pool keys whose granularities both allow a small product."""
-    keys = sorted(c.key for c in pool if not c.dim and c.key in plan)[:MAX_PAIR_ATTRS]
-    out = []
-    for a, b in itertools.combinations(keys, 2):
-        if any((n + 2) * (n + 2) <= MAX_PAIR_CELLS for n in set(plan[a]) & set(plan[b])):
-            out.append((a, b))
-    return tuple(out)
+def pair_keys(pool: list, plan: dict):
+    """A function of the single estimates (``estimate``'s ``pairs``): when even the best single
+    candidate of the sampled table covers ``PAIR_WEAK`` or more, the pairs among its
+    ``MAX_PAIR_ATTRS`` best whose product partition stays small, else none."""
+    fact = {c.key for c in pool if not c.dim and c.key in plan}
+
+    def pick(sizes: dict) -> list:
+        best: dict = {}
+        for (k, n), se in sizes.items():
+            if k in fact:
+                best[k] = min(best.get(k, 1.0), se.selectivity_expected)
+        if not best or min(best.values()) < PAIR_WEAK:
+            return []
+        keys = sorted(sorted(best, key=lambda k: (best[k], k))[:MAX_PAIR_ATTRS])
+        return [(a, b) for a, b in itertools.combinations(keys, 2)
+                if any((sizes[(a, n)].n_fragments * sizes[(b, n)].n_fragments) <= MAX_PAIR_CELLS
+                       for n in set(plan[a]) & set(plan[b]))]
+    return pick
 
 
 def name(a: str, b: str) -> str:
@@ -43,8 +53,7 @@ def pair_candidates(cat, q, shape, versions: dict, est, by: dict, units: dict, t
     from advisor.safety import check_safety
     from advisor.stats import stats_for_query
 
-    singles = [s.sel for c in by.values() if not c.dim and not c.attrs for s in c.sizes.values()]
-    if not est.pair_sizes or not singles or min(singles) < PAIR_WEAK:
+    if not est.pair_sizes:
         return []
     stats = stats_for_query(cat, q, versions)
     out = {}

@@ -197,7 +197,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
             by[a].real[n] = by[a].sizes[n] = s
     elif plan:
         est = estimate(cat, shape, plan, float(sample_rate), seed, "bootstrap" if method == "exact" else method,
-                       versions=versions, progress=progress, pairs=pair_keys(pool, plan) if pairs else ())
+                       versions=versions, progress=progress, pairs=pair_keys(pool, plan) if pairs else None)
         rec["estimable"] = True
         rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
         rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),

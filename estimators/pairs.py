@@ -31,6 +31,8 @@ import numpy as np
 
 from estimators.size import SizeEstimate
 
+MAX_PAIR_CELLS = 2_000_000  # cells of the product partition a pair is sized on (a dense Fa x Fb array)
+
 
 def joint_counts(frag_a: np.ndarray, frag_b: np.ndarray, weights: np.ndarray, sizes_a: np.ndarray,
                  sizes_b: np.ndarray) -> np.ndarray:

@@ -109,3 +109,11 @@ def test_a_batch_maintains_both_sketches_to_their_recapture(ctx, rec):
     plain = run_query(cat, q, versions)
     assert _cells(plain.rows) == {(i, j) for i in range(4) for j in range(4)} - {(0, 0)} | {(6, 6)}
     assert sorted(run_query(cat, q, versions, sketch=both).rows) == sorted(plain.rows)
+
+
+def test_no_pair_is_offered_when_a_single_attribute_is_selective_enough(ctx, rec):
+    strong = recommend(ctx, "SELECT a, b, sum(x) AS s FROM p WHERE a = 0 GROUP BY a, b HAVING sum(x) > 2000",
+                       "CB-OPT", fragments=100, params=CostParams(prior_reuses=10))
+    c = {x["attr"]: x for x in strong["candidates"]}
+    assert c["a"]["selectivity"] < 0.2  # one value of a: 12.5 % of the rows
+    assert not any("&" in k for k in c) and strong["decision"]["attrs"] is None
