@@ -43,13 +43,9 @@ def pair_keys(pool: list, plan: dict):
     return pick
 
 
-def name(a: str, b: str) -> str:
-    return f"{a}&{b}"
-
-
 def pair_candidates(cat, q, shape, versions: dict, est, by: dict, units: dict, table: str, bridged) -> list:
-    """Candidates for the pairs ``est`` sized, when the best single estimate is weak; each with its
-    Z3 verdict on the attribute set and, per granularity, sizes and a layout-aware read fraction."""
+    """Candidates ``a&b`` for the pairs ``est`` sized (``pair_keys`` chose them), each with its Z3
+    verdict on the attribute set and, per granularity, sizes and a layout-aware read fraction."""
     from advisor.safety import check_safety
     from advisor.stats import stats_for_query
 

@@ -143,3 +143,29 @@ def test_interrupted_replay_resumes(spark, tmp_path, monkeypatch):
     with pytest.raises(BadInput, match="different workload"):
         replay(ctx, str(wl), out=str(tmp_path / "run"))
     shutil.rmtree(tmp_path / "run")
+
+
+def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, capsys):
+    import os
+
+    wl = tmp_path / "tiny.yaml"
+    wl.write_text(
+        "name: tiny\nseed: 3\ndatasets: [{name: crimes, rows: 4000}]\nstrategies: [NO-PS, CB-OPT-GB]\n"
+        "templates:\n  t:\n    sql: SELECT district, count(*) AS n FROM crimes GROUP BY district HAVING count(*) > {c}\n"
+        "    params: {c: {uniform: [150, 250], integer: true}}\n"
+        "sequence:\n  - {query: t}\n  - {update: {table: crimes, inserts: 50, deletes: 10}}\n  - {query: t}\n")
+    assert _cli("--warehouse", str(tmp_path / "wh"), "--master", "local[2]", "replay", str(wl),
+                "--out", str(tmp_path / "run"), "--isolate", "--no-report") == 0
+    log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    pids = {s: {e["pid"] for e in log if e["strategy"] == s} for s in ("NO-PS", "CB-OPT-GB")}
+    assert all(len(p) == 1 for p in pids.values())  # one process per strategy, neither of them this one
+    assert len(pids["NO-PS"] | pids["CB-OPT-GB"]) == 2 and os.getpid() not in pids["NO-PS"] | pids["CB-OPT-GB"]
+    doc = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
+    assert sorted((q["strategy"], q["step"]) for q in doc["queries"]) == sorted(
+        (s, i) for s in ("NO-PS", "CB-OPT-GB") for i in (0, 2))
+    capsys.readouterr()
+    # the child processes must share one run directory
+    assert _cli("--warehouse", str(tmp_path / "wh"), "replay", str(wl), "--isolate") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out" in err[0]

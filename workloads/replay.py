@@ -245,7 +245,8 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                             continue
                         prog.note(f"{s}: update batch at step {step['step']} ({step['table']})")
                         ms = replay_steps.run_update(sctx, s, step, wl.measure_recapture)
-                        entry = {"type": "update", "strategy": s, "step": step["step"], "maintenance": ms}
+                        entry = {"type": "update", "strategy": s, "step": step["step"], "maintenance": ms,
+                                 "pid": os.getpid()}
                     else:
                         if (s, step["step"]) in done:
                             continue
@@ -254,7 +255,7 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                         queries.append(rec)
                         prog.query_done(s, rec)
                         entry = {"type": "query", "strategy": s, "step": step["step"], "record": rec,
-                                 "maintenance": ms}
+                                 "maintenance": ms, "pid": os.getpid()}
                     maint.extend(ms)
                     logf.write(json.dumps(entry, default=str) + "\n")
                     logf.flush()
