@@ -35,7 +35,7 @@ class Calibration:
     partition_s: list = field(default_factory=list)    # recent seconds per partition built (sizing without sampling)
     overhead_s: list = field(default_factory=list)     # recent rest of such a sizing: planning, candidates, saving
     query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
-    use_s: dict = field(default_factory=dict)          # template -> [sketched run + the capture it needed], newest first
+    use_s: dict = field(default_factory=dict)          # template -> [(sketched run, the capture it needed)], newest first
 
     @property
     def fixed_rows(self) -> float:
@@ -103,7 +103,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
             if secs is not None and rec.get("template") is not None:
                 queries.setdefault(rec["template"], ([], []))[1 if rec.get("sketch") else 0].append(secs)
                 if rec.get("sketch"):
-                    uses.setdefault(rec["template"], []).append(secs + float(rec.get("capture_seconds") or 0.0))
+                    uses.setdefault(rec["template"], []).append((secs, float(rec.get("capture_seconds") or 0.0)))
         elif r["kind"] == "maintain":
             tpl, secs = rec.get("template"), rec.get("seconds")
             if secs is None:

@@ -13,14 +13,17 @@ a template does not pay for sampling and estimation again.
 * **go contradicted by measurement** (``revisit``): the cost model predicts time from rows read, but
   a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
   filter and for compiling each fresh filter text, and a template whose new bindings each need a
-  capture pays it per use (TPC-H SF1 big_orders: 1.49x of plain over a replay).  Once the
-  template's latest ``MIN_SKETCHED`` sketched uses measured in this store -- each run plus the
-  capture it needed, if any (the run record's ``capture_seconds``; ``Calibration.use_s``) -- cost on average more than
-  ``MARGIN`` times its plain runs, the go becomes a no-go by cost with a longer horizon and the
-  template's live sketches are retired (no further reuse or maintenance).  Captures come first
-  and reuses repay them, so the judgement waits for ten uses and a clear loss: with three uses
-  and the median it turned every template of that replay into a no-go (session 16).
-  Maintenance is left to ``maintain.worth``.
+  capture pays it per use (TPC-H SF1 big_orders: 1.49x of plain over a replay).  From the
+  template's latest ``MIN_SKETCHED`` sketched uses measured in this store (each run and the capture
+  it needed, if any: the run record's ``capture_seconds``; ``Calibration.use_s``) the *next* use is
+  predicted as the median run plus the share of uses that needed a capture times the median such
+  capture.  If that exceeds ``MARGIN`` times the plain runs, the go becomes a no-go by cost with a
+  longer horizon and the template's live sketches are retired (no further reuse or maintenance).
+  Medians keep one-off costs out: a replay's first captures in a fresh JVM took 7-10 s against
+  1-2 s later, and the mean of ten uses that included three of them retired a template whose
+  reuses ran at half its plain time (session 17).  The judgement waits for ten uses: with three
+  uses it turned every template of a replay into a no-go (session 16).  Maintenance is left to
+  ``maintain.worth``.
 """
 
 from __future__ import annotations
@@ -83,10 +86,22 @@ MARGIN = 1.25         # ... and how much dearer than plain they must be on avera
 REVISIT_FACTOR = 4.0  # a contradicted go is re-estimated after this many times its horizon
 
 
+def next_use(sketched: list) -> tuple[float, float, int, float]:
+    """(predicted seconds of the next sketched use, median run, uses that needed a capture, median
+    such capture) from (run, capture) pairs; a bare number is a run without capture."""
+    import statistics
+
+    pairs = [(u, 0.0) if isinstance(u, (int, float)) else (float(u[0]), float(u[1])) for u in sketched]
+    run = statistics.median(r for r, _ in pairs)
+    caps = [c for _, c in pairs if c > 0]
+    cap = statistics.median(caps) if caps else 0.0
+    return run + len(caps) / len(pairs) * cap, run, len(caps), cap
+
+
 def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str | None:
     """Why the measured uses contradict sketching (newest first; the latest ``MIN_SKETCHED`` sketched
-    uses, up to 10 plain runs), or None.  Without plain runs of the template, ``plain_pred`` (its
-    captures' median, else the fitted cost line) stands in."""
+    uses as (run, capture) pairs, up to 10 plain runs), or None.  Without plain runs of the template,
+    ``plain_pred`` (its captures' median, else the fitted cost line) stands in."""
     import statistics
 
     if len(sketched) < MIN_SKETCHED:
@@ -94,12 +109,12 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
     ps = statistics.median(plain[:10]) if plain else plain_pred
     if ps is None:
         return None
-    ss = statistics.fmean(sketched[:MIN_SKETCHED])
+    ss, run, k, cap = next_use(sketched[:MIN_SKETCHED])
     if ss <= MARGIN * ps:
         return None
     how = f"median of {min(len(plain), 10)}" if plain else "predicted: no plain run of the template"
-    return (f"no-go (measured): the last {MIN_SKETCHED} sketched uses took {ss:.2f} s on average (run + "
-            f"capture) against {ps:.2f} s plain ({how})")
+    return (f"no-go (measured): a sketched use costs ~{ss:.2f} s (median run {run:.2f} s + {k} of the last "
+            f"{MIN_SKETCHED} uses needed a capture of ~{cap:.2f} s) against {ps:.2f} s plain ({how})")
 
 
 def revisit(store, template: str, strategy: str, rows: float, step: str | None = None) -> str | None:

@@ -13,13 +13,26 @@ N = MIN_SKETCHED
 def test_measured_loss_needs_enough_sketched_uses():
     assert measured_loss([1.0], [3.0] * (N - 1), None) is None
     why = measured_loss([1.0, 1.2, 1.4], [2.0, 3.0] * (N // 2), None)
-    assert why is not None and "2.50 s on average" in why and "1.20 s plain" in why
+    assert why is not None and "~2.50 s" in why and "1.20 s plain" in why
 
 
 def test_measured_loss_keeps_a_sketch_that_is_faster_or_within_the_margin():
     assert measured_loss([1.5, 1.4], [0.5] * N, None) is None
     assert measured_loss([1.0], [0.99 * MARGIN] * N, None) is None  # dearer, but not clearly
     assert measured_loss([1.0], [1.01 * MARGIN] * N, None) is not None
+
+
+def test_one_off_costs_do_not_retire_a_template_whose_reuses_pay():
+    """Session 17, ajgh_date in a fresh JVM: three cold captures of 10.1, 7.5 and 6.8 s among ten uses
+    whose runs took 0.8-1.4 s, against 2.81 s plain; the mean (3.85 s) said loss, the next use does not."""
+    uses = [(0.9, 0.0), (1.0, 0.0), (0.8, 0.0), (1.4, 0.0), (1.2, 6.8), (1.1, 7.5), (0.9, 0.0), (0.8, 0.0),
+            (1.0, 0.0), (2.7, 10.1)]
+    assert measured_loss([2.81], uses, None) is None
+    # the same runs with a capture before every use: a loss (big_orders' pattern)
+    assert measured_loss([2.81], [(r, 7.0) for r, _ in uses], None) is not None
+    # a minority of uses capturing, but dearly enough that the next use is expected to lose
+    why = measured_loss([1.0], [(0.4, 3.0)] * 4 + [(0.4, 0.0)] * (N - 4), None)
+    assert why is not None and "~1.60 s" in why and "4 of the last" in why
 
 
 def test_early_captures_are_repaid_by_later_reuses():
@@ -60,7 +73,7 @@ def test_revisit_turns_a_contradicted_go_into_a_no_go_and_retires_sketches(tmp_p
         _run(store, "slow", s, True)
         _run(store, "fast", s / 5, True)
     why = revisit(store, "slow", "CB-OPT-GB", 6e6, step="20")
-    assert why is not None and "3.00 s on average" in why and "1.45 s plain" in why
+    assert why is not None and "~3.00 s" in why and "1.45 s plain" in why
     memo = recall(store, "slow", "CB-OPT-GB")
     assert not memo.go and not memo.structural and memo.horizon == REVISIT_FACTOR * 5.0
     assert "was go on t.a" in memo.reason and memo.step == "20"
