@@ -19,11 +19,11 @@ a template does not pay for sampling and estimation again.
   predicted as the median run plus the share of uses that needed a capture times the median such
   capture.  If that exceeds ``MARGIN`` times the plain runs, the go becomes a no-go by cost with a
   longer horizon and the template's live sketches are retired (no further reuse or maintenance).
-  Medians keep one-off costs out: a replay's first captures in a fresh JVM took 7-10 s against
-  1-2 s later, and the mean of ten uses that included three of them retired a template whose
-  reuses ran at half its plain time (session 17).  The judgement waits for ten uses: with three
-  uses it turned every template of a replay into a no-go (session 16).  Maintenance is left to
-  ``maintain.worth``.
+  Medians make it less sensitive to single outliers than the mean of the ten uses it replaced
+  (a replay's first captures in a fresh JVM took 5-10 s against 1-2 s later; session 17), though
+  on that replay's actual uses both rules judged alike.  The judgement waits for ten uses: with
+  three uses it turned every template of a replay into a no-go (session 16).  Maintenance is left
+  to ``maintain.worth``.
 """
 
 from __future__ import annotations
