@@ -320,7 +320,9 @@ def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: O
     pool = pool_of(strategy, candidates)
     field_ = "real" if strategy == "OPT" else "sizes"
     costed = [(c, candidate_costing(c, getattr(c, field_), table_rows, w, p, fragments)) for c in pool]
-    costed = [(c, k) for c, k in costed if k is not None]
+    # a two-attribute candidate is an add-on of two sketches: it competes only when it pays, so a
+    # pair that saves more rows but not its second capture never displaces a single that is a go
+    costed = [(c, k) for c, k in costed if k is not None and (k.go or not c.attrs)]
     names = [c.key for c in pool]
     if not costed:
         what = "with captured sizes" if strategy == "OPT" else "with estimates"
@@ -334,6 +336,9 @@ def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: O
         c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].key))
     else:
         c, k = ranking[0]
+        best_single = next((ck for ck in ranking if not ck[0].attrs), None)
+        if c.attrs and best_single is not None and best_single[1].net_rows >= k.net_rows:
+            c, k = best_single  # a pair must also beat the best single on net benefit (2 captures)
     return Decision(strategy, c.key, k.n_target, k.go, k.reason, k, names,
                     [(ck[0].key, ck[1].sel) for ck in ranking])
 

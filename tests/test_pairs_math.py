@@ -52,3 +52,5 @@ def test_pair_read_fraction_keeps_a_unit_only_if_both_filters_keep_it():
     rows = np.array([100, 100, 200])
     assert pair_read_fraction(rows, np.array([1.0, 1.0, 0.0]), np.array([1.0, 0.0, 1.0])) == pytest.approx(0.25)
     assert pair_read_fraction(rows, np.array([1.0, 0.5, 1.0]), np.array([1.0, 1.0, 0.5])) == pytest.approx(0.625)
+    # two uncertain filters on one unit: kept with at most the smaller probability, not the product
+    assert pair_read_fraction(rows, np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.5, 1.0])) == pytest.approx(0.25)

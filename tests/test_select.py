@@ -342,3 +342,24 @@ def test_a_joined_dimension_is_ranked_with_the_fact_rows_it_keeps_out_of_the_joi
         assert d.attr == "orders.o_orderdate", (strategy, d.ranking)
     no_join = CostParams(join_share=0.0)
     assert choose("CB-OPT", [fact, dim], 6e6, Workload(5), no_join).attr == "l_shipdate"
+
+
+def test_a_pair_that_does_not_pay_never_displaces_a_single_go():
+    """A two-attribute candidate saves a little more than its best single but pays two captures: the
+    single is the pick, whether the pair is a no-go or a go with less net benefit; once the pair's
+    saving covers the second capture with room to spare, the pair is the pick."""
+    T = 1_000_000.0
+    single = Candidate("t", "g", True, "", 200, frozenset({"gb"}), {100: SizeSummary(100, 102, 0.22, 0.2, 0.24, 0.22, 20.0)})
+    pair = Candidate("t", "g&ts", True, "", 200, frozenset({"gb"}),
+                     {100: SizeSummary(100, 204, 0.19, 0.18, 0.2, 0.19, 40.0)}, attrs=("g", "ts"))
+    dear = Workload(3.0, capture_rows=1.2 * T)  # 3 x (0.81 - 0.02) - 2 x 1.2 < 0: the pair is a no-go
+    d = choose("CB-OPT", [single, pair], T, dear)
+    assert d.attr == "g" and d.go and [a for a, _ in d.ranking] == ["g"]
+    cheap = Workload(3.0, capture_rows=0.8 * T)  # both go; the pair nets +0.77 scans, the single +1.51
+    d = choose("CB-OPT", [single, pair], T, cheap)
+    assert d.attr == "g" and d.go and [a for a, _ in d.ranking] == ["g&ts", "g"]
+    good_pair = Candidate("t", "g&ts", True, "", 200, frozenset({"gb"}),
+                          {100: SizeSummary(100, 204, 0.01, 0.005, 0.02, 0.01, 4.0)}, attrs=("g", "ts"))
+    assert choose("CB-OPT", [single, good_pair], T, cheap).attr == "g"  # 3 uses: +1.3 scans < +1.51
+    d = choose("CB-OPT", [single, good_pair], T, Workload(10.0, capture_rows=0.8 * T))  # +8.3 > +6.9
+    assert d.attr == "g&ts" and d.go
