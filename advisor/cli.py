@@ -260,11 +260,18 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
         tab.add_row(*[str(x) for x in r])
     out.print(tab)
     m = res.metrics
-    used = "no sketch" if not res.sketch else f"sketch {res.sketch['id']}" + (
-        f" with {res.sketch['how'].split('+')[1]} (two attributes: " + " AND ".join(
-            p["attr"] for p in res.sketch["parts"]) + ")" if "+" in res.sketch["how"] else "")
-    out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s, {used}; read {m.files_read} files, "
+    out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s, {_used(res.sketch)}; read {m.files_read} files, "
               f"{m.bytes_read / 1e6:.1f} MB, {m.rows_read:,} rows")
+
+
+def _used(sketch: dict | None) -> str:
+    """How a run used sketches: none, one, or a pair's two (``advisor.pairs.combine``)."""
+    if not sketch:
+        return "no sketch"
+    if "+" not in sketch["how"]:
+        return f"sketch {sketch['id']}"
+    attrs = " AND ".join(p["attr"] for p in sketch["parts"])
+    return f"sketch {sketch['id']} with {sketch['how'].split('+')[1]} (two attributes: {attrs})"
 
 
 @app.command("sketches")

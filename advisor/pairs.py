@@ -7,7 +7,8 @@ on that table (``estimators.pairs``), checks the attribute *set* with Z3 (a prod
 pair is captured as two ordinary single-attribute sketches of the query, so each is stored, reused
 and maintained incrementally as before; ``combine`` applies them together, as the conjunction of
 their filters, whenever both are usable for a query with identical bindings and the pair is safe.
-Replays do not offer pairs yet (the template memo and sketch derivation there are per attribute).
+Pairs are sized from the bootstrap / CLT replicates only: OPT and method exact do not offer them,
+and replays do not yet (the template memo and sketch derivation there are per attribute).
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ does not sample: it builds the partitions and captures every pool candidate in o
 would; it pays the capture of its pick.  The record is logged in the store's
 ``runs`` table with kind ``recommend`` (these do not count as executions for reuse prediction).
 Before sampling, ``select.cannot_pay`` ends the advice when even a sketch skipping every row could
-not repay capture, maintenance and the estimation at the costs measured in this store.
+not repay capture, maintenance and the estimation at the costs measured in this store.  When the
+best single estimate is weak, pairs of the sampled table's candidates are sized and weighed too
+(``advisor.pairs``; bootstrap / CLT only, not OPT or method exact).
 
 ``method="exact"`` (beyond the paper): when the capture can read every pool candidate by value
 (``capture.value_lineage``: the strategy's group-by candidates of a HAVING / top-k query), their

@@ -79,6 +79,17 @@ def test_the_pair_is_used_as_a_conjunction_with_the_plain_answer(ctx, rec):
     assert paired.metrics.rows_read <= 0.3 * 32_000 < single.metrics.rows_read
 
 
+def test_advisor_run_uses_both_sketches(ctx, rec, capsys):
+    from advisor.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--warehouse", str(ctx.warehouse), "run", SQL])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "16 row(s)" in out and "(two attributes: " in out
+    assert sorted(out.split("(two attributes: ")[1].split(")")[0].split(" AND ")) == ["a", "b"]
+
+
 def test_a_batch_maintains_both_sketches_to_their_recapture(ctx, rec):
     from advisor.capture import capture
     from advisor.partitions import load_partition
