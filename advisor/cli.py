@@ -349,22 +349,10 @@ def replay_cmd(workload: Path,
 
     strats = [s for s in strategies.split(",") if s.strip()] if strategies else None
     if isolate:
-        replay_isolated(_child_argv(), str(workload), strats, out_dir, fresh)
+        replay_isolated(STATE, str(workload), strats, out_dir, fresh)
     run_dir = replay(ctx(), str(workload), strats, str(out_dir) if out_dir else None, fresh and not isolate,
                      console=out)
     _print_run(run_dir, report)
-
-
-def _child_argv() -> list[str]:
-    """This invocation's global options, for a child ``advisor`` process."""
-    argv = [sys.executable, "-m", "advisor.cli"]
-    if STATE.get("warehouse"):
-        argv += ["--warehouse", str(STATE["warehouse"])]
-    if STATE.get("master"):
-        argv += ["--master", STATE["master"]]
-    for k, v in (STATE.get("conf") or {}).items():
-        argv += ["--conf", f"{k}={v}"]
-    return argv
 
 
 def _print_run(run_dir: Path, report: bool) -> None:

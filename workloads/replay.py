@@ -174,9 +174,21 @@ def _read_log(path: Path) -> list[dict]:
     return out
 
 
-def replay_isolated(argv: list[str], workload_path: str, strategies: list[str] | None, out, fresh: bool) -> None:
-    """Run each strategy's replay in a child process of its own (``argv``: the ``advisor`` command with
-    its global options), one after another into the same run directory.
+def child_argv(options: dict) -> list[str]:
+    """The ``advisor`` command with the global options (warehouse, master, conf) of this invocation."""
+    argv = [sys.executable, "-m", "advisor.cli"]
+    if options.get("warehouse"):
+        argv += ["--warehouse", str(options["warehouse"])]
+    if options.get("master"):
+        argv += ["--master", options["master"]]
+    for k, v in (options.get("conf") or {}).items():
+        argv += ["--conf", f"{k}={v}"]
+    return argv
+
+
+def replay_isolated(options: dict, workload_path: str, strategies: list[str] | None, out, fresh: bool) -> None:
+    """Run each strategy's replay in a child process of its own (``options``: the CLI's global options),
+    one after another into the same run directory.
 
     Strategies sharing one JVM are not measured alike: a later strategy runs on a JVM aged by the
     earlier ones' generated filter classes and cache evictions (plain runs inside the sketching
@@ -189,7 +201,7 @@ def replay_isolated(argv: list[str], workload_path: str, strategies: list[str] |
     if fresh and Path(out).exists():
         shutil.rmtree(out)
     for s in strats:
-        cmd = argv + ["replay", workload_path, "--strategies", s, "--out", str(out), "--no-report"]
+        cmd = child_argv(options) + ["replay", workload_path, "--strategies", s, "--out", str(out), "--no-report"]
         rc = subprocess.run(cmd).returncode
         if rc != 0:
             raise BadInput(f"the replay of strategy {s} in its own process exited with code {rc}")
