@@ -17,8 +17,8 @@ replicate ``E_k = P_a[k] @ J @ P_b[k]``: fragments of a and of b are touched by 
 groups, which a product of the two marginal expectations would miss (a group passing with
 probability 0.5 covers its cell with probability 0.5, not 0.25).  Within a replicate the two are
 treated as independent [INFERRED: exact when both attributes are determined by the group key, an
-approximation for unseen rows].  The estimate is the replicates' mean, the interval their
-quantiles.
+approximation for unseen rows].  The estimate is the replicates' mean; the interval is the
+quantiles of the same sums with each replicate's fragments drawn from those probabilities.
 
 ``J`` comes from the stratified sample: each sampled row weighs ``N_g / n_g`` of its stratum, and each
 a-fragment's row of ``J`` is rescaled to the partition's exact size ``|R_r|``; an a-fragment no
@@ -49,7 +49,8 @@ def joint_counts(frag_a: np.ndarray, frag_b: np.ndarray, weights: np.ndarray, si
     return scaled
 
 
-def pair_estimate(a: SizeEstimate, b: SizeEstimate, joint: np.ndarray, confidence: float = 0.95) -> SizeEstimate:
+def pair_estimate(a: SizeEstimate, b: SizeEstimate, joint: np.ndarray, confidence: float = 0.95,
+                  seed: int = 0) -> SizeEstimate:
     """The size of ``a AND b`` from two estimates over the same replicates and the cell sizes ``joint``."""
     J = np.asarray(joint, dtype=float)
     total = float(J.sum()) or 1.0
@@ -58,8 +59,14 @@ def pair_estimate(a: SizeEstimate, b: SizeEstimate, joint: np.ndarray, confidenc
     Pb_ = np.zeros(J.shape[1]) if pb is None else pb.reindex(range(J.shape[1]), fill_value=0.0).to_numpy()
     Ra, Rb = a.replicate_probability, b.replicate_probability
     if Ra is not None and Rb is not None and Ra.shape[0] == Rb.shape[0]:
-        per = np.einsum("ki,ij,kj->k", Ra, J, Rb)
-        rows = float(per.mean())
+        rows = float(np.einsum("ki,ij,kj->k", Ra, J, Rb).mean())
+        # the interval draws each replicate's fragments (as ``size.estimate_size`` does for one
+        # attribute): quantiles of the expected coverage alone ignore the unseen-row draws and
+        # covered only 84-87 % of the real sizes at 95 % (session 17, flights and crimes)
+        rng = np.random.default_rng(seed)
+        Ma = (rng.random(Ra.shape) < Ra).astype(float)
+        Mb = (rng.random(Rb.shape) < Rb).astype(float)
+        per = np.einsum("ki,ij,kj->k", Ma, J, Mb)
         q = (1.0 - confidence) / 2.0
         lo, hi = (float(x) for x in np.quantile(per, [q, 1.0 - q]))
         method = "replicates"
