@@ -102,20 +102,18 @@ def lead_first(pick: Candidate, units_source: str) -> tuple:
 
 def capture_pair(cat, q, pick: Candidate, n_target: int, parts: dict, versions: dict, source: str) -> dict:
     """Capture the pair as two single-attribute sketches (leading attribute first) on the partitions
-    they were sized with; the selectivity is that of the conjunction, counted on the table."""
-    from advisor.capture import capture
+    they were sized with, in ONE Spark job (``capture.capture_batch``; both attributes are safe alone,
+    being in the pool, and as a set, checked in ``pair_candidates``).  The selectivity is that of the
+    conjunction, counted on the table."""
+    from advisor.capture import capture_batch
     from advisor.select import store_partition
 
     table = pick.table
-    ids, secs, sketches = [], 0.0, []
-    for attr in lead_first(pick, source):
-        part = store_partition(cat, parts[(attr, n_target)])
-        res = capture(cat, q, {table: attr}, part.n_target, versions, check=True, partitions={table: part})
-        ids.append(res.sketch.id)
-        secs += res.seconds
-        sketches.append(res.sketch)
+    items = [(q, {table: attr}, {table: store_partition(cat, parts[(attr, n_target)])})
+             for attr in lead_first(pick, source)]
+    sketches, secs = capture_batch(cat, items, versions, save=True)
     rows = conjunction_rows(cat, table, versions[table], sketches)
-    return {"sketch_id": ids[0], "sketch_ids": ids,
+    return {"sketch_id": sketches[0].id, "sketch_ids": [sk.id for sk in sketches],
             "selectivity": rows / max(1, cat.version(table, versions[table]).rows), "seconds": round(secs, 3)}
 
 
