@@ -37,6 +37,7 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
       "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
       "partitions_built": int,                # OPT / exact: partitions this sizing had to build
       "workload": {"predicted_reuses": float, "updates_per_use": float, "scan_rows_per_s": float,
+                   "steps_per_use": float,    # maintenance steps per use under the policy
                    "fixed_rows": float,       # one Spark job's fixed cost, in rows (advisor.calibrate)
                    "advice_rows": float | null,  # measured sampling + estimation, in rows
                    "reason": str} | null,
@@ -159,7 +160,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         c.skip_note = unskippable.get(c.key)
     w = predict_workload(ctx.store, q, table, p, upto=versions[table], table_rows=T)
     rec["template"] = q.template
-    rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use,
+    rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use, "steps_per_use": w.steps,
                        "scan_rows_per_s": w.scan_rate, "fixed_rows": w.fixed_rows,
                        "advice_rows": w.advice_rows, "reason": w.reason}
     est = None

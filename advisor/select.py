@@ -23,8 +23,10 @@ fixed cost in rows, 0 until the run log identifies it):
                  (a sketch on a joined dimension's group-by column also saves join_share * (1 - read)
                  * T_fact: the fact rows that no longer find a partner; capture and maintenance priors
                  use T_fact, the sampled table's rows)
-               minus maintenance  updates_per_use * min(capture, (init + U * step) / U)
-                 (ski rental over the U predicted updates: recapture each batch, or initialise
+               minus maintenance  steps_per_use * min(capture, (init + U * step) / U)
+                 (steps per use follow the policy, ``maintenance_steps``: lazy catches up once
+                 before a use however many batches wait; ski rental over the U predicted steps:
+                 recapture each time, or initialise
                  operator state once and step incrementally; step = measured for the template, else
                  the median step measured for the store's other templates, else
                  maint_fixed * T + maint_per_delta * delta_rows: an incremental step reads the batch
@@ -158,6 +160,12 @@ class Workload:
     advice_rows: float | None = None    # measured sampling + estimation of one recommendation, in rows
     capture_sunk: bool = False          # the sizing already captured every candidate (method exact)
     calibration: object = None          # the ``advisor.calibrate.Calibration`` behind the figures
+    steps_per_use: float | None = None  # maintenance steps per use under the policy; None: one per batch
+
+    @property
+    def steps(self) -> float:
+        """Maintenance steps a used sketch pays per use (``maintenance_steps``)."""
+        return self.updates_per_use if self.steps_per_use is None else self.steps_per_use
 
     def sizing_rows(self, missing: int, table_rows: float) -> float:
         """Predicted advice of a sizing without sampling (method exact, OPT) besides its capture job."""
@@ -223,7 +231,7 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
     read = s.sel if s.read is None else s.read
     saving = (1.0 - read) * (T + p.join_share * joined_rows)
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
-    maint = sketches * w.updates_per_use * maintenance_per_update(J, capture, w, p)
+    maint = sketches * w.steps * maintenance_per_update(J, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - charged
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
@@ -249,12 +257,28 @@ def capture_rows(T: float, w: Workload, p: CostParams) -> float:
     return w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
 
 
+def maintenance_steps(policy: str, updates_per_use: float) -> float:
+    """Maintenance steps per use of a sketch under ``policy``: eager maintains once per batch; lazy
+    catches up once before a use, however many batches wait (``maintain.hooks.before_use``);
+    batched:N adds that catch-up to one step per N batches; arrival may turn eager, so it is
+    charged as eager."""
+    u = max(0.0, updates_per_use)
+    kind = policy.split(":", 1)[0].strip().lower()
+    if kind == "lazy":
+        return min(1.0, u)
+    if kind == "batched":
+        head = policy.split(":", 1)[1].split(",")[0].strip() if ":" in policy else ""
+        n = int(head) if head.isdigit() and int(head) > 0 else 1
+        return min(u, u / n + min(1.0, u))
+    return u
+
+
 def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams) -> float:
-    """Rows one update batch costs a used sketch: an incremental step once operator state exists,
+    """Rows one maintenance step costs a used sketch: an incremental step once operator state exists,
     or a recapture (ski rental, ``maintain.rent``) while initialising the state does not pay over
-    the predicted updates -- whichever is cheaper over the horizon."""
+    the predicted steps -- whichever is cheaper over the horizon."""
     inc = w.inc_rows if w.inc_rows is not None else p.maint_fixed * T + p.maint_per_delta * w.delta_rows
-    updates = w.reuses * w.updates_per_use
+    updates = w.reuses * w.steps
     if w.init_rows is None or updates <= 0:
         return inc
     return min(capture, (w.init_rows + updates * inc) / updates)
@@ -268,7 +292,7 @@ def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
     estimation itself are charged as measured (``advisor.calibrate``).  With ``advice_captures``
     (method exact: the sizing job is the capture) the larger of the two is charged, once."""
     capture = capture_rows(T, w, p)
-    maint = w.updates_per_use * maintenance_per_update(T, capture, w, p)
+    maint = w.steps * maintenance_per_update(T, capture, w, p)
     if advice_captures:
         best = w.reuses * (T - maint) - max(capture, advice_rows or 0.0)
     else:
@@ -459,6 +483,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
 
     from advisor.calibrate import calibrate, rows_for
     from advisor.maintain.bulk import supports
+    from advisor.maintain.hooks import policy_spec
     from advisor.maintain.rent import init_rate
     from advisor.plan.parse import templatize
 
@@ -482,17 +507,19 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     batches = store.query("SELECT n_ins, n_del FROM versions WHERE table_name=? AND kind='batch' AND version<=?",
                           (table, 1 << 62 if upto is None else upto))
     ups = len(batches) / max(1, same or on_table) if batches else 0.0
+    steps = maintenance_steps(policy_spec(store), ups)
     delta = statistics.mean(b["n_ins"] + b["n_del"] for b in batches) if batches else 0.0
     reason = (f"template seen {same} time(s) in the last {len(rows)} logged run(s): predicted "
               f"{p.prior_reuses:g} (prior) + {same} reuse(s); {len(batches)} update batch(es) over "
-              f"{same or on_table} run(s)")
+              f"{same or on_table} run(s), {steps:.2f} maintenance step(s) per use (policy {policy_spec(store)})")
     if not p.measured:
         rate = 1.0 / calibrate(store).per_row_s
-        return Workload(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)")
+        return Workload(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)", steps_per_use=steps)
     cal = calibrate(store)
     init = None if table_rows is None else cal.rows(table_rows / init_rate(store, supports(query.root)))
     reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
-    return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, fixed_rows=cal.fixed_rows,
+    return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, steps_per_use=steps,
+                    fixed_rows=cal.fixed_rows,
                     capture_rows=rows_for(cal, cal.recapture_s, query.template),
                     inc_rows=_inc_rows(cal, query.template), init_rows=init,
                     advice_rows=cal.advice_rows(), calibration=cal)

@@ -130,3 +130,21 @@ def test_decline_maintenance_that_costs_more_than_it_saves():
     assert decline_reason(Evidence(10.0, 1.0, 1.0, 40, 12.0, 70.0, 0.3)) is None
     # no sketched run measured yet: no evidence against maintaining
     assert decline_reason(Evidence(0.99, None, 1.0, 40, 2.9, 70.0, 0.3)) is None
+
+
+def test_lazy_policy_pays_one_catch_up_per_use_however_many_batches_wait():
+    from advisor.select import maintenance_steps
+    # hand-computed: 3 batches between uses -> eager steps 3 times, lazy once, batched:2 1.5 + 1 (capped at 3)
+    assert maintenance_steps("eager", 3.0) == 3.0
+    assert maintenance_steps("lazy", 3.0) == 1.0
+    assert maintenance_steps("lazy", 0.25) == 0.25  # four uses per batch: only the first catches up
+    assert maintenance_steps("batched:2", 3.0) == 2.5
+    assert maintenance_steps("batched:10,5s", 0.5) == 0.5  # 0.05 + 0.5, never more than eager
+    assert maintenance_steps("arrival", 3.0) == 3.0
+    T = 1e6
+    p = CostParams()
+    eager = Workload(7, updates_per_use=3.0, inc_rows=0.2 * T, capture_rows=1.3 * T)
+    lazy = Workload(7, updates_per_use=3.0, inc_rows=0.2 * T, capture_rows=1.3 * T, steps_per_use=1.0)
+    # 7 uses x 3 steps x 0.2 scans = 4.2 scans of maintenance against 7 x 0.2 = 1.4 under lazy
+    assert "maintenance 4.20" in cannot_pay(T, eager, p, advice_rows=4.0 * T)
+    assert cannot_pay(T, lazy, p, advice_rows=4.0 * T) is None
