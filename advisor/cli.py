@@ -342,14 +342,15 @@ def replay_cmd(workload: Path,
                fresh: bool = typer.Option(False, "--fresh", help="Discard an existing run directory instead of resuming."),
                report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
                isolate: bool = typer.Option(False, "--isolate",
-                                            help="Run each strategy in its own process (a fresh JVM), so no "
-                                                 "strategy inherits another's compiled code or caches.")):
+                                            help="Run each strategy in its own process (a fresh JVM), all "
+                                                 "released in lockstep: step i of every strategy before "
+                                                 "step i+1 of any, one at a time.")):
     """Replay a workload file end to end for each strategy; writes a run directory (resumable)."""
     from workloads.replay import replay, replay_isolated
 
     strats = [s for s in strategies.split(",") if s.strip()] if strategies else None
     if isolate:
-        replay_isolated(STATE, str(workload), strats, out_dir, fresh)
+        replay_isolated(STATE, str(workload), strats, out_dir, fresh, console=Console(stderr=True))
     run_dir = replay(ctx(), str(workload), strats, str(out_dir) if out_dir else None, fresh and not isolate,
                      console=out)
     _print_run(run_dir, report)

@@ -160,6 +160,8 @@ def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, 
     pids = {s: {e["pid"] for e in log if e["strategy"] == s} for s in ("NO-PS", "CB-OPT-GB")}
     assert all(len(p) == 1 for p in pids.values())  # one process per strategy, neither of them this one
     assert len(pids["NO-PS"] | pids["CB-OPT-GB"]) == 2 and os.getpid() not in pids["NO-PS"] | pids["CB-OPT-GB"]
+    # lockstep: every strategy's step i is logged before any strategy's step i + 1
+    assert [(e["step"], e["strategy"]) for e in log] == [(i, s) for i in (0, 1, 2) for s in ("NO-PS", "CB-OPT-GB")]
     doc = json.loads((tmp_path / "run" / "run.json").read_text())
     assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
     assert sorted((q["strategy"], q["step"]) for q in doc["queries"]) == sorted(

@@ -34,6 +34,7 @@ from pathlib import Path
 from advisor.errors import BadInput
 
 from . import replay_steps
+from .lockstep import Gate
 from .run_summary import summarize
 from .workload_file import Workload, load_workload
 
@@ -186,25 +187,35 @@ def child_argv(options: dict) -> list[str]:
     return argv
 
 
-def replay_isolated(options: dict, workload_path: str, strategies: list[str] | None, out, fresh: bool) -> None:
+def replay_isolated(options: dict, workload_path: str, strategies: list[str] | None, out, fresh: bool,
+                    console=None) -> None:
     """Run each strategy's replay in a child process of its own (``options``: the CLI's global options),
-    one after another into the same run directory.
+    all into the same run directory, released in lockstep (``workloads.lockstep``): step i of every
+    strategy runs before step i + 1 of any, one process at a time.
 
-    Strategies sharing one JVM are not measured alike: a later strategy runs on a JVM aged by the
-    earlier ones' generated filter classes and cache evictions (plain runs inside the sketching
-    strategies took 1.075-1.154x NO-PS's runs of the same steps; BENCHMARKS.md, session 16).  The
-    caller then replays once more in-process, which finds every step done and writes ``run.json``."""
+    A shared JVM measures strategies unalike (a later one inherits the earlier ones' compiled code
+    and caches), and strategies run one after another are timed minutes apart on a machine whose
+    speed drifts (BENCHMARKS.md, sessions 16-18).  The caller then replays once more in-process,
+    which finds every step done and writes ``run.json``."""
+    from .lockstep import run_lockstep
+
     wl = load_workload(workload_path)
     strats = [s.strip().upper() for s in (strategies or wl.strategies)]
     if out is None:
         raise BadInput("--isolate needs --out: the child processes must share one run directory")
     if fresh and Path(out).exists():
         shutil.rmtree(out)
-    for s in strats:
-        cmd = child_argv(options) + ["replay", workload_path, "--strategies", s, "--out", str(out), "--no-report"]
-        rc = subprocess.run(cmd).returncode
-        if rc != 0:
-            raise BadInput(f"the replay of strategy {s} in its own process exited with code {rc}")
+    argvs = {s: child_argv(options) + ["replay", workload_path, "--strategies", s, "--out", str(out), "--no-report"]
+             for s in strats}
+    if console is None:
+        run_lockstep(argvs)
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("starting one process per strategy", total=None)
+        run_lockstep(argvs, lambda s, step: bar.update(task, description=f"lockstep: {s} finished step {step}"))
 
 
 def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
@@ -228,7 +239,8 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
     def factory(wh: Path):
         return Context(warehouse=wh, spark=spark)
 
-    prog = _Progress(console, strats, quiet)
+    gate = Gate.from_env()  # a child of ``replay_isolated``: wait for the parent before every step
+    prog = _Progress(console, strats, quiet or gate is not None)
     with prog:
         plan = prepare(factory, wl, run_dir, prog.note)
         log_path = run_dir / "log.jsonl"
@@ -251,6 +263,8 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                 for t, v in plan["initial_versions"].items():
                     cat.pin(t, v)
                 for step in steps:
+                    if gate is not None and (s, step["step"]) not in done:
+                        gate.wait(step["step"])
                     if step["kind"] == "update":
                         if (s, step["step"]) in done:
                             cat.pin(step["table"], step["version"])
@@ -273,6 +287,8 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                     logf.flush()
                 sctx.store.close()
                 _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True))
+        if gate is not None:
+            gate.end()
         env["finished"] = _now()
         doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False)
         _write_json(run_dir / "run.json", doc)
