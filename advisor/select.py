@@ -24,7 +24,7 @@ fixed cost in rows, 0 until the run log identifies it):
                  * T_fact: the fact rows that no longer find a partner; capture and maintenance priors
                  use T_fact, the sampled table's rows)
                minus maintenance  steps_per_use * min(capture, (init + U * step) / U)
-                 (steps per use follow the policy, ``maintenance_steps``: lazy catches up once
+                 (steps per use follow the policy, ``Policy.steps_per_use``: lazy catches up once
                  before a use however many batches wait; ski rental over the U predicted steps:
                  recapture each time, or initialise
                  operator state once and step incrementally; step = measured for the template, else
@@ -164,7 +164,7 @@ class Workload:
 
     @property
     def steps(self) -> float:
-        """Maintenance steps a used sketch pays per use (``maintenance_steps``)."""
+        """Maintenance steps a used sketch pays per use (``Policy.steps_per_use``)."""
         return self.updates_per_use if self.steps_per_use is None else self.steps_per_use
 
     def sizing_rows(self, missing: int, table_rows: float) -> float:
@@ -255,22 +255,6 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
 def capture_rows(T: float, w: Workload, p: CostParams) -> float:
     """One capture: as measured for the template, else an instrumented run plus a job's fixed cost."""
     return w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
-
-
-def maintenance_steps(policy: str, updates_per_use: float) -> float:
-    """Maintenance steps per use of a sketch under ``policy``: eager maintains once per batch; lazy
-    catches up once before a use, however many batches wait (``maintain.hooks.before_use``);
-    batched:N adds that catch-up to one step per N batches; arrival may turn eager, so it is
-    charged as eager."""
-    u = max(0.0, updates_per_use)
-    kind = policy.split(":", 1)[0].strip().lower()
-    if kind == "lazy":
-        return min(1.0, u)
-    if kind == "batched":
-        head = policy.split(":", 1)[1].split(",")[0].strip() if ":" in policy else ""
-        n = int(head) if head.isdigit() and int(head) > 0 else 1
-        return min(u, u / n + min(1.0, u))
-    return u
 
 
 def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams) -> float:
@@ -484,6 +468,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     from advisor.calibrate import calibrate, rows_for
     from advisor.maintain.bulk import supports
     from advisor.maintain.hooks import policy_spec
+    from advisor.maintain.policy import make_policy
     from advisor.maintain.rent import init_rate
     from advisor.plan.parse import templatize
 
@@ -507,7 +492,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     batches = store.query("SELECT n_ins, n_del FROM versions WHERE table_name=? AND kind='batch' AND version<=?",
                           (table, 1 << 62 if upto is None else upto))
     ups = len(batches) / max(1, same or on_table) if batches else 0.0
-    steps = maintenance_steps(policy_spec(store), ups)
+    steps = make_policy(policy_spec(store)).steps_per_use(ups)
     delta = statistics.mean(b["n_ins"] + b["n_del"] for b in batches) if batches else 0.0
     reason = (f"template seen {same} time(s) in the last {len(rows)} logged run(s): predicted "
               f"{p.prior_reuses:g} (prior) + {same} reuse(s); {len(batches)} update batch(es) over "

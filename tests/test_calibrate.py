@@ -133,7 +133,10 @@ def test_decline_maintenance_that_costs_more_than_it_saves():
 
 
 def test_lazy_policy_pays_one_catch_up_per_use_however_many_batches_wait():
-    from advisor.select import maintenance_steps
+    from advisor.maintain.policy import make_policy
+
+    def maintenance_steps(spec, ups):
+        return make_policy(spec).steps_per_use(ups)
     # hand-computed: 3 batches between uses -> eager steps 3 times, lazy once, batched:2 1.5 + 1 (capped at 3)
     assert maintenance_steps("eager", 3.0) == 3.0
     assert maintenance_steps("lazy", 3.0) == 1.0

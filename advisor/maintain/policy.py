@@ -87,6 +87,12 @@ class Policy:
         self.pending_tuples = 0
         self.first_pending_at = None
 
+    def steps_per_use(self, updates_per_use: float) -> float:
+        """Maintenance steps a used sketch pays per use, for the cost model: the catch-up before a use
+        (``hooks.before_use``) takes every waiting batch in one step, so at most one per use, and
+        only uses that meet a new batch pay one."""
+        return min(1.0, max(0.0, updates_per_use))
+
 
 class Eager(Policy):
     name = EAGER
@@ -94,6 +100,10 @@ class Eager(Policy):
     def on_update(self, now: float, n_tuples: int) -> bool:
         self._note_update(now, n_tuples)
         return True
+
+    def steps_per_use(self, updates_per_use: float) -> float:
+        """One step per batch."""
+        return max(0.0, updates_per_use)
 
 
 class Lazy(Policy):
@@ -127,6 +137,14 @@ class Batched(Policy):
 
     def tick(self, now: float) -> bool:
         return self._due(now)
+
+    def steps_per_use(self, updates_per_use: float) -> float:
+        """One step per ``n_batches`` batches plus the catch-up before a use, never more than eager
+        (a time limit alone is charged as eager)."""
+        u = max(0.0, updates_per_use)
+        if self.n_batches is None:
+            return u
+        return min(u, u / self.n_batches + min(1.0, u))
 
 
 def expected_query_latency(lu: float, lq: float, s: float, a: float, b: float) -> dict[str, float]:
@@ -208,6 +226,10 @@ class ArrivalAware(Policy):
         if w is None:
             return LAZY
         return EAGER if w[EAGER] < w[LAZY] - self.tolerance else LAZY
+
+    def steps_per_use(self, updates_per_use: float) -> float:
+        """Charged as eager: the policy may turn eager once it has seen the arrivals."""
+        return max(0.0, updates_per_use)
 
 
 def make_policy(spec: str) -> Policy:
