@@ -2,6 +2,7 @@
 one child at a time, and a failing child reported as bad input."""
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,7 @@ gate.end()
 
 def _argv(tmp_path, name, steps, log, fail=False):
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(root=str(__import__("pathlib").Path(__file__).parents[1])))
+    script.write_text(CHILD.format(root=str(Path(__file__).parents[1])))
     return [sys.executable, str(script), name, ",".join(map(str, steps)), "1" if fail else "0", str(log)]
 
 
