@@ -36,6 +36,8 @@ Decisions (documented deviations from the paper):
   larger than the true spread between groups inflates the sketches of upper-tail HAVING thresholds
   (TPC-H at 5 %: 0.72 estimated vs 0.54 real; with it 0.57).  The paper's point classification
   (``sel_point``) then under-counts; the ranking uses the expectation.
+  The prior mean may come from a candidate attribute that explains the group means
+  (``estimators.shrinkage``; ``COVARIATE_PRIOR``, on by default).
 * **Granularities.** One fine partition (the largest requested fragment count) is built and stored
   per attribute; coarser ones are derived from it in memory (``select.derive_partition``) and stored
   only if a sketch is captured on them (``select.store_partition``).
@@ -60,7 +62,9 @@ from advisor.plan.to_sql import esql, q
 from advisor.select import derive_partition, fine_partition
 
 SID, U = "__sid", "__u"
+COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
 from advisor.shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
+from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
 
 
 def split_key(key: str, fact: str) -> tuple[str, str]:
@@ -309,93 +313,6 @@ def _key_fragments(vals, part) -> np.ndarray:
     return np.asarray(assign(vals.reset_index(drop=True), part), dtype=np.int64)
 
 
-def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0.05, prior: str = "normal",
-                  nu: float = 4.0) -> None:
-    """Empirical-Bayes shrinkage of SUM/AVG group estimates, in place (an [INFERRED] repair).
-
-    Why: when the sampling noise of a group's estimate is larger than the true spread between groups
-    (TPC-H: uniform data, small groups), the noisy estimates are spread wider than the truth, so a
-    threshold in the upper part of the distribution is passed by too many groups and sketches look
-    larger than they are.  Model: ``m_g ~ N(mu, tau^2)`` across groups, estimate ``~ N(m_g, v_g)``,
-    ``tau^2 = max(var(m) - mean(noise variance), floor * var(m))``.  ``m_g`` is the row mean ``SUM_g / N_g`` when
-    groups are strata (``aligned``: ``N_g`` is exact) and ``AVG_g``; else the total ``SUM_g`` (its
-    ``N_g`` is estimated too).  ``v_g`` is the larger of the replicate variance and, for row means,
-    ``s_w^2 (1 - n_g/N_g) / n_g`` with the pooled within-group variance ``s_w^2`` (one sampled row
-    has no replicate spread).  ``tau^2`` subtracts the mean analytic variance alone: it is unbiased,
-    while the larger-of-two is biased upwards, and when the spread is a tenth of the noise (TPC-H
-    avg(l_discount) per supplier and ship mode, 15 sampled rows) that bias alone drove ``tau^2`` to
-    its floor and cut the pass rate of a high threshold four-fold.  Each group's point becomes the
-    posterior mean ``mu + (1-B)(m - mu)``, ``B = v/(v + tau^2)``; its replicates are rescaled (and
-    topped up with normal noise where narrower than the posterior) so pass probabilities become
-    posterior probabilities.  Exact groups and groups without a passing sampled row are left alone.  Known
-    limit: a heavy upper tail (flight delays) is under-counted by the normal prior; a nonparametric
-    prior (NPMLE) fixed those queries but over-shrank others (noise of 2-row means of delays is far
-    from normal) and was worse overall in the harness, so it was dropped.  ``prior='t'`` replaces the
-    normal prior by a Student-t with ``nu`` degrees of freedom (a scale mixture of normals): one EM
-    step gives each group the prior variance ``tau^2 / lam_g``, ``lam_g = (nu + 1) / (nu + (m_g - mu)^2
-    / (tau^2 + v_g))``, so a group far out in the tail keeps most of its own estimate while groups
-    inside the bulk shrink as before.
-    """
-    import warnings
-
-    from estimators.quantiles import nan_quantiles
-
-    fr = est.frame
-    rng = np.random.default_rng(est.seed + 7919)
-    for (f, col), name in zip(est.aggs, est.names):
-        if f not in ("sum", "avg") or col is None or name not in est.replicates:
-            continue
-        N, n = fr["N"].to_numpy(float), fr["n"].to_numpy(float)
-        scale = np.where(N > 0, N, 1.0) if f == "sum" and aligned else np.ones(len(fr))
-        m = est.point(name) / scale
-        ok = fr["exists"].to_numpy(bool) & ~fr["exact"].to_numpy(bool) & np.isfinite(m) & (n > 0)
-        g = rows.groupby(gcols, dropna=False)[col]
-        cnt, var = g.count(), g.var(ddof=1)
-        dof = float((cnt - 1).clip(lower=0).sum())
-        if ok.sum() < 3 or dof <= 0:
-            continue
-        sw2 = float(((cnt - 1).clip(lower=0) * var.fillna(0)).sum()) / dof
-        v = (est.stderr(name) / scale) ** 2
-        v_noise = None
-        if f == "avg" or aligned:
-            v_an = sw2 * np.clip(1.0 - n / np.where(N > 0, N, 1.0), 0.0, 1.0) / np.maximum(n, 1.0)
-            v = np.maximum(v, v_an)
-            v_noise = float(np.mean(v_an[ok]))
-        v = np.nan_to_num(v)
-        mu, vm = float(np.mean(m[ok])), float(np.var(m[ok]))
-        if v_noise is None:
-            v_noise = float(np.mean(v[ok]))
-        tau2 = max(vm - v_noise, floor * vm)
-        if tau2 <= 0:
-            continue
-        if prior == "t":
-            lam = (nu + 1.0) / (nu + (m - mu) ** 2 / (tau2 + v))
-            tau2_g = tau2 / np.where(ok & np.isfinite(lam) & (lam > 0), lam, 1.0)
-        elif prior == "normal":
-            tau2_g = tau2
-        else:
-            raise ValueError(f"prior must be 'normal' or 't', got {prior!r}")
-        B = np.where(ok, v / (v + tau2_g), 0.0)
-        post = np.where(ok, mu + (1.0 - B) * (m - mu), m)
-        reps = est.replicates[name] / scale[None, :]
-        dev = (reps - m[None, :]) * np.sqrt(1.0 - B)[None, :]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            rep_var = np.nan_to_num(np.nanvar(dev, axis=0))
-        extra = np.sqrt(np.clip((1.0 - B) * v - rep_var, 0.0, None)) * ok
-        new = post[None, :] + dev + extra[None, :] * rng.standard_normal(reps.shape)
-        new = np.where(ok[None, :], new, reps) * scale[None, :]
-        est.replicates[name] = new
-        fr[name] = post * scale
-        a = (1.0 - est.confidence) / 2.0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            sd, (lo, hi) = np.nanstd(new, axis=0), nan_quantiles(new, [a, 1.0 - a])
-        fr[name + "_se"] = np.where(ok, sd, fr[name + "_se"].to_numpy(float))
-        fr[name + "_lo"] = np.where(ok, lo, fr[name + "_lo"].to_numpy(float))
-        fr[name + "_hi"] = np.where(ok, hi, fr[name + "_hi"].to_numpy(float))
-
-
 def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
              method: str = "bootstrap", B: int = 50, versions: Optional[dict] = None,
              progress: Optional[Callable[[str], None]] = None, shrink: bool | str = True,
@@ -438,8 +355,9 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     gcols = shape.keys + [U]
     est = estimate_groups(pdf, gcols, shape.aggs, method=method, B=B, seed=seed, where=U)
     if shrink:  # True / 'normal': the normal prior; 't': Student-t (see shrink_groups)
-        shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(shape.strata) == len(shape.keys),
-                      prior="t" if shrink == "t" else "normal")
+        covs = {a: fcols[(a, max(g))] for a, g in plan.items()} if COVARIATE_PRIOR else None
+        prior = shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(shape.strata) == len(shape.keys),
+                              prior="t" if shrink == "t" else "normal", covariates=covs)
     nested = topk = None
     if shape.kind == "nested":
         nested = estimate_nested(est, shape.outer_keys + [U], shape.outer_aggs, shape.having, shape.outer_having)
@@ -450,6 +368,9 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     passing = pdf[pdf[U]]
     notes = ["uniform sample: more groups than the sample budget, unsampled groups count as failing"] \
         if sample.meta.get("uniform_fallback") else []
+    if shrink:
+        notes += [f"group estimates of {a} shrunk towards the mean of groups alike in {c}"
+                  for a, c in prior.items() if c is not None]
     sizes = {}
     for (a, n), part in parts.items():
         say(f"sizing {part.table}.{part.attr} at {n} fragments")

@@ -33,6 +33,7 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
       "sample": {"strata": [str], "rows": int, "cached": bool, "uniform_fallback": bool,
                  "maintained_from": int | null,  # table version the sample was maintained from
                  "seconds": float} | null,
+      "estimation_notes": [str],              # e.g. the uniform fallback, a covariate prior (estimators.shrinkage)
       "template": str | null,                 # the query with its constants as parameters
       "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
       "partitions_built": int,                # OPT / exact: partitions this sizing had to build
@@ -113,7 +114,7 @@ def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:
 def _base(sql, strategy, sample_rate, method) -> dict:
     return {"sql": sql, "supported": True, "estimable": False, "reason": None, "strategy": strategy,
             "sample_rate": sample_rate, "method": method, "table": None, "table_rows": None, "shape": None,
-            "exact": False, "sample": None, "workload": None, "candidates": [], "captured": None, "seconds": {},
+            "exact": False, "sample": None, "estimation_notes": [], "workload": None, "candidates": [], "captured": None, "seconds": {},
             "decision": {"attr": None, "fragments": None, "go": False, "reason": "", "figures": None}}
 
 
@@ -207,6 +208,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
                          "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
                          "maintained_from": est.sample.meta.get("maintained_from"),
                          "seconds": round(est.sample.seconds, 3)}
+        rec["estimation_notes"] = list(est.notes)
         parts = est.partitions
         for (a, n), se in est.sizes.items():
             part = est.partitions[(a, n)]

@@ -366,6 +366,8 @@ if __name__ == "__main__":
                     help="ablation: 'own' sizes each group's locality window from its own rows only")
     ap.add_argument("--align-min", type=int, default=None,
                     help="ablation: other containing groups before a window is clipped (0: never clip)")
+    ap.add_argument("--no-covariate", action="store_true",
+                    help="ablation: shrink towards the mean of all groups, never a covariate's bins")
     ap.add_argument("--reestimate", default=None,
                     help="ablation: re-estimate the evaluated queries of this result JSON (oracle sizes kept)")
     ap.add_argument("--templates", default=None,
@@ -376,13 +378,18 @@ if __name__ == "__main__":
     estimators.windows.WIDTH_POOLING = a.window_width == "pooled"
     if a.align_min is not None:
         estimators.windows.ALIGN_MIN = a.align_min
+    if a.no_covariate:
+        import advisor.estimate
+
+        advisor.estimate.COVARIATE_PRIOR = False
     c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     shrink = False if a.no_shrink else (a.shrink or True)
     if a.reestimate:
         src = json.load(open(a.reestimate))
         thetas = tuple(float(x) for x in a.thetas.split(","))
         res = {"thetas": list(thetas), "config": dict(src["config"], shrink=shrink, reestimated=a.reestimate,
-                                                      window_width=a.window_width, align_min=a.align_min),
+                                                      window_width=a.window_width, align_min=a.align_min,
+                                                      covariate_prior=not a.no_covariate),
                "datasets": {}}
         keep = set(a.templates.split(",")) if a.templates else None
         for ds in a.datasets.split(","):
