@@ -369,8 +369,8 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     notes = ["uniform sample: more groups than the sample budget, unsampled groups count as failing"] \
         if sample.meta.get("uniform_fallback") else []
     if shrink:
-        notes += [f"group estimates of {a} shrunk towards the mean of groups alike in {c}"
-                  for a, c in prior.items() if c is not None]
+        notes += [f"group estimates shrunk towards the mean of the groups alike in {c} (a covariate prior)"
+                  for c in dict.fromkeys(c for c in prior.values() if c is not None)]
     sizes = {}
     for (a, n), part in parts.items():
         say(f"sizing {part.table}.{part.attr} at {n} fragments")
