@@ -11,8 +11,8 @@ unless a candidate attribute explains the group means: flights' top hours by tot
 evening hours (long flights west), which a common mean cannot know from 2-3 sampled rows per hour;
 it spread their probability over every busy hour and over-estimated ``sched_dep_time``'s sketch
 (0.75-0.88 against 0.43-0.68; BENCHMARKS.md, session 15).  Groups are binned by the median fragment
-id of their sampled rows on the candidate (quantile bins of about ``2 * COV_MIN_BIN`` groups; a bin
-that ties leave under ``COV_MIN_BIN`` keeps the mean of all), and the bin
+id of their sampled rows on the candidate (quantile bins of ``COV_MIN_BIN`` groups or more; a bin
+that ties in the medians leave smaller keeps the mean of all), and the bin
 mean becomes the prior mean when a one-way ANOVA finds the bins different (F-test at ``COV_P``);
 of several such covariates the one leaving the least residual variance is used.  A covariate
 qualifies only when it is a property of the group, not of the sampled rows: its intra-class
@@ -64,7 +64,7 @@ def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tupl
     from scipy.stats import f as f_dist
 
     n_ok = int(ok.sum())
-    nb = min(COV_MAX_BINS, n_ok // (2 * COV_MIN_BIN))  # bins of ~60: ties in fragment ids leave >= 30
+    nb = min(COV_MAX_BINS, n_ok // COV_MIN_BIN)
     if nb < 2:
         return None
     mu0 = float(np.mean(m[ok]))

@@ -196,14 +196,14 @@ def test_bad_input_is_one_clear_sentence(ctx, kw, msg):
 
 
 def test_a_covariate_prior_is_named_in_the_estimation_notes(ctx, spark):
-    """Table ``t2``: 300 groups of 100 rows whose mean is 10, or 30 for the last 60 groups (a block
-    of adjacent keys), with row noise of sd 60: five sampled rows per group say little about their
+    """Table ``t2``: 1,000 groups of 40 rows whose mean is 10, or 30 for the last 200 groups (a block
+    of adjacent keys), with row noise of sd 60: two sampled rows per group say little about their
     own group, but the groups' key ranges do.  The estimate names ``g`` as its prior's covariate."""
     rng = np.random.default_rng(8)
-    g = np.repeat(np.arange(300), 100)
-    pdf = pd.DataFrame({"g": g, "val": np.where(g >= 240, 30.0, 10.0) + rng.normal(0, 60, g.size)})
+    g = np.repeat(np.arange(1000), 40)
+    pdf = pd.DataFrame({"g": g, "val": np.where(g >= 800, 30.0, 10.0) + rng.normal(0, 60, g.size)})
     ctx.catalog.create_table("t2", spark.createDataFrame(pdf), "test")
-    build_layout(ctx.catalog, "t2", "g", rows_per_file=3000)
+    build_layout(ctx.catalog, "t2", "g", rows_per_file=4000)
     rec = recommend(ctx, "SELECT g, avg(val) AS a FROM t2 GROUP BY g HAVING avg(val) > 25", fragments=100)
     assert rec["estimable"] and cands(rec)["g"]["estimated"]
     assert any("alike in g" in n for n in rec["estimation_notes"]), rec["estimation_notes"]
