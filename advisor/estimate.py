@@ -62,9 +62,10 @@ from advisor.plan.to_sql import esql, q
 from advisor.select import derive_partition, fine_partition
 
 SID, U = "__sid", "__u"
-COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
 from advisor.shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
+
+COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
 
 
 def split_key(key: str, fact: str) -> tuple[str, str]:
