@@ -56,7 +56,6 @@ from typing import Callable, Optional
 import numpy as np
 
 from advisor.errors import BadInput
-from advisor.partitions import assign_column
 from advisor.plan import ir
 from advisor.plan.to_sql import esql, q
 from advisor.select import derive_partition, fine_partition
@@ -207,52 +206,42 @@ def _spj_sql(node: ir.Node, fact_id: int, fact_view: str, other: Callable[[ir.Sc
 
 
 _FRAGS: "OrderedDict[tuple, dict]" = OrderedDict()  # (sample path, mtime) -> base frame + id columns
+_FRAGS_KEEP = 16  # samples; an entry is a few arrays of the sample's length
 
 
 def _pkey(part) -> tuple:
     return part.attr, part.dtype, hashlib.sha1(json.dumps(list(part.boundaries), default=str).encode()).hexdigest()
 
 
-def _fragment_ids(spark_df: Callable, path: str, parts: dict):
-    """Sample ids, strata and one fragment-id column per partition: ``assign_column`` (binary search
-    in Spark) for numbers and dates; for strings and wide decimals the same ``searchsorted`` as its
-    pandas UDF, on the driver (the sample is small; no Python workers).  Columns are kept in a small
-    in-process LRU per sample file, so later queries over the same sample skip this job."""
+def _fragment_ids(path: str, parts: dict):
+    """Sample ids, strata and one fragment-id column per partition, computed on the driver: the
+    sample's rows are read with pyarrow (``sample_query.local_rows``) and assigned with the
+    maintenance engine's ``fragments.assign``, the tested twin of Spark's ``assign_column``.  No
+    Spark job: a job per (sample, partition) cost ~0.12 s, which alone was most of a cached
+    estimation whenever queries alternated between more samples than a small cache held.  The
+    columns are kept in an in-process LRU per sample file."""
     import os
 
     import pandas as pd
 
-    from advisor.partitions import decode_value, uses_bucketizer
+    from advisor.maintain.fragments import assign
+    from advisor.sample_query import local_rows
 
     key = (path, os.path.getmtime(path))
     entry = _FRAGS.pop(key, None) or {"base": None, "cols": {}}
     _FRAGS[key] = entry
-    while len(_FRAGS) > 4:
+    while len(_FRAGS) > _FRAGS_KEEP:
         _FRAGS.popitem(last=False)
     need = {k: p for k, p in sorted(parts.items()) if _pkey(p) not in entry["cols"]}
     if need or entry["base"] is None:
-        df = spark_df()
-        spark_cols = []
-        for i, p in enumerate(need.values()):
-            if uses_bucketizer(p.dtype):
-                df = assign_column(df, p.attr, p, f"__f{i}")
-                spark_cols.append((i, f"__f{i}"))
-        raw = sorted({p.attr for p in need.values() if not uses_bucketizer(p.dtype)})
-        got = df.select("_rid", "_n_g", "_stratum", *[c for _, c in spark_cols], *[q(a) for a in raw]).toPandas()
+        rows = local_rows(path, ["_n_g", "_stratum", *sorted({p.attr for p in need.values()})])
         if entry["base"] is None:
-            entry["base"] = got[["_rid", "_n_g", "_stratum"]].rename(columns={"_rid": SID})
-        order = pd.Index(got["_rid"]).get_indexer(entry["base"][SID])
-        for i, p in enumerate(need.values()):
-            if uses_bucketizer(p.dtype):
-                ids = got[f"__f{i}"].to_numpy()
-            else:
-                vals = got[p.attr]
-                bounds = np.array([decode_value(b, p.dtype) for b in p.boundaries], dtype=object)
-                ids = np.full(len(vals), p.null_id, dtype=np.int64)
-                ok = ~pd.isna(vals).to_numpy()
-                if ok.any():
-                    ids[ok] = np.searchsorted(bounds, vals.to_numpy(dtype=object)[ok], side="right")
-            entry["cols"][_pkey(p)] = np.asarray(ids)[order]
+            entry["base"] = pd.DataFrame({SID: rows["_rid"].to_numpy(dtype=np.int64),
+                                          "_n_g": rows["_n_g"].to_numpy(dtype=np.int64),
+                                          "_stratum": rows["_stratum"].to_numpy(dtype=object)})
+        order = pd.Index(rows["_rid"].to_numpy(dtype=np.int64)).get_indexer(entry["base"][SID])
+        for p in need.values():
+            entry["cols"][_pkey(p)] = assign(rows[p.attr], p)[order]
     out, fcols = entry["base"].copy(), {}
     for i, (k, p) in enumerate(sorted(parts.items())):
         fcols[k] = f"__f{i}"
@@ -264,8 +253,7 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
     """Pandas frame: one row per (sample row, joined row) with keys, arguments, ``__u``, fragment ids.
 
     Two parts merged on the driver by sample row id (rows that do not survive get ``__u`` false):
-    the sample's ids/strata/fragment ids (a Spark job the first time a partition is seen, then cached
-    per sample), and the aggregation's input (joins, WHERE) over the sample -- on the driver
+    the sample's ids/strata/fragment ids (on the driver, cached per sample), and the aggregation's input (joins, WHERE) over the sample -- on the driver
     (``sample_query.local_frame``) when the subtree has no join and ``local``, else a Spark job."""
     from advisor.execute import table_view
     from advisor.sample_query import local_frame
@@ -279,7 +267,7 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
         return df
 
     own = {k: p for k, p in parts.items() if p.table == sample.table}
-    base, fcols = _fragment_ids(spark_df, sample.path, own)
+    base, fcols = _fragment_ids(sample.path, own)
     out = local_frame(shape, sample.path, SID) if local else None
     if out is None:
         view = catalog.view_name(sample.table, sample.version,
@@ -324,7 +312,7 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     ``progress`` gets one message per step; ``local`` lets a join-free query run on the driver."""
     from estimators.aggregates import estimate_groups
     from estimators.nested import estimate_nested
-    from estimators.size import estimate_size, size_for_having
+    from estimators.size import estimate_size, group_rows, size_for_having
     from estimators.topk import size_for_topk, topk_probability
 
     if not 0.0 < theta <= 1.0:
@@ -373,11 +361,12 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
         notes += [f"group estimates shrunk towards the mean of the groups alike in {c} (a covariate prior)"
                   for c in dict.fromkeys(c for c in prior.values() if c is not None)]
     sizes = {}
+    sg = group_rows(nested.inner_frame if nested is not None else topk.frame if topk is not None else est.frame,
+                    passing, gcols)  # one group lookup for all candidates
     for (a, n), part in parts.items():
         say(f"sizing {part.table}.{part.attr} at {n} fragments")
         kw = dict(frag_col=fcols[(a, n)], determined=part.table != table or shape.determined(a),
-                  total_rows=float(sum(part.sizes)),
-                  seed=seed)
+                  total_rows=float(sum(part.sizes)), seed=seed, sample_groups=sg)
         fsz = np.asarray(part.sizes, dtype=float)
         if nested is not None:
             sizes[(a, n)] = estimate_size(passing, nested.inner_frame, fsz, group_cols=gcols,

@@ -28,7 +28,7 @@ from advisor.errors import Unsupported
 from advisor.plan import ir
 
 _SAMPLES: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (path, mtime, columns) -> sample rows
-_KEEP = 4
+_KEEP = 16  # (sample, columns) entries; a sample is tens of thousands of rows
 
 
 def local_rows(path: str, columns: list) -> pd.DataFrame:

@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from estimators.bootstrap import (GroupIndex, aggregate_weighted, group_exists, normalize_agg,
-                                  point_weights, replicate_stderr, replicate_weights, stratum_sizes)
+                                  point_weights, replicate_blocks, replicate_stderr, stratum_sizes)
 from estimators.clt import (compare, normal_interval_probability, normal_pass_probability,
                             normalize_op, stratified_clt, z_value)
 
@@ -296,8 +296,7 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         block = max(1, int(block_cells) // max(len(si), 1))
         parts: dict = {n: [] for n in boot_names}
         ex_parts = []
-        for b0 in range(0, B, block):
-            w, c = replicate_weights(si, N_h, min(block, B - b0), rng, fpc=fpc)
+        for w, c in replicate_blocks(si, N_h, B, block, rng, fpc=fpc):
             for name in boot_names:
                 f, y, m = prepared[name]
                 parts[name].append(aggregate_weighted(f, y, m, w, c, gidx))

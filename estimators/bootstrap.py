@@ -51,6 +51,7 @@ import hashlib
 import math
 import sys
 import warnings
+from collections import OrderedDict
 from typing import Any, Sequence
 
 import numpy as np
@@ -173,6 +174,44 @@ def replicate_weights(stratum_idx: np.ndarray, N_h: np.ndarray, B: int,
     base = (N_h[s] / np.maximum(n_h[s], 1.0))
     weights = base[None, :] * (1.0 + lam[s][None, :] * (counts - 1))
     return weights, counts
+
+
+_BLOCKS: "OrderedDict[tuple, tuple]" = OrderedDict()  # replicate_blocks' cache
+BLOCKS_CACHE_BYTES = 256 << 20
+
+
+def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: int,
+                     rng: np.random.Generator, fpc: bool = True) -> list:
+    """``replicate_weights`` for ``B`` replicates in blocks of ``block``: a list of ``(weights,
+    counts)``, read-only, drawn from ``rng`` (which is left where the draws leave it).
+
+    The draws depend only on the strata layout, ``N_h``, ``B``, ``block``, ``fpc`` and the
+    generator's state, and every query over one cached sample has the same layout (rows are put in
+    canonical stratum order), so the blocks are kept in a small in-process cache (at most
+    ``BLOCKS_CACHE_BYTES``) and a hit also restores the generator's state after the draws: results
+    are bit-for-bit those of drawing again (the paper caches bootstrap statistics for reuse too).
+    Drawing them was ~15 ms of a ~130 ms cached estimation on flights."""
+    s = np.ascontiguousarray(stratum_idx, dtype=np.int64)
+    N = np.ascontiguousarray(N_h, dtype=float)
+    digest = hashlib.blake2b(s.tobytes() + b"|" + N.tobytes(), digest_size=16).hexdigest()
+    key = (digest, int(B), int(block), bool(fpc), repr(rng.bit_generator.state))
+    hit = _BLOCKS.pop(key, None)
+    if hit is not None:
+        _BLOCKS[key] = hit
+        rng.bit_generator.state = hit[1]
+        return hit[0]
+    out = []
+    for b0 in range(0, B, block):
+        w, c = replicate_weights(s, N, min(block, B - b0), rng, fpc=fpc)
+        w.setflags(write=False)
+        c.setflags(write=False)
+        out.append((w, c))
+    nbytes = sum(w.nbytes + c.nbytes for w, c in out)
+    if nbytes <= BLOCKS_CACHE_BYTES:
+        _BLOCKS[key] = (out, rng.bit_generator.state)
+        while sum(x.nbytes + y.nbytes for v in _BLOCKS.values() for x, y in v[0]) > BLOCKS_CACHE_BYTES:
+            _BLOCKS.popitem(last=False)
+    return out
 
 
 class GroupIndex:

@@ -158,6 +158,12 @@ def _lookup_groups(groups: pd.DataFrame, other: pd.DataFrame, cols: list) -> np.
     return np.asarray(idx.get_indexer(_key_index(other, cols)), dtype=np.int64)
 
 
+def group_rows(groups: pd.DataFrame, sample: pd.DataFrame, group_cols) -> np.ndarray:
+    """Row of ``groups`` holding each sample row's group (-1 if none): ``estimate_size``'s
+    ``sample_groups``."""
+    return _lookup_groups(groups, sample, list(group_cols))
+
+
 def _lookup_frags(ids: pd.Index, values: pd.Series, what: str) -> np.ndarray:
     pos = np.asarray(ids.get_indexer(values), dtype=np.int64)
     if (pos < 0).any():
@@ -324,7 +330,7 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
                   point_pass: np.ndarray | None = None, mapping: pd.DataFrame | None = None,
                   determined: bool = False, alpha: float | None = None, n_col: str = "_n_g",
                   N_col: str = "N", window: bool = True, confidence: float = 0.95, seed: int = 0,
-                  chunk_cells: int = 2_000_000) -> SizeEstimate:
+                  chunk_cells: int = 2_000_000, sample_groups: np.ndarray | None = None) -> SizeEstimate:
     """Point, expected and interval sketch size for one candidate (see the module docstring).
 
     ``sample``: sample rows with ``group_cols`` and ``frag_col``; ``groups``: one row per group with
@@ -338,6 +344,8 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     modelled (``touch='model'``): ``alpha`` fixes the concentration instead of estimating it
     (``alpha=0`` is the sample-only lower bound), ``window=False`` drops the locality window.
     Group -> fragment probabilities are built in dense blocks of about ``chunk_cells`` cells.
+    ``sample_groups``: optional ``group_rows(groups, sample, group_cols)``, precomputed once when
+    several candidates are sized over the same sample and groups (the lookup is a multi-column join).
     """
     group_cols = list(group_cols)
     ids, sizes = _fragments(fragment_sizes)
@@ -354,7 +362,12 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     pt = (p >= 0.5) if point_pass is None else np.asarray(point_pass, dtype=bool)
 
     # observed cells (group, fragment) with sample counts
-    sg = _lookup_groups(groups, sample, group_cols)
+    if sample_groups is None:
+        sg = _lookup_groups(groups, sample, group_cols)
+    else:
+        sg = np.asarray(sample_groups, dtype=np.int64)
+        if sg.shape != (len(sample),):
+            raise ValueError(f"sample_groups must have shape ({len(sample)},)")
     keep = sg >= 0
     sf = _lookup_frags(ids, sample[frag_col][keep], "sample")
     sg = sg[keep]

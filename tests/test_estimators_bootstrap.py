@@ -120,3 +120,30 @@ def test_groups_pandas_is_per_group_deterministic_and_order_free():
         np.testing.assert_array_equal(a["replicates"][i], b["replicates"][i])
     c = bootstrap_groups_pandas(pdf, ["g"], None, "count", B=20, seed=9)
     assert c["point"].tolist() == [50.0, 7.0, 4.0]
+
+
+def test_replicate_blocks_cache_hit_equals_a_fresh_draw():
+    """A cache hit returns the same weights and leaves the generator exactly where drawing again
+    would, so a later draw (the CLT path's normal replicates) is unchanged too."""
+    from estimators import bootstrap as bs
+
+    bs._BLOCKS.clear()
+    si = np.repeat(np.arange(40), np.random.default_rng(3).integers(1, 30, 40))
+    N_h = np.bincount(si) * 7.0
+    r1 = np.random.default_rng(9)
+    first = bs.replicate_blocks(si, N_h, 50, 20, r1)
+    after_first = r1.standard_normal(5)
+    r2 = np.random.default_rng(9)
+    again = bs.replicate_blocks(si, N_h, 50, 20, r2)
+    assert len(bs._BLOCKS) == 1 and [w.shape[0] for w, _ in again] == [20, 20, 10]
+    for (w1, c1), (w2, c2) in zip(first, again):
+        assert w1 is w2 and np.array_equal(c1, c2)
+        assert not w2.flags.writeable
+    np.testing.assert_array_equal(r2.standard_normal(5), after_first)
+    r3 = np.random.default_rng(9)  # no cache: the very same stream
+    fresh = [bs.replicate_weights(si, N_h, n, r3) for n in (20, 20, 10)]
+    for (w1, _), (w3, _) in zip(first, fresh):
+        np.testing.assert_array_equal(w1, w3)
+    np.testing.assert_array_equal(r3.standard_normal(5), after_first)
+    other = bs.replicate_blocks(si, N_h * 2, 50, 20, np.random.default_rng(9))  # another layout: a miss
+    assert len(bs._BLOCKS) == 2 and not np.array_equal(other[0][0], first[0][0])

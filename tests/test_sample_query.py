@@ -119,3 +119,41 @@ def test_joins_and_date_arguments_take_the_spark_path(ctx):
         shape = analyze(parse_sql(sql, ctx.schema_lookup()), lambda t: cat.version(t).rows)
         sample = get_sample(cat, "s", shape.strata, 0.2, 0, cat.current_version("s"))
         assert local_frame(shape, sample.path, SID) is None
+
+
+def test_driver_fragment_ids_equal_spark_assign_column(ctx, spark):
+    """``estimate._fragment_ids`` assigns the sample's fragments on the driver; every id must be
+    the one Spark's ``assign_column`` gives the same sample row, for each column type (int,
+    decimal, date, double with NULLs, string with NULLs, timestamp), boundary values included."""
+    from advisor.estimate import _fragment_ids
+    from advisor.partitions import assign_column
+
+    cat = ctx.catalog
+    if "ts" not in cat.tables():
+        rng = np.random.default_rng(5)
+        base = dt.datetime(2021, 3, 27, 22, 0, 0)
+        stamps = [base + dt.timedelta(minutes=int(m)) for m in rng.integers(0, 60 * 24 * 5, 3000)]
+        pdf = pd.DataFrame({"g": rng.integers(0, 10, 3000), "t": stamps})
+        cat.create_table("ts", spark.createDataFrame(pdf).selectExpr("CAST(g AS INT) AS g", "CAST(t AS TIMESTAMP) AS t"),
+                         "test")
+    for table, attrs in [("s", ["k", "price", "d", "x", "tag", "g"]), ("ts", ["t"])]:
+        v = cat.current_version(table)
+        sample = get_sample(cat, table, ["g"], 0.2, 0, v)
+        parts = {(a, 30): fine_partition(cat, table, a, 30, v) for a in attrs}
+        got, fcols = _fragment_ids(sample.path, parts)
+        df = spark.read.parquet(sample.path)
+        df = df.filter("_in") if "_in" in df.columns else df
+        for i, (k, p) in enumerate(sorted(parts.items())):
+            df = assign_column(df, p.attr, p, f"__s{i}")
+        want = df.select("_rid", "_n_g", *[f"__s{i}" for i in range(len(parts))]).toPandas()
+        want = want.set_index("_rid").loc[got[SID].to_numpy()]
+        assert len(got) == len(want) > 100
+        assert got["_n_g"].tolist() == want["_n_g"].tolist()
+        for i, (k, p) in enumerate(sorted(parts.items())):
+            ours = got[fcols[k]].to_numpy()
+            assert ours.tolist() == want[f"__s{i}"].astype(np.int64).tolist(), k
+            assert len(set(ours.tolist())) > 3, k  # the partition really splits the sample
+        if table == "s":  # integer values sitting exactly on a boundary were among those compared
+            from advisor.partitions import decode_value
+            bounds = {decode_value(b, parts[("g", 30)].dtype) for b in parts[("g", 30)].boundaries}
+            assert df.filter(df.g.isin(list(bounds))).count() > 0
