@@ -9,7 +9,7 @@ import estimators.windows as W
 from estimators.windows import containing_spans, group_windows
 
 
-@pytest.mark.parametrize("G", [1, 7, 64, 500, 2001])
+@pytest.mark.parametrize("G", [1, 2, 7, 64, 500, 1024, 2001])
 def test_containing_spans_equal_brute_force(G):
     rng = np.random.default_rng(G)
     a = rng.integers(0, 80, G).astype(float)  # many ties in both ends
