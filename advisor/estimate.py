@@ -238,7 +238,12 @@ def _fragment_ids(path: str, parts: dict):
         if entry["base"] is None:
             entry["base"] = pd.DataFrame({SID: rows["_rid"].to_numpy(dtype=np.int64),
                                           "_n_g": rows["_n_g"].to_numpy(dtype=np.int64),
-                                          "_stratum": rows["_stratum"].to_numpy(dtype=object)})
+                                          # strata as int codes in the strings' sorted order: the
+                                          # estimators only group by them, and factorizing 10^5
+                                          # JSON strings per query cost ~5 ms
+                                          "_stratum": pd.factorize(rows["_stratum"].to_numpy(dtype=object),
+                                                                   sort=True, use_na_sentinel=False)[0]
+                                          .astype(np.int64)})
         order = pd.Index(rows["_rid"].to_numpy(dtype=np.int64)).get_indexer(entry["base"][SID])
         for p in need.values():
             entry["cols"][_pkey(p)] = assign(rows[p.attr], p)[order]

@@ -54,7 +54,8 @@ import numpy as np
 import pandas as pd
 
 from estimators.bootstrap import (GroupIndex, aggregate_weighted, group_exists, normalize_agg,
-                                  point_weights, replicate_blocks, replicate_stderr, stratum_sizes)
+                                  group_sums, point_weights, replicate_blocks, replicate_stderr,
+                                  stratum_sizes)
 from estimators.clt import (compare, normal_interval_probability, normal_pass_probability,
                             normalize_op, stratified_clt, z_value)
 
@@ -296,11 +297,21 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         block = max(1, int(block_cells) // max(len(si), 1))
         parts: dict = {n: [] for n in boot_names}
         ex_parts = []
-        for w, c in replicate_blocks(si, N_h, B, block, rng, fpc=fpc):
+        for wt, drawn in replicate_blocks(si, N_h, B, block, rng, fpc=fpc):
             for name in boot_names:
                 f, y, m = prepared[name]
-                parts[name].append(aggregate_weighted(f, y, m, w, c, gidx))
-            ex_parts.append(group_exists(u, c, gidx))
+                if f in ("min", "max"):
+                    parts[name].append(aggregate_weighted(f, y, m, None, drawn, gidx))
+                    continue
+                den = group_sums(m, gi, G, wt)
+                if f == "count":
+                    parts[name].append(den)
+                    continue
+                num = group_sums(np.where(m, y, 0.0), gi, G, wt)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    parts[name].append(np.where(den > 0, num, np.nan) if f == "sum" else
+                                       np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan))
+            ex_parts.append(group_exists(u, drawn, gidx))
         boot_reps = {n: np.concatenate(v, axis=0) for n, v in parts.items()}
         boot_exists = np.concatenate(ex_parts, axis=0)
     z = z_value(confidence)

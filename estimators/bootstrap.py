@@ -177,13 +177,16 @@ def replicate_weights(stratum_idx: np.ndarray, N_h: np.ndarray, B: int,
 
 
 _BLOCKS: "OrderedDict[tuple, tuple]" = OrderedDict()  # replicate_blocks' cache
-BLOCKS_CACHE_BYTES = 256 << 20
+BLOCKS_CACHE_BYTES = 512 << 20  # a 100k-row sample's 50 replicates take 45 MB
 
 
 def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: int,
                      rng: np.random.Generator, fpc: bool = True) -> list:
-    """``replicate_weights`` for ``B`` replicates in blocks of ``block``: a list of ``(weights,
-    counts)``, read-only, drawn from ``rng`` (which is left where the draws leave it).
+    """``replicate_weights`` for ``B`` replicates in blocks of ``block``: a list of ``(weights_t,
+    drawn)``, read-only, drawn from ``rng`` (which is left where the draws leave it).
+    ``weights_t`` is the ``(n, block)`` transpose, the layout ``group_sums`` streams; ``drawn`` is
+    ``counts > 0`` (bool, ``(block, n)``): all that ``aggregate_weighted`` (MIN/MAX) and
+    ``group_exists`` read of the counts, at one byte a cell instead of eight.
 
     The draws depend only on the strata layout, ``N_h``, ``B``, ``block``, ``fpc`` and the
     generator's state, and every query over one cached sample has the same layout (rows are put in
@@ -203,9 +206,10 @@ def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: in
     out = []
     for b0 in range(0, B, block):
         w, c = replicate_weights(s, N, min(block, B - b0), rng, fpc=fpc)
-        w.setflags(write=False)
-        c.setflags(write=False)
-        out.append((w, c))
+        wt, drawn = np.ascontiguousarray(w.T), c > 0
+        wt.setflags(write=False)
+        drawn.setflags(write=False)
+        out.append((wt, drawn))
     nbytes = sum(w.nbytes + c.nbytes for w, c in out)
     if nbytes <= BLOCKS_CACHE_BYTES:
         _BLOCKS[key] = (out, rng.bit_generator.state)
@@ -263,9 +267,22 @@ def aggregate_weighted(func: str, y: np.ndarray, m: np.ndarray, weights: np.ndar
     return np.where(np.isfinite(r), r, np.nan)
 
 
+def group_sums(values: np.ndarray, group_idx: np.ndarray, n_groups: int, weights_t: np.ndarray) -> np.ndarray:
+    """``(B, G)``: per replicate b and group g, the sum of ``values[i] * weights_t[i, b]`` over g's
+    rows, as one sparse (G x n) by dense (n x B) product.  The same sums as
+    ``gidx.reduce(np.add, weights * values)`` without the two ``(B, n)`` temporaries and the gather
+    by group that made SUM/COUNT/AVG a third of a cached estimation on crimes."""
+    from scipy import sparse
+
+    n = group_idx.shape[0]
+    S = sparse.csr_matrix((np.asarray(values, dtype=float), (group_idx, np.arange(n))), shape=(n_groups, n))
+    return np.asarray(S @ weights_t).T
+
+
 def group_exists(u: np.ndarray, counts: np.ndarray, gidx: GroupIndex) -> np.ndarray:
-    """Whether each group has at least one drawn row passing WHERE (SQL: the group exists)."""
-    return gidx.reduce(np.add, counts * np.asarray(u, dtype=bool)) > 0
+    """Whether each group has at least one drawn row passing WHERE (SQL: the group exists).
+    ``counts``: resample counts or the ``counts > 0`` mask."""
+    return gidx.reduce(np.logical_or, (np.asarray(counts) > 0) & np.asarray(u, dtype=bool))
 
 
 def replicate_stderr(reps: np.ndarray, axis: int = 0) -> np.ndarray:

@@ -135,15 +135,33 @@ def test_replicate_blocks_cache_hit_equals_a_fresh_draw():
     after_first = r1.standard_normal(5)
     r2 = np.random.default_rng(9)
     again = bs.replicate_blocks(si, N_h, 50, 20, r2)
-    assert len(bs._BLOCKS) == 1 and [w.shape[0] for w, _ in again] == [20, 20, 10]
+    assert len(bs._BLOCKS) == 1 and [d.shape[0] for _, d in again] == [20, 20, 10]
     for (w1, c1), (w2, c2) in zip(first, again):
-        assert w1 is w2 and np.array_equal(c1, c2)
+        assert w1 is w2 and c2.dtype == bool and np.array_equal(c1, c2)
         assert not w2.flags.writeable
     np.testing.assert_array_equal(r2.standard_normal(5), after_first)
     r3 = np.random.default_rng(9)  # no cache: the very same stream
     fresh = [bs.replicate_weights(si, N_h, n, r3) for n in (20, 20, 10)]
-    for (w1, _), (w3, _) in zip(first, fresh):
-        np.testing.assert_array_equal(w1, w3)
+    for (w1, d1), (w3, c3) in zip(first, fresh):
+        np.testing.assert_array_equal(w1, w3.T)  # the cache keeps the (n, B) transpose
+        np.testing.assert_array_equal(d1, c3 > 0)
     np.testing.assert_array_equal(r3.standard_normal(5), after_first)
     other = bs.replicate_blocks(si, N_h * 2, 50, 20, np.random.default_rng(9))  # another layout: a miss
     assert len(bs._BLOCKS) == 2 and not np.array_equal(other[0][0], first[0][0])
+
+
+def test_group_sums_equal_the_gathered_reduction():
+    """``group_sums`` (a sparse product over the transposed weights) against the direct
+    ``GroupIndex.reduce`` of weights * values, groups in any row order."""
+    from estimators.bootstrap import GroupIndex, group_sums
+
+    rng = np.random.default_rng(4)
+    n, B, G = 5000, 13, 97
+    gi = rng.permutation(np.arange(n) % G)
+    w = rng.gamma(2.0, 3.0, (B, n))
+    v = np.where(rng.random(n) < 0.3, 0.0, rng.normal(5, 2, n))
+    got = group_sums(v, gi, G, np.ascontiguousarray(w.T))
+    want = GroupIndex(gi, G).reduce(np.add, w * v)
+    assert got.shape == (B, G)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
+    assert np.abs(want).max() > 1.0
