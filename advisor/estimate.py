@@ -217,9 +217,9 @@ def _fragment_ids(path: str, parts: dict):
     """Sample ids, strata and one fragment-id column per partition, computed on the driver: the
     sample's rows are read with pyarrow (``sample_query.local_rows``) and assigned with the
     maintenance engine's ``fragments.assign``, the tested twin of Spark's ``assign_column``.  No
-    Spark job: a job per (sample, partition) cost ~0.12 s, which alone was most of a cached
-    estimation whenever queries alternated between more samples than a small cache held.  The
-    columns are kept in an in-process LRU per sample file."""
+    Spark job: one per (sample, partition) cost ~0.12 s, as much as the rest of a cached
+    estimation, and came back whenever queries alternated between more samples than the cache held
+    (48 ms a query on flights).  The columns are kept in an in-process LRU per sample file."""
     import os
 
     import pandas as pd
@@ -258,8 +258,9 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
     """Pandas frame: one row per (sample row, joined row) with keys, arguments, ``__u``, fragment ids.
 
     Two parts merged on the driver by sample row id (rows that do not survive get ``__u`` false):
-    the sample's ids/strata/fragment ids (on the driver, cached per sample), and the aggregation's input (joins, WHERE) over the sample -- on the driver
-    (``sample_query.local_frame``) when the subtree has no join and ``local``, else a Spark job."""
+    the sample's ids/strata/fragment ids (on the driver, cached per sample), and the aggregation's
+    input (joins, WHERE) over the sample -- on the driver (``sample_query.local_frame``) when the
+    subtree has no join and ``local``, else a Spark job."""
     from advisor.execute import table_view
     from advisor.sample_query import local_frame
 

@@ -177,7 +177,7 @@ def replicate_weights(stratum_idx: np.ndarray, N_h: np.ndarray, B: int,
 
 
 _BLOCKS: "OrderedDict[tuple, tuple]" = OrderedDict()  # replicate_blocks' cache
-BLOCKS_CACHE_BYTES = 512 << 20  # a 100k-row sample's 50 replicates take 45 MB
+BLOCKS_CACHE_BYTES = 256 << 20  # per process (a replay runs one per strategy); 50 replicates of 100k rows: 45 MB
 
 
 def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: int,
@@ -210,7 +210,7 @@ def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: in
         wt.setflags(write=False)
         drawn.setflags(write=False)
         out.append((wt, drawn))
-    nbytes = sum(w.nbytes + c.nbytes for w, c in out)
+    nbytes = sum(wt.nbytes + drawn.nbytes for wt, drawn in out)
     if nbytes <= BLOCKS_CACHE_BYTES:
         _BLOCKS[key] = (out, rng.bit_generator.state)
         while sum(x.nbytes + y.nbytes for v in _BLOCKS.values() for x, y in v[0]) > BLOCKS_CACHE_BYTES:
