@@ -307,7 +307,7 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
                 if f == "count":
                     parts[name].append(den)
                     continue
-                num = group_sums(np.where(m, y, 0.0), gi, G, wt)
+                num = group_sums(y, gi, G, wt)  # y is already 0 outside m
                 with np.errstate(invalid="ignore", divide="ignore"):
                     parts[name].append(np.where(den > 0, num, np.nan) if f == "sum" else
                                        np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan))

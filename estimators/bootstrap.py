@@ -282,7 +282,9 @@ def group_sums(values: np.ndarray, group_idx: np.ndarray, n_groups: int, weights
 def group_exists(u: np.ndarray, counts: np.ndarray, gidx: GroupIndex) -> np.ndarray:
     """Whether each group has at least one drawn row passing WHERE (SQL: the group exists).
     ``counts``: resample counts or the ``counts > 0`` mask."""
-    return gidx.reduce(np.logical_or, (np.asarray(counts) > 0) & np.asarray(u, dtype=bool))
+    counts = np.asarray(counts)
+    drawn = counts if counts.dtype == bool else counts > 0
+    return gidx.reduce(np.logical_or, drawn & np.asarray(u, dtype=bool))
 
 
 def replicate_stderr(reps: np.ndarray, axis: int = 0) -> np.ndarray:
