@@ -199,6 +199,11 @@ class Catalog:
         """Snapshot of `name` at `version` as a pandas frame (no `_rid`), read with pyarrow straight
         from the base and batch files: no Spark job and no JVM-to-Python transfer, the fast path
         for initialising maintenance state."""
+        return self.read_arrow(name, version).to_pandas()
+
+    def read_arrow(self, name: str, version: int | None = None, columns: list | None = None):
+        """Snapshot of `name` at `version` as a pyarrow Table of ``columns`` (default all; no
+        `_rid`): the base files plus the batches' inserts, minus their deletes."""
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.dataset as ds
@@ -208,7 +213,7 @@ class Catalog:
         vs = [x for x in self.versions(name) if x.version <= v.version]
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         later = [x for x in vs if x.version > base.version]
-        cols = [RID] + [c for c, _ in self.schema(name)]
+        cols = [RID] + (list(columns) if columns is not None else [c for c, _ in self.schema(name)])
 
         def files(paths):
             return sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
@@ -222,7 +227,7 @@ class Catalog:
         if dels:
             d = ds.dataset(dels, format="parquet").to_table(columns=[RID]).column(RID)
             tab = tab.filter(pc.invert(pc.is_in(tab.column(RID), value_set=d)))
-        return tab.drop_columns([RID]).to_pandas()
+        return tab.drop_columns([RID])
 
     def _assemble(self, base_df, batches: list[Version], with_rid: bool):
         df = base_df

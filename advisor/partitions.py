@@ -275,16 +275,67 @@ def _clean(vals: list, dtype: str | None) -> list:
     return out
 
 
-def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int | None = None) -> RangePartition:
-    """Compute, size and store an equi-depth partition for table.attr at a table version (the NDV
-    from the stored column statistics when they are at hand)."""
+def driver_boundaries(col, dtype: str, n: int) -> tuple[list, list]:
+    """(interior boundaries, fragment sizes) from a whole column (a pyarrow array) on the driver:
+    one range per value when at most n+1 distinct values, else exact equi-depth quantiles of the
+    sorted values; sizes counted with ``maintain.fragments.assign``, the tested twin of Spark's
+    ``assign_column``.  The same rules as ``compute_boundaries`` without its sample."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from advisor.arrow_pandas import to_nullable_pandas
+    from advisor.maintain.fragments import assign
+
+    if n < 1 or n > MAX_FRAGMENTS:
+        raise BadInput(f"--fragments must be between 1 and {MAX_FRAGMENTS}, got {n}")
+    k = kind_of(dtype)
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    valid = arr.is_valid()
+    if k == "float":
+        valid = pc.and_(valid, pc.invert(pc.fill_null(pc.is_nan(arr), True)))
+    vals = arr.filter(valid)
+    nulls = len(arr) - len(vals)
+    if len(pc.unique(vals)) <= n + 1:
+        vc = pc.value_counts(vals)
+        pairs = sorted(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()))
+        bounds = [encode_value(v) for v, _ in pairs]
+        if _clean(list(bounds), None if k != "float" else "double") == bounds:
+            return bounds, [0] + [int(c) for _, c in pairs] + [int(nulls)]
+    ordered = vals.take(pc.array_sort_indices(vals))
+    m = len(ordered)
+    picks = ordered.take(pa.array([min(m - 1, int(i / n * m)) for i in range(1, n)], type=pa.int64())).to_pylist()
+    bounds = _clean(picks, dtype)
+    part = RangePartition(0, "", "", dtype, tuple(bounds))
+    ids = assign(to_nullable_pandas(pa.table({"a": arr}))["a"], part)
+    return bounds, np.bincount(ids, minlength=part.n_fragments).astype(int).tolist()
+
+
+DRIVER_MAX_ROWS = 10_000_000  # columns of tables up to this size are partitioned on the driver
+_DRIVER_KINDS = ("int", "dec", "float", "date", "str", "bool")  # timestamps: Spark's time zone rules
+
+
+def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int | None = None,
+                    on_driver: bool | None = None) -> RangePartition:
+    """Compute, size and store an equi-depth partition for table.attr at a table version.
+
+    Tables up to ``DRIVER_MAX_ROWS`` rows (``on_driver`` None) are read with pyarrow and
+    partitioned on the driver (``driver_boundaries``): exact quantiles and no Spark job, where the
+    Spark path took two jobs (a sample, then a Bucketizer count: 2.4 s for 10,000 ranges over TPC-H
+    SF0.1 lineitem in a fresh process).  Larger tables, and timestamps, take the Spark path (the
+    NDV from the stored column statistics when at hand)."""
 
     table = catalog.require(table)
     attr = attr.lower()
     dtype = catalog.column_type(table, attr)
-    kind_of(dtype)
+    k = kind_of(dtype)
     ver = catalog.version(table, version)
     v = ver.version
+    if on_driver is None:
+        on_driver = ver.rows <= DRIVER_MAX_ROWS and k in _DRIVER_KINDS
+    if on_driver:
+        bounds, sizes = driver_boundaries(catalog.read_arrow(table, v, [attr]).column(attr), dtype, n)
+        return _store_partition(catalog, RangePartition(0, table, attr, dtype, tuple(bounds), (), v, n), sizes)
     df = catalog.read(table, v).select(attr)
     from advisor.stats import stored_ndv  # a stale NDV only picks the path: time, never correctness
 
@@ -295,13 +346,20 @@ def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int 
         sizes = [0] * part.n_fragments
         for r in counts:
             sizes[r["__f"]] = int(r["count"])
+    return _store_partition(catalog, part, sizes)
+
+
+def _store_partition(catalog, part: RangePartition, sizes: list) -> RangePartition:
+    """Insert the partition with its sizes into the store; the stored copy (with its id)."""
     with catalog.store.tx() as c:
         cur = c.execute(
             "INSERT INTO partitions(table_name, attr, n_target, table_version, dtype, boundaries_json,"
             " sizes_json, created) VALUES (?,?,?,?,?,?,?,?)",
-            (table, attr, n, v, dtype, json.dumps(bounds), json.dumps(sizes), time.time()))
+            (part.table, part.attr, part.n_target, part.table_version, part.dtype,
+             json.dumps(list(part.boundaries)), json.dumps(list(sizes)), time.time()))
         pid = cur.lastrowid
-    return RangePartition(pid, table, attr, dtype, tuple(bounds), tuple(sizes), v, n)
+    return RangePartition(pid, part.table, part.attr, part.dtype, part.boundaries, tuple(sizes),
+                          part.table_version, part.n_target)
 
 
 ADVANCE_MAX_CHANGE = 0.1  # batches may change at most this share of rows before boundaries are recomputed

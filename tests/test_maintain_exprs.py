@@ -122,6 +122,9 @@ def test_assign_half_open_ranges_and_nulls():
     vals = pd.Series(pd.array([1, 600, 601, 1000, 1001, 1500, 1501, 10**6, None], dtype="Int64"))
     assert assign(vals, p).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4]
     assert assign(pd.Series([0.5, np.nan, 601.0]), p).tolist() == [0, 4, 1]
+    # a NaN *value* of a nullable float column (how Arrow's doubles arrive) is NULL's, as in Bucketizer
+    nan_value = pd.arrays.FloatingArray(np.array([0.5, np.nan, 601.0]), np.zeros(3, dtype=bool))
+    assert assign(pd.Series(nan_value), p).tolist() == [0, 4, 1]
     assert assign(pd.Series([], dtype="Int64"), p).tolist() == []
     assert assign(pd.Series([5, 7]), part("t", "v", ())).tolist() == [0, 0]
     # nullable ints take a numpy fast path: the same ids, NULL still to null_id (= 1 with no bounds)

@@ -44,9 +44,10 @@ def cat(spark, tmp_path_factory):
     return c
 
 
+@pytest.mark.parametrize("on_driver", [None, False])
 @pytest.mark.parametrize("name", list(CASES))
-def test_assignment_matches_reference_and_use_filter(spark, cat, name):
-    part = build_partition(cat, f"t_{name}", "a", 20)
+def test_assignment_matches_reference_and_use_filter(spark, cat, name, on_driver):
+    part = build_partition(cat, f"t_{name}", "a", 20, on_driver=on_driver)
     assert 2 <= part.n_ranges <= 21
     assert sum(part.sizes) == len(CASES[name][1])
     # equi-depth: no range holds more than 3x its fair share (values are near-uniform here)
@@ -61,12 +62,39 @@ def test_assignment_matches_reference_and_use_filter(spark, cat, name):
     assert got == sum(1 for r in rows if r["f"] in chosen)
 
 
-def test_few_distinct_values_get_one_range_each(spark, cat):
-    df = spark.createDataFrame(pd.DataFrame({"a": [1, 2, 2, 3, 3, 3] * 10}))
-    cat.create_table("small", df)
-    part = build_partition(cat, "small", "a", 1000)
+@pytest.mark.parametrize("on_driver", [True, False])
+def test_few_distinct_values_get_one_range_each(spark, cat, on_driver):
+    if "small" not in cat.tables():
+        cat.create_table("small", spark.createDataFrame(pd.DataFrame({"a": [1, 2, 2, 3, 3, 3] * 10})))
+    part = build_partition(cat, "small", "a", 1000, on_driver=on_driver)
     assert part.boundaries == (1, 2, 3)
     assert list(part.sizes) == [0, 10, 20, 30, 0]
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n != "ts"])
+def test_driver_sizes_equal_spark_counts_at_a_version_with_deletes(spark, cat, name):
+    """The driver path reads the snapshot (base + inserts - deletes) with pyarrow; its sizes must
+    equal Spark's own assignment of that snapshot, fragment by fragment."""
+    from pyspark.sql import functions as F
+
+    table = f"v_{name}"
+    if table not in cat.tables():
+        typ, vals = CASES[name]
+        schema = T.StructType([T.StructField("a", typ, True)])
+        cat.create_table(table, spark.createDataFrame([(v,) for v in vals], schema))
+        snap = cat.read(table, with_rid=True)
+        gone = snap.orderBy("_rid").limit(300).select("_rid")
+        cat.apply_frames(table, spark.createDataFrame([(v,) for v in vals[:150]], schema), gone)
+    ver = cat.version(table)
+    assert ver.rows == len(CASES[name][1]) + 150 - 300
+    for n in (7, 200):
+        part = build_partition(cat, table, "a", n, on_driver=True)
+        assert sum(part.sizes) == ver.rows
+        got = assign_column(cat.read(table), "a", part, "f").groupBy("f").agg(F.count(F.lit(1)).alias("c")).collect()
+        spark_sizes = [0] * part.n_fragments
+        for r in got:
+            spark_sizes[r["f"]] = r["c"]
+        assert list(part.sizes) == spark_sizes, (name, n)
 
 
 def test_empty_sketch_filters_everything():

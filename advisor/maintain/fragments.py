@@ -64,6 +64,8 @@ def assign(values: pd.Series, part: RangePartition) -> np.ndarray:
                 else np.zeros(n, dtype=np.int64)
             return np.where(isnull, out, ids)
     isnull = values.isna().to_numpy(dtype=bool)
+    if pd.api.types.is_float_dtype(values.dtype):  # NaN goes with NULL, as Spark's Bucketizer puts it
+        isnull |= np.isnan(values.to_numpy(dtype=np.float64, na_value=np.nan))
     ok = ~isnull
     if not ok.any():
         return out
