@@ -63,7 +63,8 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
     """(fixed seconds, seconds per row, how) from (rows read, seconds) points.
 
     Least squares when the points spread enough in rows; otherwise the prior fixed cost and the
-    median per-row cost of what is left after it.  Both parts stay positive."""
+    median per-row cost of what is left after it, over the runs within ``MIN_SPREAD`` of the
+    largest.  Both parts stay positive."""
     pts = [(float(r), float(s)) for r, s in points if r and r > 0 and s and s > 0]
     if not pts:
         return prior_fixed, 1.0 / prior_rate, "prior"
@@ -81,7 +82,12 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
             # line: no job's fixed cost exceeds the cheapest job; per-row cost from the rest
             b = statistics.median(max(s - cheapest, 0.1 * s) / r for r, s in pts)
             return cheapest, b, f"fit over {len(pts)} run(s), fixed cost capped at the cheapest run"
-    b = statistics.median(max(s - prior_fixed, 0.1 * s) / r for r, s in pts)
+    # per-row cost from the largest runs only: in a run of a few thousand rows the job's fixed cost
+    # is nearly all of its time, and dividing it by the rows priced a scan 5-10x too high (the
+    # demo's first steps: sketched runs of 29k-88k rows at 0.13-0.3 s put 4.3 s per M rows on a
+    # table whose plain scans took 0.4-0.5 s per M)
+    big = [(r, s) for r, s in pts if r * MIN_SPREAD >= max(rows)]
+    b = statistics.median(max(s - prior_fixed, 0.1 * s) / r for r, s in big)
     if prior_fixed == 0.0:
         return 0.0, b, f"no fixed cost (not identifiable), per-row cost from {len(pts)} run(s)"
     return prior_fixed, b, f"prior fixed cost, per-row cost from {len(pts)} run(s)"

@@ -34,7 +34,8 @@ fixed cost in rows, 0 until the run log identifies it):
                  4.8-9.1 ms per 1,000-row step at SF1, BENCHMARKS.md session 12)
   net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
 Before sampling, ``cannot_pay`` stops the advice when even read = 0 could not repay capture,
-maintenance and the measured estimation cost: sampling + estimation for the bootstrap, and for a
+maintenance and the measured estimation cost: sampling + estimation for the bootstrap (in a
+replay, two scans until one is measured: ``Workload.sampled_advice_rows``), and for a
 sizing without sampling (method exact, OPT) the partitions still to build plus the measured rest
 (``Calibration.sizing_rows``), its job being the capture.
 ``read`` is the share of rows scans still read with the sketch (``advisor.skipping``: files of a
@@ -67,6 +68,7 @@ STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
               "CB-OPT", "CB-OPT-GB", "CB-OPT-REL", "OPT")
 POOLS = {"ALL": None, "REL": "rel", "GB": "gb", "PK": "pk", "AGG": "agg"}
 GRANULARITIES = (100, 1000, 10000)
+ADVICE_PRIOR_SCANS = 2.0  # a sample draw's passes over the table, charged until advice is measured
 
 @dataclass(frozen=True)
 class SizeSummary:
@@ -142,6 +144,10 @@ class CostParams:
     # TPC-H SF1 lineitem JOIN orders by o_orderdate, a 0.5 % sketch on orders 1.5 -> 0.5-0.8 s]
     join_share: float = 0.5
     measured: bool = True   # use costs measured in the store (advisor.calibrate); False: priors only
+    # scans charged for sampling + estimation before one is measured (``Workload.sampled_advice_rows``):
+    # 0 for an explicit ``advisor recommend`` (the user asked for the estimate), ADVICE_PRIOR_SCANS
+    # when a replay decides on its own whether advice is worth its cost
+    advice_prior_scans: float = 0.0
 
 
 @dataclass
@@ -166,6 +172,16 @@ class Workload:
     def steps(self) -> float:
         """Maintenance steps a used sketch pays per use (``Policy.steps_per_use``)."""
         return self.updates_per_use if self.steps_per_use is None else self.steps_per_use
+
+    def sampled_advice_rows(self, table_rows: float, prior_scans: float = ADVICE_PRIOR_SCANS) -> float:
+        """Sampling + estimation of one recommendation: as measured, else a prior of
+        ``prior_scans`` scans of the table plus as many jobs' fixed cost (a stratified draw counts
+        the strata, then filters the table by key; both read it).  Charging 0 before the first
+        measurement let the demo's first template sample (1.4 s) and estimate for a sketch saving
+        0.2 s a use."""
+        if self.advice_rows is not None:
+            return self.advice_rows
+        return prior_scans * (float(table_rows) + self.fixed_rows)
 
     def sizing_rows(self, missing: int, table_rows: float) -> float:
         """Predicted advice of a sizing without sampling (method exact, OPT) besides its capture job."""
@@ -287,7 +303,8 @@ def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
     return (f"no-go before sampling: even a sketch that skips every row would save at most "
             f"{scans(w.reuses * T):.2f} scans over {w.reuses:g} predicted use(s), against capture "
             f"{scans(capture):.2f} + maintenance {scans(w.reuses * maint):.2f} + estimation "
-            f"{scans(advice_rows or 0.0):.2f} (measured costs; one job's fixed cost = {scans(w.fixed_rows):.2f} scans)")
+            f"{scans(advice_rows or 0.0):.2f} (measured costs, else priors; one job's fixed cost = "
+            f"{scans(w.fixed_rows):.2f} scans)")
 
 
 def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: CostParams,

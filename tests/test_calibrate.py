@@ -42,6 +42,16 @@ def test_fit_line_is_not_flattened_by_slow_small_runs():
     assert 0.5 <= a + b * 6_000_000 <= 2.0  # a plain scan is still predicted at about a second
 
 
+def test_fit_line_before_the_fit_prices_rows_by_the_largest_runs():
+    # the demo's first steps: two plain scans, then small sketched runs that are nearly all fixed
+    # cost; too few points for a fit, and the median of seconds / rows over all of them was 4.3 s
+    # per M rows, which priced one scan of 600k rows at 2.6 s (it took 0.4 s)
+    pts = [(750_572, 0.29), (336_776, 0.18), (28_986, 0.18), (43_491, 0.13), (88_201, 0.30)]
+    a, b, how = fit_line(pts)
+    assert a == 0.0 and "not identifiable" in how
+    assert 0.29 / 750_572 <= b <= 0.18 / 336_776
+
+
 def test_fit_line_with_no_runs_is_the_prior():
     a, b, how = fit_line([])
     assert how == "prior" and a == 0.0 and b > 0
@@ -93,6 +103,21 @@ def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
     assert w.sizing_rows(1, T) == pytest.approx(cal.sizing_rows(1, T))
     assert cannot_pay(T, w, CostParams(), w.sizing_rows(1, T)) is None
     assert cannot_pay(T, w, CostParams(), cal.rows(9.7)) is not None  # a whole cold recommendation does not
+
+
+def test_unmeasured_sampling_is_charged_two_scans_before_sampling():
+    T, p = 600_000.0, CostParams()
+    fresh = Workload(3)  # nothing measured: capture prior 1.3 scans, advice prior 2 scans
+    assert fresh.sampled_advice_rows(T) == pytest.approx(2 * T)
+    assert fresh.sampled_advice_rows(T, 0.0) == 0.0  # an explicit recommend: measured costs only
+    # three predicted uses can save at most 3 scans: less than 1.3 + 2
+    assert cannot_pay(T, fresh, p, fresh.sampled_advice_rows(T)) is not None
+    # a template seen once more predicts four uses: 4 > 3.3, so it may sample
+    assert cannot_pay(T, Workload(4), p, Workload(4).sampled_advice_rows(T)) is None
+    # once measured, the measurement replaces the prior (here a cheap cached-sample estimation)
+    measured = Workload(3, advice_rows=0.1 * T)
+    assert measured.sampled_advice_rows(T) == pytest.approx(0.1 * T)
+    assert cannot_pay(T, measured, p, measured.sampled_advice_rows(T)) is None
 
 
 def test_maintenance_is_the_cheaper_of_renting_and_buying_state():

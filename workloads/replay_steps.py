@@ -183,11 +183,12 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
                      reason=f"template decided at step {memo.step} (go on {memo.table}.{memo.attr}, "
                             f"{part.n_fragments} fragments): {how} without re-estimating")
             return _use_captured(cat, q, versions, got[0], d, store, strategy, step)
-    from advisor.select import CostParams
+    from advisor.select import ADVICE_PRIOR_SCANS, CostParams
 
     r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
                   method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31),
-                  params=CostParams(measured=wl.measured_costs), pairs=False)
+                  params=CostParams(measured=wl.measured_costs, advice_prior_scans=ADVICE_PRIOR_SCANS),
+                  pairs=False)
     s = r["seconds"]
     secs["sampling"] = s.get("sampling", 0.0)
     secs["oracle"] = s.get("oracle", 0.0)
