@@ -88,9 +88,10 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
     # table whose plain scans took 0.4-0.5 s per M)
     big = [(r, s) for r, s in pts if r * MIN_SPREAD >= max(rows)]
     b = statistics.median(max(s - prior_fixed, 0.1 * s) / r for r, s in big)
+    src = f"the {len(big)} largest of {len(pts)} run(s)" if len(big) < len(pts) else f"{len(pts)} run(s)"
     if prior_fixed == 0.0:
-        return 0.0, b, f"no fixed cost (not identifiable), per-row cost from {len(pts)} run(s)"
-    return prior_fixed, b, f"prior fixed cost, per-row cost from {len(pts)} run(s)"
+        return 0.0, b, f"no fixed cost (not identifiable), per-row cost from {src}"
+    return prior_fixed, b, f"prior fixed cost, per-row cost from {src}"
 
 
 def calibrate(store, limit: int = 400) -> Calibration:

@@ -325,9 +325,9 @@ def _as_doubles(vals, dtype: str):
 
     from advisor.arrow_pandas import decimal_to_float
 
-    if not uses_bucketizer(dtype) or kind_of(dtype) == "ts":
-        return None
     k = kind_of(dtype)
+    if not uses_bucketizer(dtype) or k == "ts":
+        return None
     if k == "dec":
         return np.asarray(decimal_to_float(vals), dtype=np.float64)
     if k == "date":
