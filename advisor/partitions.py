@@ -307,8 +307,8 @@ def driver_boundaries(col, dtype: str, n: int) -> tuple[list, list]:
         bounds = _clean(vals.take(pa.array(order[where], type=pa.int64())).to_pylist(), dtype)
         cuts = np.searchsorted(srt, [to_double(b, dtype) for b in bounds], side="left")
         return bounds, np.diff(np.concatenate([[0], cuts, [m]])).astype(int).tolist() + [nulls]
-    if len(pc.unique(vals)) <= n + 1:
-        vc = pc.value_counts(vals)
+    vc = pc.value_counts(vals)  # one hash pass: the distinct count, and the counts when few
+    if len(vc) <= n + 1:
         pairs = sorted(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()))
         return [encode_value(v) for v, _ in pairs], [0] + [int(c) for _, c in pairs] + [nulls]
     ordered = vals.take(pc.array_sort_indices(vals))
@@ -340,14 +340,9 @@ def _as_doubles(vals, dtype: str):
 def _first_at_least(ordered, x) -> int:
     """Index of the first value >= x in the sorted pyarrow array (Python comparisons, as the
     exact ``searchsorted`` of ``assign_column``)."""
-    lo, hi = 0, len(ordered)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ordered[mid].as_py() < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    from bisect import bisect_left
+
+    return bisect_left(range(len(ordered)), x, key=lambda i: ordered[i].as_py())
 
 
 # columns of tables up to this size are partitioned on the driver; strings and wide decimals
