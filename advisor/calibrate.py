@@ -36,6 +36,7 @@ class Calibration:
     overhead_s: list = field(default_factory=list)     # recent rest of such a sizing: planning, candidates, saving
     query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
     use_s: dict = field(default_factory=dict)          # template -> [(sketched run, the capture it needed)], newest first
+    answered: dict = field(default_factory=dict)       # template -> uses answered by their capture job (run 0 in use_s)
 
     @property
     def fixed_rows(self) -> float:
@@ -96,14 +97,19 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
 
 def calibrate(store, limit: int = 400) -> Calibration:
     """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
-    pts, maint, recap, advice, queries, uses, parts, rest = [], {}, {}, [], {}, {}, [], []
+    pts, maint, recap, advice, queries, uses, parts, rest, answered = [], {}, {}, [], {}, {}, [], [], {}
     for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "
                          "ORDER BY id DESC LIMIT ?", (limit,)):
         try:
             rec = json.loads(r["record_json"])
         except ValueError:
             continue
-        if r["kind"] == "run":
+        if r["kind"] == "run" and rec.get("answered") and rec.get("sketch"):
+            # a go whose capture job answered the query: a use that cost the capture and no run
+            if rec.get("template") is not None:
+                uses.setdefault(rec["template"], []).append((0.0, float(rec.get("capture_seconds") or 0.0)))
+                answered[rec["template"]] = answered.get(rec["template"], 0) + 1
+        elif r["kind"] == "run":
             rows, secs = (rec.get("metrics") or {}).get("rows_read"), rec.get("seconds")
             if rows and secs:
                 pts.append((rows, secs))
@@ -132,7 +138,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
     a, b, how = fit_line(pts)
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
     return Calibration(a, b, how, med(maint), med(recap), advice_s=advice[:20], query_s=queries, use_s=uses,
-                       partition_s=parts[:20], overhead_s=rest[:20])
+                       partition_s=parts[:20], overhead_s=rest[:20], answered=answered)
 
 
 def rows_for(cal: Calibration, per_template: dict, template: str | None) -> float | None:

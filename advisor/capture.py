@@ -20,7 +20,7 @@ from advisor.errors import BadInput, Unsupported
 from advisor.execute import table_view, versions_now
 from advisor.partitions import RangePartition, assign_column, build_partition, find_partition
 from advisor.plan import ir
-from advisor.plan.to_sql import VAL, Source, capture_sql, lam_name, null_flag
+from advisor.plan.to_sql import VAL, Source, answer_sql, capture_sql, lam_name, null_flag
 from advisor.sketches import Sketch, SketchPart, decode_bitmap, save_sketch
 
 FRAG = "__frag"
@@ -31,6 +31,7 @@ class CaptureResult:
     sketch: Sketch
     seconds: float
     verdicts: dict
+    answer: object = None  # execute.RunResult when the capture job also answered the query
 
 
 def sketch_attrs(query: ir.Query, on: dict[str, str]) -> set[str]:
@@ -208,14 +209,42 @@ def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str,
     return out, secs
 
 
+def answering_capture(catalog, query: ir.Query, source) -> tuple[object, dict, dict[str, int], float]:
+    """Run the query once, instrumented by value (``to_sql.answer_sql``): its answer as an
+    ``execute.RunResult`` (rows, scan metrics, seconds) and, per Λ column, the distinct non-NULL
+    values over the result rows and whether a NULL was among them -- what the one-row capture's
+    ``collect_set`` and NULL flag give, read off the answer instead of a second job.  Returns
+    (run, a capture row {Λ: values, null_flag(Λ): bool} for ``_decode``, {Λ: scan_id}, seconds)."""
+    from advisor.execute import RunResult
+    from advisor.metrics import collect_scan_metrics
+
+    sql, lam_scans = answer_sql(query, source)
+    n = len(query.output_names)
+    t0 = time.perf_counter()
+    df = catalog.spark.sql(sql)
+    got = df.collect()
+    secs = time.perf_counter() - t0
+    row: dict = {}
+    for j, lam in enumerate(lam_scans):
+        col = [r[n + j] for r in got]
+        row[lam] = list({v for v in col if v is not None})
+        row[null_flag(lam)] = any(v is None for v in col)
+    rows = [tuple(r[:n]) for r in got]
+    run = RunResult(list(query.output_names), rows, collect_scan_metrics(df), secs, None,
+                    "answered by the capture job")
+    return run, row, lam_scans, secs
+
+
 def capture_values(catalog, query: ir.Query, table: str, attrs: list[str],
-                   versions: dict[str, int]) -> tuple[dict[str, tuple[list, bool]], float]:
+                   versions: dict[str, int], answer: list | None = None) -> tuple[dict[str, tuple[list, bool]], float]:
     """The distinct values (and whether NULL is among them) that each of ``attrs`` takes over the
     provenance of the query's result, for several attributes of one table in ONE Spark job: each
     attribute is carried by value (``to_sql`` kind VAL, extra columns ``Source.more_vals``).  A
     sketch on any partition of an attribute is then its values' fragments (``value_sketch``), so
     every candidate at every granularity is sized exactly for about one plain run of the query.
-    Every attribute must pass ``by_value_ok`` on its own.  Returns ({attr: (values, has_null)}, seconds)."""
+    Every attribute must pass ``by_value_ok`` on its own.  Returns ({attr: (values, has_null)}, seconds).
+    With an ``answer`` list the job also answers the query (``answering_capture``): its
+    ``RunResult`` is appended to the list."""
     attrs = list(attrs)
     if not attrs:
         raise ValueError("no attribute to capture")
@@ -224,10 +253,14 @@ def capture_values(catalog, query: ir.Query, table: str, attrs: list[str],
         view = table_view(catalog, scan.table, versions.get(scan.table))
         return Source(view, attrs[0], VAL, tuple(attrs[1:])) if scan.table == table else Source(view)
 
-    sql, lam_scans = capture_sql(query, source)
-    t0 = time.perf_counter()
-    row = catalog.spark.sql(sql).first()
-    secs = time.perf_counter() - t0
+    if answer is not None:
+        run, row, lam_scans, secs = answering_capture(catalog, query, source)
+        answer.append(run)
+    else:
+        sql, lam_scans = capture_sql(query, source)
+        t0 = time.perf_counter()
+        row = catalog.spark.sql(sql).first()
+        secs = time.perf_counter() - t0
     out: dict[str, tuple[list, bool]] = {a: ([], False) for a in attrs}
     for sid in sorted(set(lam_scans.values())):
         for j, a in enumerate(attrs):
@@ -253,9 +286,12 @@ def value_sketch(query: ir.Query, table: str, part: RangePartition, values: list
 
 def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
             versions: dict[str, int] | None = None, check: bool = True,
-            partitions: dict[str, RangePartition] | None = None, by_value: bool = True) -> CaptureResult:
+            partitions: dict[str, RangePartition] | None = None, by_value: bool = True,
+            answer: bool = False) -> CaptureResult:
     """Capture and store the sketch of `query` on the given table.attr pairs (by value when
-    ``value_lineage`` allows and ``by_value`` is left on)."""
+    ``value_lineage`` allows and ``by_value`` is left on).  With ``answer``, a capture by value
+    also answers the query in the same job (``CaptureResult.answer``); one by fragment ids does not
+    (its rows would carry a bitmap each) and leaves ``answer`` None."""
     if query.unsupported:
         raise Unsupported(query.unsupported)
     versions = versions or versions_now(catalog, query)
@@ -270,13 +306,18 @@ def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
         if t not in parts:
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
     bv = by_value and by_value_ok(query, on, parts)
-    sql, lam_scans = capture_sql(query, _capture_views(catalog, on, parts, versions, bv))
-    t0 = time.perf_counter()
-    row = catalog.spark.sql(sql).first()
-    secs = time.perf_counter() - t0
+    source = _capture_views(catalog, on, parts, versions, bv)
+    run = None
+    if answer and bv:
+        run, row, lam_scans, secs = answering_capture(catalog, query, source)
+    else:
+        sql, lam_scans = capture_sql(query, source)
+        t0 = time.perf_counter()
+        row = catalog.spark.sql(sql).first()
+        secs = time.perf_counter() - t0
     frags = _decode(query, on, row, lam_scans, "", parts, bv)
     sk = Sketch(0, query.template, query.bindings, query.sql,
                 [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
                 _all_versions(query, versions))
     save_sketch(catalog.store, sk)
-    return CaptureResult(sk, secs, verdicts)
+    return CaptureResult(sk, secs, verdicts, run)

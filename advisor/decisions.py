@@ -88,14 +88,17 @@ REVISIT_FACTOR = 4.0  # a contradicted go is re-estimated after this many times 
 
 def next_use(sketched: list) -> tuple[float, float, int, float]:
     """(predicted seconds of the next sketched use, median run, uses that needed a capture, median
-    such capture) from (run, capture) pairs; a bare number is a run without capture."""
+    such capture) from (run, capture) pairs; a bare number is a run without capture.  A pair with
+    run 0 is a use its capture job answered (no separate run): the prediction is the share of uses
+    with a run times the median run plus the share with a capture times the median capture."""
     import statistics
 
     pairs = [(u, 0.0) if isinstance(u, (int, float)) else (float(u[0]), float(u[1])) for u in sketched]
-    run = statistics.median(r for r, _ in pairs)
+    runs = [r for r, _ in pairs if r > 0]
+    run = statistics.median(runs) if runs else 0.0
     caps = [c for _, c in pairs if c > 0]
     cap = statistics.median(caps) if caps else 0.0
-    return run + len(caps) / len(pairs) * cap, run, len(caps), cap
+    return (len(runs) * run + len(caps) * cap) / len(pairs), run, len(caps), cap
 
 
 def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str | None:

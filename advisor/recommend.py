@@ -120,9 +120,12 @@ def _base(sql, strategy, sample_rate, method) -> dict:
 
 def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05, capture: bool = False,
               fragments: int | None = None, method: str = "bootstrap", seed: int = 0, progress=None,
-              params: CostParams | None = None, pairs: bool = True) -> dict:
+              params: CostParams | None = None, pairs: bool = True, answer: list | None = None) -> dict:
     """Compute the recommendation record (see the module docstring); no printing.  ``pairs``: offer
-    two-attribute candidates when the best single one is weak (``advisor.pairs``)."""
+    two-attribute candidates when the best single one is weak (``advisor.pairs``).  With an
+    ``answer`` list, a job that reads the whole query by value (an exact sizing, or a capture by
+    value) also answers the query: its ``execute.RunResult`` is appended, and the caller need not
+    run the query again (nothing is appended when no such job ran)."""
     from advisor.pairs import pair_candidates, pair_keys
     from advisor.estimate import CannotEstimate, analyze, estimate
     from advisor.execute import versions_now
@@ -186,7 +189,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     if parts is not None and strategy != "OPT":
         if progress:
             progress(f"capturing {len(parts)} candidate sketch(es) by value (exact sizes)")
-        exact = exact_sizes(cat, q, parts, versions, units)
+        exact = exact_sizes(cat, q, parts, versions, units, answer=answer)
         sizes, sketches, secs = exact
         w = replace(w, capture_sunk=True)  # the sizing job captured every candidate already
         rec.update(estimable=True, exact=True)
@@ -265,7 +268,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
         rec["captured"] = capture_pair(cat, q, pick, d.n_target, parts, versions,
                                        pick.sizes[d.n_target].read_source)
     elif capture and d.go and pick is not None:
-        rec["captured"] = _capture(cat, q, pick, d, parts, versions)
+        rec["captured"] = _capture(cat, q, pick, d, parts, versions, answer)
     elif capture:
         rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + "nothing captured: the decision is no-go"
     rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
@@ -337,15 +340,19 @@ def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
     return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
 
 
-def _capture(cat, q, pick, d, parts: dict, versions) -> dict:
-    """Capture the picked sketch on the partition it was sized with (stored if derived)."""
+def _capture(cat, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:
+    """Capture the picked sketch on the partition it was sized with (stored if derived); with an
+    ``answer`` list, in a job that also answers the query when it captures by value."""
     from advisor.capture import capture
     from advisor.select import store_partition
     from advisor.finder import sketch_rows
 
     table = pick.table
     part = store_partition(cat, parts[(d.attr, d.n_target)])
-    res = capture(cat, q, {table: pick.attr}, part.n_target, versions, check=True, partitions={table: part})
+    res = capture(cat, q, {table: pick.attr}, part.n_target, versions, check=True, partitions={table: part},
+                  answer=answer is not None)
+    if res.answer is not None:
+        answer.append(res.answer)
     sel = sketch_rows(cat, res.sketch) / max(1, cat.version(table, versions[table]).rows)
     return {"sketch_id": res.sketch.id, "selectivity": sel, "seconds": round(res.seconds, 3)}
 

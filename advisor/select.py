@@ -427,11 +427,13 @@ def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = Non
     return sizes, secs
 
 
-def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, dict, float]:
+def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None = None,
+                answer: list | None = None) -> tuple[dict, dict, float]:
     """Capture every (attr, n) -> partition: (real SizeSummary per key, the unsaved sketches per key,
     seconds).  Attributes the capture can carry by value share ONE job whatever their number and
     granularities (``capture.capture_values``); the rest are captured together in one more job
-    (``capture_batch``).  Used by the OPT oracle and by ``method="exact"``."""
+    (``capture_batch``).  Used by the OPT oracle and by ``method="exact"``.  With an ``answer``
+    list the first by-value job also answers the query (``capture.capture_values``)."""
     from advisor.skipping import read_fraction_of, boundary_values
     from advisor.capture import by_value_ok, capture_batch, capture_values, value_sketch
     from advisor.use import read_set
@@ -443,7 +445,8 @@ def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None 
     sketches, secs = {}, 0.0
     for table in sorted({stored[k].table for k in by_val}):
         mine = [k for k in by_val if stored[k].table == table]
-        vals, s1 = capture_values(catalog, query, table, sorted({stored[k].attr for k in mine}), versions)
+        sink = answer if answer is not None and not answer else None
+        vals, s1 = capture_values(catalog, query, table, sorted({stored[k].attr for k in mine}), versions, sink)
         secs += s1
         for k in mine:
             sketches[k] = value_sketch(query, table, stored[k], *vals[stored[k].attr], versions)

@@ -77,6 +77,24 @@ def test_calibrate_reads_runs_maintenance_and_advice(tmp_path):
     assert cal.advice_rows() == pytest.approx(10.0 / 1e-7)
 
 
+def test_a_use_answered_by_its_capture_is_a_use_without_a_run(tmp_path):
+    """The replay logs a go whose capture job answered the query with ``answered``, seconds 0 and the
+    job's seconds as its capture: a use (0, capture) for the measured verdict, counted for the
+    template, but neither a point of the cost line nor a sketched run time."""
+    store = Store(tmp_path / "wh")
+    for r in (100_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 6_000_000):
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": 0.5 + 1e-7 * r, "template": "t"})
+    store.log_run("run", "q", {"metrics": {"rows_read": 6_000_000}, "seconds": 0.0, "template": "t",
+                               "sketch": {"id": 3}, "answered": True, "capture_seconds": 1.7})
+    store.log_run("run", "q", {"metrics": {"rows_read": 60_000}, "seconds": 0.506, "template": "t",
+                               "sketch": {"id": 3}, "capture_seconds": 0.0})
+    cal = calibrate(store)
+    assert cal.fixed_s == pytest.approx(0.5) and cal.per_row_s == pytest.approx(1e-7)
+    assert cal.use_s["t"] == [(0.506, 0.0), (0.0, 1.7)]
+    assert cal.query_s["t"][1] == [0.506]
+    assert cal.answered == {"t": 1}
+
+
 def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
     """Exact / OPT advice: partitions to build at their measured cost plus the measured rest; its job
     is the capture, charged as such -- not the median of whole (cold) recommendations."""

@@ -36,6 +36,18 @@ def test_one_off_costs_do_not_retire_a_template_whose_reuses_pay():
     assert why is not None and "~1.60 s" in why and "4 of the last" in why
 
 
+def test_uses_answered_by_their_capture_cost_the_capture_alone():
+    """A use whose capture job also answered the query is logged as (0, capture): the next use is the
+    share of uses with a run times the median run plus the share with a capture times the median
+    capture (7 x 0.5 + 3 x 2.0) / 10 = 0.95 s, not median run + 3/10 x capture."""
+    uses = [(0.0, 2.0)] * 3 + [(0.5, 0.0)] * (N - 3)
+    assert measured_loss([0.8], uses, None) is None               # 0.95 < 1.25 x 0.8 = 1.0
+    why = measured_loss([0.7], uses, None)                        # 0.95 > 0.875
+    assert why is not None and "~0.95 s" in why and "median run 0.50 s" in why and "3 of the last" in why
+    # every use needed a capture that answered it: a use costs the median capture
+    assert "~2.00 s" in measured_loss([1.0], [(0.0, 2.0)] * N, None)
+
+
 def test_early_captures_are_repaid_by_later_reuses():
     """Three captured uses then reuses: the average over the latest uses decides, not the first ones."""
     uses = [0.4] * (N - 3) + [1.9, 1.8, 1.6]  # newest first

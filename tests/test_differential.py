@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.capture import by_value_ok, capture_batch, capture_values, sketch_attrs, value_lineage, value_sketch
+from advisor.capture import (_capture_views, _decode, answering_capture, by_value_ok, capture_batch, capture_values,
+                             sketch_attrs, value_lineage, value_sketch)
 from advisor.catalog import Catalog
-from advisor.execute import plain_source, versions_now
+from advisor.execute import plain_source, run_query, versions_now
 from advisor.partitions import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.plan.to_sql import query_sql
@@ -25,6 +26,7 @@ from advisor.store import Store
 from advisor.use import sketch_source
 
 from diffgen import FACT_ATTRS, make_dims, make_facts, queries
+from workloads.replay_steps import digest
 
 SEEDS = (1, 2)
 FRAGS = (5, 40)
@@ -80,6 +82,7 @@ def run_batch(spark, env, seed: int, cases: list[tuple[str, str, int]]) -> None:
     for (q, on, _), a, b in zip(items, sketches, by_ids):
         TALLY["by_value"] += value_lineage(q, on)
         assert a.parts[0].fragments == b.parts[0].fragments, (q.sql, on, value_lineage(q, on))
+    check_answering_captures(cat, items, by_ids, versions)
     check_values_in_one_job(cat, parts, items, versions)
     pairs = [(query_sql(q, plain_source(cat, versions)),
               query_sql(q, sketch_source(cat, sk, versions, use_layout=False)))
@@ -92,6 +95,22 @@ def run_batch(spark, env, seed: int, cases: list[tuple[str, str, int]]) -> None:
                                    f"sketched-plain={sketched - plain}")
 
 
+def check_answering_captures(cat, items, refs, versions) -> None:
+    """A capture by value that also answers its query (``answering_capture``): its sketch equals
+    the fragment-id capture's and its answer is the plain run's bag of rows."""
+    for (q, on, part), ref in zip(items, refs):
+        if not by_value_ok(q, on, part):
+            continue
+        run, row, lam_scans, _ = answering_capture(cat, q, _capture_views(cat, on, part, versions, True))
+        frags = _decode(q, on, row, lam_scans, "", part, True)
+        assert frags["facts"] == set(ref.parts[0].fragments), (q.sql, on)
+        plain = run_query(cat, q, versions)
+        assert digest(run.rows) == digest(plain.rows), (q.sql, on, run.rows, plain.rows)
+        assert run.columns == plain.columns
+        assert run.metrics.rows_read == plain.metrics.rows_read
+        TALLY["answered"] += 1
+
+
 def check_values_in_one_job(cat, parts, items, versions) -> None:
     """``capture_values`` carries every value-lineage attribute of one query in ONE job; the sketch
     it gives on each attribute and granularity equals that attribute's own fragment-id capture."""
@@ -102,6 +121,11 @@ def check_values_in_one_job(cat, parts, items, versions) -> None:
     else:
         return
     vals, _ = capture_values(cat, q, "facts", attrs, versions)
+    answer = []
+    vals2, _ = capture_values(cat, q, "facts", attrs, versions, answer)
+    assert {a: (sorted(map(repr, v)), n) for a, (v, n) in vals.items()} == \
+        {a: (sorted(map(repr, v)), n) for a, (v, n) in vals2.items()}, q.sql
+    assert digest(answer[0].rows) == digest(run_query(cat, q, versions).rows), q.sql
     keys = [(a, n) for a in attrs for n in FRAGS]
     refs, _ = capture_batch(cat, [(q, {"facts": a}, {"facts": parts[(a, n)]}) for a, n in keys], versions,
                             by_value=False)
@@ -127,6 +151,7 @@ def test_enough_cases_were_compared():
     assert TALLY["compared"] >= 70 and TALLY["pruned"] >= 30, TALLY
     assert TALLY["by_value"] >= 20, TALLY
     assert TALLY["multi_value"] >= 3, TALLY
+    assert TALLY["answered"] >= 20, TALLY
 
 
 @pytest.mark.soak

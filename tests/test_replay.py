@@ -50,6 +50,14 @@ def test_run_log_is_complete_and_answers_agree(ci_run):
         assert q["decision"]["reason"], q
         if q["decision"]["action"] in ("capture", "reuse") and q["sketch_id"] is not None:
             assert 0 < q["selectivity"]["real"] <= 0.9
+    # a capture by value answers its query in the same job: no separate run, a plain scan's counters
+    answered = [q for q in doc["queries"] if "answered by the capture job" in q["decision"]["reason"]]
+    assert answered and all(q["decision"]["action"] == "capture" for q in answered)
+    plain = {q["step"]: q for q in doc["queries"] if q["strategy"] == "NO-PS"}
+    for q in answered:
+        assert q["seconds"]["query"] == 0.0 and q["seconds"]["capture"] > 0
+        assert q["scan"]["rows"] == plain[q["step"]]["scan"]["rows"]
+        assert q["result"]["digest"] == plain[q["step"]]["result"]["digest"]
     # the second batch makes every sketch used later stale: lazy maintenance ran and matched a recapture
     ev = [m for m in doc["maintenance"] if m["how"] != "current"]
     assert ev and all(m["equal_to_recapture"] in (True, None) for m in ev)

@@ -4,6 +4,7 @@ records of ``reports/schema.py``."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import hashlib
@@ -109,7 +110,7 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         res = run_plain_sql(cat, step["sql"], str(e))
         rec["decision"].update(action="unsupported", reason=f"ran without a sketch: {e}")
         return _finish(rec, res, secs), maint
-    sketch = None
+    sketch, answers = None, []
     if strategy == "NO-PS":
         rec["decision"]["reason"] = "NO-PS never uses sketches"
     elif wl.measured_costs and (lost := revisit(cat.store, q.template, strategy, _plain_rows(cat, q),
@@ -132,25 +133,41 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
                                        "" if tuple(sketch.bindings) == tuple(q.bindings)
                                        else " (reuse proven by Z3 for these bindings)"))
         else:
-            sketch = _decide(ctx, strategy, step, wl, q, versions, rec, secs)
+            sketch = _decide(ctx, strategy, step, wl, q, versions, rec, secs, answers)
     versions = versions_now(cat, q)
-    try:
-        res = run_query(cat, q, versions, sketch)
-    except Exception as e:
-        if isinstance(e, BadInput):
-            raise
-        raise BadInput(f"step {step['step']}: Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
+    if answers:
+        # the sizing or capture job answered the query at these versions: its time is already
+        # charged (capture or estimation), so the step has no separate run
+        job_s = answers[0].seconds
+        res = dataclasses.replace(answers[0], seconds=0.0)
+        rec["decision"]["reason"] += f"; answered by the {'capture' if secs['capture'] else 'sizing'} job (no separate run)"
+    else:
+        job_s = None
+        try:
+            res = run_query(cat, q, versions, sketch)
+        except Exception as e:
+            if isinstance(e, BadInput):
+                raise
+            raise BadInput(f"step {step['step']}: Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
     if sketch is not None:
         rec["sketch_id"] = sketch.id
         rec["selectivity"]["real"] = _sel(cat, sketch, versions)
-    cat.store.log_run("run", step["sql"], res.to_json() | {"rows": len(res.rows), "replay_step": step["step"],
-                                                     "template": q.template, "capture_seconds": secs["capture"]})
+    log = res.to_json() | {"rows": len(res.rows), "replay_step": step["step"], "template": q.template,
+                           "capture_seconds": secs["capture"]}
+    if job_s is not None:
+        # calibration: a go answered by its capture is a use that cost the capture alone; a no-go
+        # answered by the sizing job ran about as a plain run does (``calibrate``)
+        log |= {"answered": True, "sketch": sketch.to_json() if sketch is not None else None,
+                "seconds": 0.0 if sketch is not None else job_s,
+                "capture_seconds": secs["capture"] or job_s if sketch is not None else 0.0}
+    cat.store.log_run("run", step["sql"], log)
     return _finish(rec, res, secs), maint
 
 
-def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, secs: dict):
+def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, secs: dict, answers: list):
     """No stored sketch serves the query: follow the template's remembered decision, or estimate,
-    decide and capture (``recommend``) and remember the outcome.  Returns the sketch to use or None."""
+    decide and capture (``recommend``) and remember the outcome.  Returns the sketch to use or None;
+    a capture or sizing job that also answered the query appends its ``RunResult`` to ``answers``."""
     from advisor.capture import capture
     from advisor.decisions import forget, recall, remember, skip
     from advisor.maintain.derive import derive_sketch
@@ -170,7 +187,9 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
             got = derive_sketch(cat, q, {memo.table: memo.attr}, {memo.table: part}, versions)
             if got is None:
                 res = capture(cat, q, {memo.table: memo.attr}, part.n_target, versions, check=True,
-                              partitions={memo.table: part})
+                              partitions={memo.table: part}, answer=True)
+                if res.answer is not None:
+                    answers.append(res.answer)
                 got, how = (res.sketch, res.seconds), "captured for these bindings"
             else:
                 how = (f"derived for these bindings from the maintained operator state of sketch {got[2]} "
@@ -188,7 +207,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
                   method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31),
                   params=CostParams(measured=wl.measured_costs, advice_prior_scans=ADVICE_PRIOR_SCANS),
-                  pairs=False)
+                  pairs=False, answer=answers)
     s = r["seconds"]
     secs["sampling"] = s.get("sampling", 0.0)
     secs["oracle"] = s.get("oracle", 0.0)

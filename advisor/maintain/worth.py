@@ -62,7 +62,7 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     # batches, and a plain run reads all of them
     tables = set(sk.data_versions) or {p.table for p in sk.parts}
     batches = sum(1 for t in tables for v in catalog.versions(t) if v.kind == "batch")
-    n = len(plain) + len(sketched)
+    n = len(plain) + len(sketched) + cal.answered.get(sk.template, 0)
     rows = sum(catalog.version(t).rows for t in tables)
     inc = cal.maint_inc_s.get(sk.template)
     if has_state:

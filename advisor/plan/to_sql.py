@@ -157,7 +157,27 @@ def order_clause(node: ir.TopK) -> str:
 def query_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> str:
     """Plain (or sketch-filtered, via `source`) SQL for a query, with user-visible column names."""
     body, _ = gen(query.root, Gen(source))
+    return _output(query, body, [])
+
+
+def answer_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[str, dict[str, int]]:
+    """The query's answer (user-visible columns first, in ``query_sql``'s order) with each result
+    row's Λ columns after them, for a capture that answers its query in the same job.  Only for
+    captures by value (every Λ of kind VAL at the root, ``advisor.capture.value_lineage``): a row
+    then carries one value per sketched scan, so the driver reads the sketch off the answer's rows
+    (no per-row bitmaps).  Returns (sql, {Λ column: scan_id})."""
+    g = Gen(source)
+    body, lams = gen(query.root, g)
+    if not lams:
+        raise ValueError("no sketched scan in the query")
+    if any(k != VAL for k in lams.values()):
+        raise ValueError("an answering capture carries values only")
+    return _output(query, body, list(lams)), dict(g.lams)
+
+
+def _output(query: ir.Query, body: str, extra: list[str]) -> str:
     items = [f"{q(c.name)} AS {q(n)}" for c, n in zip(query.root.cols, query.output_names)]
+    items += [q(x) for x in extra]
     order = ""
     visible = {c.name for c in query.root.cols}
     if query.order and all(n in visible for n, _ in query.order):
