@@ -119,8 +119,9 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
     else:
         t0 = time.perf_counter()
         declined: list[str] = []
-        done = before_use(cat, q, declined if wl.measured_costs else None)
+        done = before_use(cat, q, declined if wl.measured_costs else None, answer=True)
         secs["maintenance"] = time.perf_counter() - t0
+        answers += [r.answer for r in done if r.answer is not None][:1]
         maint = [_maint_record(cat, strategy, step["step"], "query", r, wl.measure_recapture) for r in done]
         versions = versions_now(cat, q)
         good, bad = usable_sketches(cat, q, versions)
@@ -140,7 +141,8 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         # charged (capture or estimation), so the step has no separate run
         job_s = answers[0].seconds
         res = dataclasses.replace(answers[0], seconds=0.0)
-        rec["decision"]["reason"] += f"; answered by the {'capture' if secs['capture'] else 'sizing'} job (no separate run)"
+        job = ("recapture" if rec["decision"]["action"] == "reuse" else "capture" if secs["capture"] else "sizing")
+        rec["decision"]["reason"] += f"; answered by the {job} job (no separate run)"
     else:
         job_s = None
         try:

@@ -65,13 +65,14 @@ def after_apply(catalog, table: str, n_tuples: int) -> list:
     return done
 
 
-def before_use(catalog, query, declined: list | None = None) -> list:
+def before_use(catalog, query, declined: list | None = None, answer: bool = False) -> list:
     """Lazy catch-up: maintain the one stale sketch that will serve this query -- the smallest whose
     reuse for these bindings is proven and that does not cover nearly everything (the finder's
     tests, ignoring staleness).  Other stale sketches of the template wait until a query wants them;
     if the smallest usable sketch is current, nothing is maintained.  With ``declined`` (a list),
     maintenance that the store's measurements say costs more than it saves (``worth``) is skipped
-    and the reason appended: the query then runs plain."""
+    and the reason appended: the query then runs plain.  With ``answer``, a recapture of a sketch
+    whose query is this very query (same SQL) also answers it (``MaintResult.answer``)."""
     from advisor.execute import versions_now
     from advisor.finder import usable_sketches
 
@@ -93,7 +94,7 @@ def before_use(catalog, query, declined: list | None = None) -> list:
                 continue
         pol = _load(catalog.store, sk, spec)
         pol.on_query(time.time())
-        res = maintain_sketch(catalog, sk.id)
+        res = maintain_sketch(catalog, sk.id, answer=answer and sk.sql == query.sql)
         pol.on_maintained(time.time(), res.seconds, res.delta_rows)
         _save(catalog.store, sk, spec, pol)
         done.append(res)

@@ -42,6 +42,7 @@ class MaintResult:
     changed: dict            # table -> (added fragments, removed fragments)
     state_bytes: int = 0
     init_seconds: float = 0.0  # of ``seconds``: initialising operator state (first step of a chain)
+    answer: object = None      # execute.RunResult of the sketch's query when the recapture also answered it
 
     def to_json(self) -> dict:
         return {"old": self.old_id, "new": self.new_id, "how": self.how, "seconds": round(self.seconds, 4),
@@ -137,11 +138,13 @@ def _versions_for(catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:
     return {t: sk.data_versions.get(t, catalog.current_version(t)) for t in tables}
 
 
-def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> MaintResult:
+def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, answer: bool = False) -> MaintResult:
     """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened.
     A chain without operator state either initialises it or, while that does not pay yet, is
-    recaptured (``rent``).  Each step is logged (kind ``maintain``) for ``advisor.calibrate``."""
-    res = _maintain(catalog, sketch_id, topk_buffer)
+    recaptured (``rent``).  With ``answer``, such a recapture by value also answers the sketch's
+    query (``MaintResult.answer``): a caller about to run that very query need not run it.  Each
+    step is logged (kind ``maintain``) for ``advisor.calibrate``."""
+    res = _maintain(catalog, sketch_id, topk_buffer, answer)
     if res.how != "current":
         sk = load_sketch(catalog.store, sketch_id)
         catalog.store.log_run("maintain", sk.sql, {"template": sk.template, "how": res.how,
@@ -151,7 +154,7 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None) -> 
     return res
 
 
-def _maintain(catalog, sketch_id: int, topk_buffer: int | None) -> MaintResult:
+def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = False) -> MaintResult:
     sk = load_sketch(catalog.store, sketch_id)
     if sk is None:
         raise BadInput(f"no sketch with id {sketch_id}")
@@ -171,7 +174,7 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None) -> MaintResult:
         if rent.should_rent(spent, last or rows / rent.RECAPTURE_ROWS_PER_S,
                             rows / rent.init_rate(catalog.store, is_bulk)):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
-            return _recapture(catalog, sk, query, new, t0, None, spent, n)
+            return _recapture(catalog, sk, query, new, t0, None, spent, n, answer)
         t_init = time.perf_counter()
         state = init_state(catalog, sk, query, sketched, topk_buffer)
         init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk}
@@ -202,7 +205,7 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None) -> MaintResult:
 
 
 def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spent: float,
-               n_delta: int = 0) -> MaintResult:
+               n_delta: int = 0, answer: bool = False) -> MaintResult:
     """Recapture the chain's next version at ``new``.  With ``init_with`` = (sketched, topk buffer)
     operator state is initialised for it (a top-k buffer ran dry); without, the chain stays
     state-less and the recapture is booked as rent (``rent``)."""
@@ -210,7 +213,7 @@ def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spen
 
     on = {p.table: p.attr for p in sk.parts}
     parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}
-    res = capture(catalog, query, on, versions=new, check=False, partitions=parts)
+    res = capture(catalog, query, on, versions=new, check=False, partitions=parts, answer=answer)
     # the recapture saved its own row; re-link it as the next version of this chain
     with catalog.store.tx() as c:
         c.execute("UPDATE sketches SET parent_id=?, how='recapture', data_versions_json=? WHERE id=?",
@@ -222,7 +225,7 @@ def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spen
         state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, *init_with)
         size = save_state(catalog, res.sketch.id, state)
     return MaintResult(sk.id, res.sketch.id, "recapture", time.perf_counter() - t0, n_delta,
-                       _changes(sk, load_sketch(catalog.store, res.sketch.id)), size)
+                       _changes(sk, load_sketch(catalog.store, res.sketch.id)), size, answer=res.answer)
 
 
 def _changes(a: Sketch, b: Sketch) -> dict:
