@@ -8,7 +8,9 @@ one table share the table's sketch (their fragment sets are ORed), so `use` filt
 When every aggregation above a sketched scan groups by the sketched attribute (``value_lineage``),
 a group's provenance rows all share that attribute's value, so the sketch is the fragments of the
 result groups' values: the capture carries values instead of per-row fragment ids and bitmaps
-(``to_sql`` kind VAL) and costs about one plain run of the query.
+(``to_sql`` kind VAL) and costs about one plain run of the query.  Such a capture can also answer
+its query in the same job (``answering_capture``): the result rows carry their value, and the
+sketch is read off them on the driver, so the first use of a sketch costs one job, not two.
 """
 
 from __future__ import annotations

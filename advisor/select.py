@@ -41,7 +41,9 @@ sizing without sampling (method exact, OPT) the partitions still to build plus t
 ``read`` is the share of rows scans still read with the sketch (``advisor.skipping``: files of a
 clustered layout or Parquet row groups whose min/max overlap the sketch's fragments); it equals
 ``sel`` only for a perfectly clustered table, and is ~1 for an attribute no layout clusters (such
-candidates are dropped before sampling).  Go also needs ``read <= max_sel``.
+candidates are dropped before sampling).  Go also needs ``read <= max_read`` when the read share is
+known from the table's files (``finder.MAX_USE_READ``: a sketch that leaves more to read is never
+used, so capturing it cannot pay); without it (the paper's model) ``sel <= max_sel`` stands alone.
 ``runs`` (range terms of the sketch filter) ~ E[fragments] * (1 - E[fragments]/n) + 1, fragments
 scattered at random (an upper-ish guess).  The number of fragments is the granularity with the best
 net.  The partition build is a sunk cost by decision time (estimation needed its fragment sizes), so
@@ -62,6 +64,7 @@ from typing import Optional
 
 import numpy as np
 
+from advisor.finder import MAX_USE_READ
 from advisor.partitions import RangePartition, build_partition
 
 STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
@@ -136,6 +139,7 @@ class CostParams:
     plan_rows: float = 200.0
     prior_reuses: float = 3.0
     max_sel: float = 0.8
+    max_read: float = MAX_USE_READ   # sketches reading more are not used (``advisor.finder``)
     maint_fixed: float = 0.01
     maint_per_delta: float = 3.0
     scan_rate: float = 2e6
@@ -258,8 +262,8 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
                f" -> net {scans(net):+.2f} scans")
     if s.sel_hi > p.max_sel:
         go, why = False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data; "
-    elif read > p.max_sel:
-        go, why = False, f"no-go: the layout leaves {read:.1%} of the data to read; "
+    elif s.read is not None and read > p.max_read:
+        go, why = False, f"no-go: the layout leaves {read:.1%} of the data to read (> {p.max_read:.0%}); "
     elif net <= 0:
         go, why = False, "no-go: the sketch does not pay off; "
     else:

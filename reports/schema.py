@@ -20,9 +20,11 @@
         "strategy": str, "step": int, "template": str, "sql": str,
         "decision": {"action": "plain" | "capture" | "reuse" | "no-go" | "unsupported",
                      "reason": str, "attr": "table.attr" | null, "fragments": int | null},
-        "sketch_id": int | null,                      # sketch used by the run (after maintenance)
+        "sketch_id": int | null,                      # sketch used by the run (after maintenance), or
+                                                      # captured by the job that answered the step
         "selectivity": {"estimated": float | null, "ci": [lo, hi] | null, "real": float | null},
-        "scan": {"files": int, "bytes": int, "rows": int},      # what the query's scans read
+        "scan": {"files": int, "bytes": int, "rows": int},      # what the query's scans read (a step
+                                                      # answered by its capture job: that job's scan)
         "result": {"rows": int, "digest": str},       # sha1 of the sorted result rows
         "seconds": {"sampling": s, "estimation": s, "capture": s, "maintenance": s, "query": s,
                     "oracle": s, "total": s}}],       # total excludes "oracle" (OPT's evaluation captures)

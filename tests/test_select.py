@@ -75,6 +75,18 @@ def test_upper_bound_above_max_sel_is_no_go_even_with_many_reuses():
     assert not c.go and "upper bound 85.0% > 80%" in c.reason
 
 
+def test_a_sketch_the_finder_would_not_use_is_no_go():
+    """A 2 % sketch whose fragments leave 60 % of the row groups to read would be refused at use
+    (``finder.MAX_USE_READ``), however much the row count promises: no-go with the reason."""
+    from advisor.finder import MAX_USE_READ
+
+    assert CostParams().max_read == MAX_USE_READ == 0.5
+    c = cost(summ(0.02, frags=20).with_read(0.6, "row groups"), "a", T, Workload(1000), CostParams())
+    assert not c.go and "leaves 60.0% of the data to read (> 50%)" in c.reason
+    ok = cost(summ(0.02, frags=20).with_read(0.4, "row groups"), "a", T, Workload(1000), CostParams())
+    assert ok.go
+
+
 def test_more_reuses_raise_and_maintenance_lowers_the_net_benefit():
     s, p = summ(0.3), CostParams()
     nets = [cost(s, "a", T, Workload(r), p).net_rows for r in (1, 3, 10)]
