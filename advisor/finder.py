@@ -93,13 +93,22 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
         read = read_fraction(catalog, s, versions)
         if sel > MAX_USE_SELECTIVITY:
             bad.append((s, f"covers {sel:.1%} of the rows (> {MAX_USE_SELECTIVITY:.0%}): a plain scan is cheaper"))
-        elif read > MAX_USE_READ:
+        elif read > MAX_USE_READ and not _has_companion(s, good, query):
             bad.append((s, f"covers {sel:.1%} of the rows, but its fragments are spread over files holding "
                            f"{read:.1%} of them (> {MAX_USE_READ:.0%}): a plain scan is cheaper"))
         else:
             kept.append((read, sketch_rows(catalog, s), s.id, s))
     kept.sort(key=lambda k: k[:3])
     return [k[3] for k in kept], bad
+
+
+def _has_companion(s: Sketch, good: list, query: ir.Query) -> bool:
+    """Whether another usable sketch may join ``s`` as a pair (``advisor.pairs.combine``): the
+    conjunction of two sketches each reading half the rows can read a quarter, so ``MAX_USE_READ``
+    does not refuse such a sketch on its own read share."""
+    from advisor.pairs import companions
+
+    return bool(companions(s, [o for o in good if o is not s], query.bindings))
 
 
 def read_fraction(catalog, s: Sketch, versions: dict[str, int]) -> float:

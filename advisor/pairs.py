@@ -145,7 +145,7 @@ def combine(cat, q, versions: dict, good: list):
     if not good:
         return None
     best = good[0]
-    for other in _companions(best, good[1:], q.bindings):
+    for other in companions(best, good[1:], q.bindings):
         if other.data_versions != best.data_versions:
             continue
         p, o = best.parts[0], other.parts[0]
@@ -156,7 +156,7 @@ def combine(cat, q, versions: dict, good: list):
     return best
 
 
-def _companions(best, others: list, bindings: tuple) -> list:
+def companions(best, others: list, bindings: tuple) -> list:
     """Sketches of ``others`` that may join ``best``: one part, its table, another attribute, same bindings."""
     if len(best.parts) != 1 or tuple(best.bindings) != tuple(bindings):
         return []
@@ -176,5 +176,5 @@ def catch_up(cat, q) -> list:
     good, _ = usable_sketches(cat, q, versions, allow_stale=True)
     if not good:
         return []
-    return [maintain_sketch(cat, o.id) for o in _companions(good[0], good[1:], q.bindings)
+    return [maintain_sketch(cat, o.id) for o in companions(good[0], good[1:], q.bindings)
             if any(versions.get(t) != v for t, v in o.data_versions.items())]
