@@ -211,6 +211,14 @@ def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str,
     return out, secs
 
 
+def _one_row_capture(catalog, query: ir.Query, source) -> tuple[object, dict[str, int], float]:
+    """Run the one-row capture query (``to_sql.capture_sql``): (its row, {Λ: scan_id}, seconds)."""
+    sql, lam_scans = capture_sql(query, source)
+    t0 = time.perf_counter()
+    row = catalog.spark.sql(sql).first()
+    return row, lam_scans, time.perf_counter() - t0
+
+
 def answering_capture(catalog, query: ir.Query, source) -> tuple[object, dict, dict[str, int], float]:
     """Run the query once, instrumented by value (``to_sql.answer_sql``): its answer as an
     ``execute.RunResult`` (rows, scan metrics, seconds) and, per Λ column, the distinct non-NULL
@@ -259,10 +267,7 @@ def capture_values(catalog, query: ir.Query, table: str, attrs: list[str],
         run, row, lam_scans, secs = answering_capture(catalog, query, source)
         answer.append(run)
     else:
-        sql, lam_scans = capture_sql(query, source)
-        t0 = time.perf_counter()
-        row = catalog.spark.sql(sql).first()
-        secs = time.perf_counter() - t0
+        row, lam_scans, secs = _one_row_capture(catalog, query, source)
     out: dict[str, tuple[list, bool]] = {a: ([], False) for a in attrs}
     for sid in sorted(set(lam_scans.values())):
         for j, a in enumerate(attrs):
@@ -313,10 +318,7 @@ def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
     if answer and bv:
         run, row, lam_scans, secs = answering_capture(catalog, query, source)
     else:
-        sql, lam_scans = capture_sql(query, source)
-        t0 = time.perf_counter()
-        row = catalog.spark.sql(sql).first()
-        secs = time.perf_counter() - t0
+        row, lam_scans, secs = _one_row_capture(catalog, query, source)
     frags = _decode(query, on, row, lam_scans, "", parts, bv)
     sk = Sketch(0, query.template, query.bindings, query.sql,
                 [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],

@@ -166,10 +166,7 @@ def answer_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[st
     captures by value (every Λ of kind VAL at the root, ``advisor.capture.value_lineage``): a row
     then carries one value per sketched scan, so the driver reads the sketch off the answer's rows
     (no per-row bitmaps).  Returns (sql, {Λ column: scan_id})."""
-    g = Gen(source)
-    body, lams = gen(query.root, g)
-    if not lams:
-        raise ValueError("no sketched scan in the query")
+    g, body, lams = _instrumented(query, source)
     if any(k != VAL for k in lams.values()):
         raise ValueError("an answering capture carries values only")
     return _output(query, body, list(lams)), dict(g.lams)
@@ -190,9 +187,16 @@ def _output(query: ir.Query, body: str, extra: list[str]) -> str:
 
 def capture_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[str, dict[str, int]]:
     """One-row capture query: per sketched scan a bitmap of the fragments in the provenance."""
+    g, body, lams = _instrumented(query, source)
+    items = [_lam_agg(x, k, root=True) for x, k in lams.items()]
+    return f"SELECT {', '.join(items)} FROM ({body}) _cap", dict(g.lams)
+
+
+def _instrumented(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[Gen, str, dict[str, str]]:
+    """The instrumented body of ``query`` (``gen``) with its generator and root Λ kinds; at least one
+    scan must be sketched."""
     g = Gen(source)
     body, lams = gen(query.root, g)
     if not lams:
         raise ValueError("no sketched scan in the query")
-    items = [_lam_agg(x, k, root=True) for x, k in lams.items()]
-    return f"SELECT {', '.join(items)} FROM ({body}) _cap", dict(g.lams)
+    return g, body, lams
