@@ -151,8 +151,6 @@ def assign_column(df, attr: str, part: RangePartition, out: str):
     from pyspark.sql import functions as F
 
     if uses_bucketizer(part.dtype):
-        from pyspark.ml.feature import Bucketizer
-
         k = kind_of(part.dtype)
         col = F.col(attr)
         if k == "date":
@@ -164,12 +162,38 @@ def assign_column(df, attr: str, part: RangePartition, out: str):
         splits = [float("-inf")] + [to_double(b, part.dtype) for b in part.boundaries] + [float("inf")]
         tmp_in = f"__num_{out}"
         tmp_out = f"__bkt_{out}"
-        b = Bucketizer(splits=splits, inputCol=tmp_in, outputCol=tmp_out, handleInvalid="keep")
-        res = b.transform(df.withColumn(tmp_in, num))
+        res = _bucketize(df.withColumn(tmp_in, num), splits, tmp_in, tmp_out)
         # handleInvalid=keep puts NaN into bucket len(splits)-1 == null_id; NULL stays NULL.
         frag = F.coalesce(F.col(tmp_out).cast("int"), F.lit(part.null_id))
         return res.withColumn(out, frag).drop(tmp_in, tmp_out)
     return df.withColumn(out, _searchsorted_udf(part)(F.col(attr)))
+
+
+def _bucketize(df, splits: list[float], inp: str, out: str):
+    """Spark ML's Bucketizer (``handleInvalid=keep``) over ``splits``, built on the JVM directly.
+
+    PySpark's wrapper hands a Python list to the JVM one element per py4j call: 10,002 splits cost
+    ~1 s per call on 2 cores (measured; the transform itself takes ~0.1 s).  Here the splits cross
+    as one big-endian byte array and are unpacked into a ``double[]`` on the JVM: ~0.04 s.  The
+    same Bucketizer runs on the same splits, so ids are identical.  Without a classic (py4j)
+    session, e.g. Spark Connect, the wrapper is used."""
+    import struct
+
+    jdf = getattr(df, "_jdf", None)
+    spark = df.sparkSession
+    sc = getattr(spark, "_sc", None)
+    if jdf is None or sc is None:
+        from pyspark.ml.feature import Bucketizer
+
+        return Bucketizer(splits=splits, inputCol=inp, outputCol=out, handleInvalid="keep").transform(df)
+    from pyspark.sql import DataFrame
+
+    gw = sc._gateway
+    arr = gw.new_array(gw.jvm.double, len(splits))
+    gw.jvm.java.nio.ByteBuffer.wrap(bytearray(struct.pack(f">{len(splits)}d", *splits))).asDoubleBuffer().get(arr)
+    jb = (gw.jvm.org.apache.spark.ml.feature.Bucketizer().setSplits(arr).setInputCol(inp).setOutputCol(out)
+          .setHandleInvalid("keep"))
+    return DataFrame(jb.transform(jdf), spark)
 
 
 def _searchsorted_udf(part: RangePartition):

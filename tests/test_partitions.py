@@ -149,3 +149,23 @@ def test_partition_carried_over_small_batches_has_exact_sizes(spark, tmp_path, n
     assert list(p2.sizes) == want and sum(want) == c.version("t", v2).rows
     if name != "ts":  # zoned timestamps may be rebuilt rather than carried (both are exact)
         assert p2.boundaries == p1.boundaries
+
+
+def test_jvm_bucketizer_equals_pyspark_wrapper(spark):
+    """``_bucketize`` hands the splits to the JVM as one byte array; it must bucket exactly as
+    PySpark's Bucketizer wrapper does, at the split values themselves, between them, beyond the
+    outer splits, and for NaN / NULL (``handleInvalid=keep``), with 10,002 splits."""
+    from pyspark.ml.feature import Bucketizer
+
+    from advisor.partitions import _bucketize
+
+    splits = [float("-inf")] + [i * 0.5 - 2500.0 for i in range(10_000)] + [float("inf")]
+    vals = [i * 0.25 - 2600.0 for i in range(21_000)] + [float("nan"), None, -1e300, 1e300, 0.0, -0.0]
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(vals)], "i long, x double")
+    ref = Bucketizer(splits=splits, inputCol="x", outputCol="b", handleInvalid="keep").transform(df)
+    got = _bucketize(df, splits, "x", "b")
+    r = {row["i"]: row["b"] for row in ref.collect()}
+    g = {row["i"]: row["b"] for row in got.collect()}
+    assert g == r
+    assert g[len(vals) - 6] == len(splits) - 1 and g[len(vals) - 5] is None  # NaN kept, NULL stays NULL
+    assert len({v for v in g.values() if v is not None}) > 9_000
