@@ -493,7 +493,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     from advisor.maintain.bulk import supports
     from advisor.maintain.hooks import policy_spec
     from advisor.maintain.policy import make_policy
-    from advisor.maintain.rent import init_rate
+    from advisor.maintain.rent import predict_init
     from advisor.plan.parse import templatize
 
     rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 1000")
@@ -525,7 +525,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
         rate = 1.0 / calibrate(store).per_row_s
         return Workload(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)", steps_per_use=steps)
     cal = calibrate(store)
-    init = None if table_rows is None else cal.rows(table_rows / init_rate(store, supports(query.root)))
+    init = None if table_rows is None else cal.rows(predict_init(store, query.root, table_rows, supports(query.root)))
     reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
     return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, steps_per_use=steps,
                     fixed_rows=cal.fixed_rows,

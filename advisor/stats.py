@@ -50,7 +50,12 @@ def column_stats(catalog, table: str, version: int | None = None) -> dict[str, t
 def stored_ndv(catalog, table: str, col: str, version: int | None = None) -> int | None:
     """The column's approximate NDV from the statistics stored for ``version`` or an earlier one
     (the latest stored without a version), or None: no Spark job."""
-    r = catalog.store.one("SELECT ndv FROM colstats WHERE table_name=? AND col=? AND version<=? "
+    return store_ndv(catalog.store, table, col, version)
+
+
+def store_ndv(store, table: str, col: str, version: int | None = None) -> int | None:
+    """``stored_ndv`` for callers holding only the store."""
+    r = store.one("SELECT ndv FROM colstats WHERE table_name=? AND col=? AND version<=? "
                           "ORDER BY version DESC LIMIT 1", (table, col, (1 << 62) if version is None else version))
     return None if r is None or r["ndv"] is None else int(r["ndv"])
 

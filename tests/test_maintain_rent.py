@@ -55,6 +55,68 @@ def test_init_rate_is_measured_per_kind(tmp_path):
     assert rent.init_rate(store) == 100_000
 
 
+def _init_row(c, sid, meta, created):
+    import json
+
+    c.execute("INSERT INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
+              (sid, "x", json.dumps(meta), created))
+
+
+def test_init_rate_reads_initialisations_past_many_incremental_steps(tmp_path):
+    """Every incremental step writes a states row too; 60 of them after the only initialisation
+    must not hide it (the rate fell back to the prior before)."""
+    store = Store(tmp_path)
+    with store.tx() as c:
+        _init_row(c, 1, {"init_seconds": 3.0, "init_rows": 6_000_000, "bulk": True}, 1.0)
+        for sid in range(2, 62):
+            _init_row(c, sid, {"bytes": 1000}, 2.0 + sid)
+    assert rent.init_rate(store, bulk=True) == 2_000_000
+
+
+def test_init_rate_takes_the_groups_time_out_but_at_most_half(tmp_path):
+    a, b = Store(tmp_path / "a"), Store(tmp_path / "b")
+    with a.tx() as c:  # 3 s, of which 300k groups take 1 s: 6M rows in 2 s
+        _init_row(c, 1, {"init_seconds": 3.0, "init_rows": 6_000_000, "bulk": True,
+                         "init_groups": rent.GROUPS_PER_S}, 1.0)
+    with b.tx() as c:  # 2 s, "groups" of 3 s: only half is taken out
+        _init_row(c, 1, {"init_seconds": 2.0, "init_rows": 6_000_000, "bulk": True,
+                         "init_groups": 3 * rent.GROUPS_PER_S}, 1.0)
+    assert rent.init_rate(a, bulk=True) == 3_000_000
+    assert rent.init_rate(b, bulk=True) == 6_000_000
+
+
+def test_state_groups_come_from_the_keys_statistics(spark, tmp_path):
+    """The groups a state will hold: the product of the group keys' distinct counts, capped by the
+    rows under the aggregation; a top-k over an aggregation holds the aggregation's groups.  The
+    predicted initialisation grows by groups / GROUPS_PER_S over the same rows."""
+    import pandas as pd
+
+    from advisor.stats import column_stats
+    from diffgen import make_dims
+
+    cat = Catalog(spark, Store(tmp_path))
+    facts = make_facts(3, 500)
+    cat.create_table("facts", spark.createDataFrame(facts))
+    cat.create_table("dims", spark.createDataFrame(make_dims()))
+    column_stats(cat, "facts")
+    column_stats(cat, "dims")
+    groups = lambda sql: rent.state_groups(cat.store, parse_sql(sql, cat.schema).root)  # noqa: E731
+    g1, g2 = facts["g1"].nunique(), facts["g2"].nunique()
+    assert groups("SELECT g1, g2, sum(v) AS s FROM facts GROUP BY g1, g2 HAVING sum(v) > 3") == g1 * g2
+    assert groups("SELECT g1, sum(v) AS s FROM facts GROUP BY g1 ORDER BY s DESC LIMIT 3") == g1
+    by_key = groups("SELECT k, sum(v) AS s FROM facts GROUP BY k HAVING sum(v) > 3")
+    assert 0.95 * len(facts) <= by_key <= len(facts)                     # ~500 keys, never above 500 rows
+    assert groups("SELECT k, g1, g2, sum(v) AS s FROM facts GROUP BY k, g1, g2 HAVING sum(v) > 3") == len(facts)
+    regions = pd.DataFrame(make_dims())["region"].nunique()
+    assert groups("SELECT region, sum(v) AS s FROM facts JOIN dims ON facts.g1 = dims.g1 "
+                  "GROUP BY region HAVING sum(v) > 3") == regions
+    assert groups("SELECT k, v FROM facts WHERE v > 3") == 0            # no aggregation, no groups
+    small = parse_sql("SELECT g1, sum(v) AS s FROM facts GROUP BY g1 HAVING sum(v) > 3", cat.schema).root
+    big = parse_sql("SELECT k, sum(v) AS s FROM facts GROUP BY k HAVING sum(v) > 3", cat.schema).root
+    diff = rent.predict_init(cat.store, big, 1e6, True) - rent.predict_init(cat.store, small, 1e6, True)
+    assert abs(diff - (by_key - g1) / rent.GROUPS_PER_S) < 1e-9
+
+
 def test_chain_rents_then_buys_and_stays_correct(spark, tmp_path, monkeypatch):
     cat = Catalog(spark, Store(tmp_path))
     cat.create_table("facts", spark.createDataFrame(make_facts(5, 500)))

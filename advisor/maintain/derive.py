@@ -83,6 +83,7 @@ def _head_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[M
     head whose state is initialised now (one Spark aggregation, about a capture), else None."""
     from advisor.plan.parse import parse_sql
 
+    from .rent import state_groups
     from .service import _sketched, init_state, maintain_sketch, save_state
 
     heads = sorted((s for s in latest_versions(catalog.store) if s.template == query.template
@@ -96,6 +97,7 @@ def _head_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[M
             st = init_state(catalog, head, hq, _sketched(catalog, hq, head))
             save_state(catalog, head.id, st, {"init_seconds": round(time.perf_counter() - t0, 4),
                                               "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
+                                              "init_groups": state_groups(catalog.store, hq.root),
                                               "bulk": True})
         elif not current(head):
             res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)

@@ -7,8 +7,11 @@ maintained again and again, which is not known in advance.  The classic ski-rent
 2-competitive: keep *renting* (recapture, no state) while the recapture time already spent on the
 chain plus the next recapture stays within the estimated *purchase* (state initialisation); then
 buy.  Tables small enough to initialise in under ``MIN_INIT_SECONDS`` are bought at once.  The
-initialisation estimate uses the median rate of earlier initialisations in this store (recorded in
-the ``states`` rows), else a prior; the recapture estimate is the chain's last recapture, else a
+initialisation estimate (``predict_init``) is the rows over the median rate of earlier
+initialisations in this store (recorded in the ``states`` rows), else a prior, plus the groups the
+state will hold over ``GROUPS_PER_S``: the state's groups cross to the driver and are loaded there,
+so a state of 1.5M groups (TPC-H SF1 ``GROUP BY l_orderkey``) took 7.5 s where states of 2-20k groups
+over the same 6M rows took 2.3-3.3 s.  The recapture estimate is the chain's last recapture, else a
 scan-rate prior.  Chain spend is kept in the ``maint_rent`` table, keyed by the sketch version.
 """
 
@@ -22,6 +25,10 @@ INIT_ROWS_PER_S = 150_000.0          # prior: pyarrow read + pandas operators (m
 BULK_INIT_ROWS_PER_S = 1_500_000.0   # prior: one Spark aggregation (``bulk``), about a capture's cost
 RECAPTURE_ROWS_PER_S = 2_000_000.0   # prior: one instrumented Spark scan
 MIN_INIT_SECONDS = 2.0
+# prior: groups of state loaded per second on the driver (arrow transfer + operator arrays).  SF1
+# big_orders: 1.5M groups added ~4.5-5 s to a 6M-row initialisation; SF0.1: 150k groups, 0.74 s
+# load + ~0.5 s transfer (BENCHMARKS.md session 23)
+GROUPS_PER_S = 300_000.0
 
 def should_rent(spent: float, next_recapture: float, init_cost: float,
                 min_init: float = MIN_INIT_SECONDS) -> bool:
@@ -32,15 +39,54 @@ def should_rent(spent: float, next_recapture: float, init_cost: float,
 
 def init_rate(store, bulk: bool = False) -> float:
     """Rows per second of state initialisation observed in this store (median over the same kind:
-    Spark bulk or row path), else the kind's prior."""
+    Spark bulk or row path), else the kind's prior.  The time ``predict_init`` gives a recorded
+    state's groups (``init_groups``) is taken out first, but never more than half of it."""
     rates = []
-    for r in store.query("SELECT meta_json FROM states ORDER BY created DESC LIMIT 50"):
+    # only initialisations: every incremental step also writes a states row, and the newest 50 rows of
+    # a busy store held none (the prior was used after the first 50 steps)
+    for r in store.query("SELECT meta_json FROM states WHERE meta_json LIKE '%\"init_seconds\"%' "
+                         "ORDER BY created DESC LIMIT 50"):
         m = json.loads(r["meta_json"])
         if m.get("init_seconds") and m.get("init_rows") and bool(m.get("bulk")) == bulk:
-            rates.append(m["init_rows"] / max(m["init_seconds"], 1e-3))
+            secs = max(m["init_seconds"] - float(m.get("init_groups") or 0.0) / GROUPS_PER_S, 0.5 * m["init_seconds"])
+            rates.append(m["init_rows"] / max(secs, 1e-3))
     if rates:
         return statistics.median(rates)
     return BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
+
+
+def state_groups(store, root) -> float:
+    """Groups the operator state of a plan will hold: per aggregation, the product of its keys'
+    distinct counts (the newest table statistics in the store), capped by the rows of the tables
+    under it; summed over aggregations.  A key without statistics (a computed one) leaves its
+    aggregation out: 0 groups, the estimate before groups were counted."""
+    from advisor.plan import ir
+    from advisor.stats import store_ndv
+
+    total = 0.0
+    for node in root.walk():
+        if not isinstance(node, ir.Aggregate) or not node.keys:
+            continue
+        rows = 0.0
+        for s in node.walk():
+            if isinstance(s, ir.Scan):
+                r = store.one("SELECT rows FROM versions WHERE table_name=? ORDER BY version DESC LIMIT 1", (s.table,))
+                rows += float(r["rows"]) if r else 0.0
+        g = 1.0
+        for k in node.keys:
+            c = node.child.col(k)
+            ndv = store_ndv(store, c.table, c.source) if c.table and c.source else None
+            if not ndv:
+                g = 0.0
+                break
+            g *= float(ndv)
+        total += min(g, rows)
+    return total
+
+
+def predict_init(store, root, rows: float, bulk: bool) -> float:
+    """Predicted seconds to initialise the operator state of plan ``root`` over ``rows`` input rows."""
+    return rows / init_rate(store, bulk) + state_groups(store, root) / GROUPS_PER_S
 
 
 def rent_of(store, sketch_id: int) -> tuple[float, float]:

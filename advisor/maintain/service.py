@@ -81,8 +81,8 @@ def _cache_put(key: tuple[str, int], state: MaintState, size: int) -> None:
 
 
 def save_state(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:
-    """Persist the state (temp file + rename, then the row); ``init`` = {init_seconds, init_rows}
-    when it was just initialised (the rate feeds ``rent.init_rate``)."""
+    """Persist the state (temp file + rename, then the row); ``init`` = {init_seconds, init_rows,
+    init_groups} when it was just initialised (the rate feeds ``rent.init_rate``)."""
     data = state.to_bytes()
     path = _state_dir(catalog) / f"sketch_{sketch_id}.state"
     tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
@@ -172,12 +172,13 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
         spent, last = rent.rent_of(catalog.store, sk.id)
         is_bulk = bulk.supports(query.root)
         if rent.should_rent(spent, last or rows / rent.RECAPTURE_ROWS_PER_S,
-                            rows / rent.init_rate(catalog.store, is_bulk)):
+                            rent.predict_init(catalog.store, query.root, rows, is_bulk)):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
             return _recapture(catalog, sk, query, new, t0, None, spent, n, answer)
         t_init = time.perf_counter()
         state = init_state(catalog, sk, query, sketched, topk_buffer)
-        init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk}
+        init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk,
+                "init_groups": rent.state_groups(catalog.store, query.root)}
     deltas, n_delta = {}, 0
     for t in tables:
         if old[t] != new[t]:

@@ -43,17 +43,20 @@ def decline_reason(e: Evidence) -> str | None:
             f"use(s) per batch; measured)")
 
 
-def _bulk_plan(catalog, sk) -> bool:
+def _init_seconds(catalog, sk, rows: float) -> float:
+    """Predicted initialisation of the sketch's operator state (``rent.predict_init``)."""
     from advisor.maintain.bulk import supports
+    from advisor.maintain.rent import predict_init
     from advisor.plan.parse import parse_sql
 
-    return supports(parse_sql(sk.sql, catalog.schema).root)
+    root = parse_sql(sk.sql, catalog.schema).root
+    return predict_init(catalog.store, root, rows, supports(root))
 
 
 def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     """Gather the measurements for sketch ``sk``'s template from the store's run log."""
     from advisor.calibrate import calibrate, predicted_seconds
-    from advisor.maintain.rent import init_rate, rent_of
+    from advisor.maintain.rent import rent_of
 
     store = catalog.store
     cal = calibrate(store, limit)
@@ -70,7 +73,7 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     else:
         _, last = rent_of(store, sk.id)
         maint = last or cal.recapture_s.get(sk.template)
-        init = rows / init_rate(store, _bulk_plan(catalog, sk))
+        init = _init_seconds(catalog, sk, rows)
     med = lambda xs: statistics.median(xs[:10]) if xs else None  # noqa: E731
     # never run plain in this store (every instance used a sketch): the fitted line predicts it
     plain_s = med(plain) if plain else predicted_seconds(cal, rows)
