@@ -24,12 +24,14 @@ def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
     return out
 
 
-# Bridging above this many OR'd ranges. Each new filter text is a new whole-stage-codegen class, and
-# HotSpot compiles the OR of the ranges as one method before it runs fast: the first run of a fresh
-# big_orders sketch at SF1 took 13.5 s longer than its second at 128 ranges, 4.3 s at 64, 1.5 s at 32,
-# 0.9 s at 16, while warm runs differed by < 0.3 s (BENCHMARKS.md, session 14). Replays meet a fresh
-# filter at every capture and every maintained version, so the first run is the common case.
-MAX_RUNS = 32
+# Bridging above this many ranges. Each new filter text is a new whole-stage-codegen class: the
+# query's loop runs interpreted until HotSpot has compiled that (huge) method, so the first run of a
+# fresh filter costs more than later ones.  As one flat OR a fresh big_orders sketch at SF1 took
+# 1.6-2.0 s at 32 ranges, 3.0 s at 77, 11-13 s at 128 (the plain query: 1.6-1.8 s); ``range_condition``'s
+# search tree tests O(log ranges) bounds per row and took 1.2-1.5 s at 32, 0.8-1.2 s at 77-105, and
+# 3.1-3.3 s at 128 (BENCHMARKS.md, session 24). Replays meet a fresh filter at every capture and every
+# maintained version, so the first run is the common case.
+MAX_RUNS = 64
 
 
 def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:
@@ -72,21 +74,33 @@ def read_set(fragments, part: RangePartition, max_runs: int = MAX_RUNS) -> froze
     return frozenset(got | (set(fragments) & {part.null_id}))
 
 
+# Runs OR'd flat at the leaves of ``range_condition``'s search tree.
+TREE_LEAF = 4
+
+
 def range_condition(part: RangePartition, fragments: frozenset, column: str, max_runs: int = MAX_RUNS) -> str:
     """SQL condition selecting the rows in the given fragments of `part` (exactly, unless more than
     `max_runs` runs forced bridging of small gaps, which only adds rows)."""
     col = q(column)
-    terms = []
     nb = len(part.boundaries)
-    for i, j in capped_runs(fragments, part, max_runs):
-        conds = []
-        if i > 0:
-            conds.append(f"{col} >= {sql_literal(part.boundaries[i - 1], part.dtype)}")
-        if j < nb:
-            conds.append(f"{col} < {sql_literal(part.boundaries[j], part.dtype)}")
-        if not conds:
-            conds.append(f"{col} IS NOT NULL")
-        terms.append("(" + " AND ".join(conds) + ")")
+    lit = lambda i: sql_literal(part.boundaries[i], part.dtype)  # noqa: E731
+
+    def leaf(i: int, j: int) -> str:
+        conds = ([f"{col} >= {lit(i - 1)}"] if i > 0 else []) + ([f"{col} < {lit(j)}"] if j < nb else [])
+        return "(" + " AND ".join(conds or [f"{col} IS NOT NULL"]) + ")"
+
+    def tree(rs: list[tuple[int, int]]) -> str:
+        # runs are sorted and disjoint: a value below run m's lower bound can only be in runs < m,
+        # one at or above it only in runs >= m, so each row tests O(log runs) bounds, not all of them
+        m = len(rs) // 2
+        cut = lit(rs[m][0] - 1)
+        return f"(({col} < {cut} AND {branch(rs[:m])}) OR ({col} >= {cut} AND {branch(rs[m:])}))"
+
+    def branch(rs: list[tuple[int, int]]) -> str:
+        return " OR ".join(leaf(i, j) for i, j in rs) if len(rs) <= TREE_LEAF else tree(rs)
+
+    rs = capped_runs(fragments, part, max_runs)
+    terms = [branch(rs)] if rs else []
     if part.null_id in fragments:
         nulls = f"{col} IS NULL"
         if kind_of(part.dtype) == "float":

@@ -102,6 +102,37 @@ def test_driver_sizes_equal_spark_counts_at_a_version_with_deletes(spark, cat, n
         assert list(part.sizes) == spark_sizes, (name, n)
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_many_runs_search_tree_selects_exactly_the_fragments(spark, cat, name):
+    """Past ``TREE_LEAF`` runs the filter is a search tree over the runs' bounds: it must still admit
+    exactly the rows of the chosen fragments (NULL and NaN included or not), and still reach the
+    Parquet reader as a pushed filter (row-group skipping)."""
+    import random
+
+    from advisor.use import TREE_LEAF, runs
+
+    part = build_partition(cat, f"t_{name}", "a", 200)
+    rng = random.Random(name)
+    rows = assign_column(cat.read(f"t_{name}"), "a", part, "f").collect()
+    cat.read(f"t_{name}").createOrReplaceTempView("pv")
+    for with_null in (False, True):
+        chosen = frozenset(f for f in range(part.n_ranges) if rng.random() < 0.4) | (
+            {part.null_id} if with_null else set())
+        assert len(runs(chosen, part)) > 2 * TREE_LEAF  # two levels of the tree at least
+        cond = range_condition(part, chosen, "a", max_runs=10_000)
+        got = spark.sql(f"SELECT count(*) FROM pv WHERE {cond}").first()[0]
+        assert got == sum(1 for r in rows if r["f"] in chosen), (name, with_null)
+        if not with_null:
+            pushable = cond  # isnan() (the NULL fragment of a float column) is not a Parquet filter
+    spark.conf.set("spark.sql.maxMetadataStringLength", "1000000")  # explain truncates PushedFilters
+    try:
+        plan = spark.sql(f"SELECT a FROM pv WHERE {pushable}")._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.sql.maxMetadataStringLength")
+    pushed = plan.split("PushedFilters: ", 1)[1].split(", ReadSchema", 1)[0]
+    assert pushed.count("Or(") > 2 * TREE_LEAF, pushed
+
+
 def test_empty_sketch_filters_everything():
     part = RangePartition(1, "t", "a", "bigint", (10, 20))
     assert range_condition(part, frozenset(), "a") == "false"
