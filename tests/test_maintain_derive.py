@@ -125,3 +125,34 @@ def test_large_aggregations_are_captured_not_derived(cat, monkeypatch):
     assert derive_sketch(cat, q, *args) is None
     monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", 200_000)
     assert derive_sketch(cat, q, *args) is not None
+
+
+def test_stale_stateless_heads_buy_state_by_ski_rental(cat, monkeypatch):
+    """No head has state and none is current: the binding is captured (rent) while the template's
+    spent rent plus this capture stays under the predicted initialisation, and once it reaches it,
+    the binding's own state is initialised and its sketch derived from it; the next binding derives
+    from that state."""
+    import json
+
+    import advisor.maintain.rent as R
+
+    sql = "SELECT g1, count(*) AS n, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > {}"
+    part = build_partition(cat, "facts", "g1", 12)
+    head = capture(cat, _q(cat, sql.format(1000)), {"facts": "g1"}, 12, check=False,
+                   partitions={"facts": part}).sketch
+    ins, dels = batch_frames(cat, "facts", 50, 30, seed=11)
+    cat.apply_frames("facts", ins, dels)  # the head is stale and has no state
+    v = {"facts": cat.current_version("facts")}
+    q = _q(cat, sql.format(1400))
+    monkeypatch.setattr(R, "GROUPS_PER_S", 1e-3)  # the state is predicted to cost far more than a capture
+    assert derive_sketch(cat, q, {"facts": "g1"}, {"facts": part}, v) is None
+    predicted = R.predict_init(cat.store, q.root, cat.version("facts", v["facts"]).rows, bulk=True)
+    R.record_rent(cat.store, head.id, predicted, 1.0)  # the template's chains have spent that much
+    got = derive_sketch(cat, q, {"facts": "g1"}, {"facts": part}, v)
+    assert got is not None and got[2] is None  # its own state, bought now
+    assert got[0].parts[0].fragments == _fresh(cat, q, "g1", part)
+    meta = json.loads(cat.store.one("SELECT meta_json FROM states WHERE sketch_id=?", (got[0].id,))["meta_json"])
+    assert meta["bought"]["spent"] >= meta["bought"]["predicted"] - meta["bought"]["next"]
+    q2 = _q(cat, sql.format(700))
+    nxt = derive_sketch(cat, q2, {"facts": "g1"}, {"facts": part}, v)
+    assert nxt is not None and nxt[2] == got[0].id and nxt[0].parts[0].fragments == _fresh(cat, q2, "g1", part)

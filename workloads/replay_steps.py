@@ -173,6 +173,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     from advisor.capture import capture
     from advisor.decisions import forget, recall, remember, skip
     from advisor.maintain.derive import derive_sketch
+    from advisor.maintain.rent import record_rent
     from advisor.partitions import load_partition
     from advisor.recommend import recommend
     from advisor.sketches import load_sketch
@@ -193,6 +194,10 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
                 if res.answer is not None:
                     answers.append(res.answer)
                 got, how = (res.sketch, res.seconds), "captured for these bindings"
+                record_rent(store, res.sketch.id, res.seconds, res.seconds)  # rent paid on the template
+            elif got[2] is None:
+                how = ("derived for these bindings from their own operator state, initialised now "
+                       "(ski rental: the template's captures and recaptures reached its predicted cost)")
             else:
                 how = (f"derived for these bindings from the maintained operator state of sketch {got[2]} "
                        "(no capture job)")

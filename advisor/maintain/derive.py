@@ -16,9 +16,17 @@ Joins below the aggregation keep no rows, only bloom filters of the keys each si
 (``ops_join``); those are copied with the aggregation's state (a sketch of lineitem JOIN orders by
 o_orderdate on orders otherwise started each new chain with a 5-7 s state initialisation at SF1).
 
+Where no head has state and none is current, the new binding would be captured: rent paid on the
+template, as the recaptures of its state-less chains are.  Ski rental decides across both
+(``_bought_state``): once the template's chains have spent, in recaptures and captures, plus this
+capture, what the state's initialisation is predicted to cost, the new instance's own state is
+initialised instead (one Spark aggregation) and its sketch derived from it.  Later bindings then
+derive from that state.  (At SF1 a binding of lineitem JOIN orders by o_orderdate was captured for
+5.0 s, and the next one initialised state for 5.5 s: session 23.)
+
 Not derived (the caller captures): instances that differ below the aggregation (e.g. a WHERE
-constant), templates
-without a head that has state or a current head, and aggregations of more than
+constant), templates whose heads neither have state nor are current while renting still pays,
+and aggregations of more than
 ``DERIVE_MAX_GROUPS`` groups (by the stored NDVs of the group keys): at TPC-H SF1 grouped by
 l_orderkey (1.5M groups, 12 MB of state) a derivation took 2.3-2.9 s against 1.6-2.0 s for a
 capture, and the first state initialisation 6.5 s (session 13).
@@ -112,9 +120,38 @@ def _head_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[M
     return None
 
 
+def _bought_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[MaintState, dict] | None:
+    """(this instance's own operator state, its ``states`` record), initialised at ``versions`` (one
+    Spark aggregation), when ski rental says buy: the template's heads sketched as ``want`` exist but none has state or is
+    current, and the recaptures and captures their chains have spent (``maint_rent``) plus this
+    binding's capture reach the predicted initialisation.  Else None (the caller captures)."""
+    from . import rent
+    from .service import _sketched, init_state
+
+    heads = [s for s in latest_versions(catalog.store) if s.template == query.template
+             and {p.table: (p.attr, p.partition_id) for p in s.parts} == want]
+    if not heads or not bulk.supports(query.root):
+        return None
+    paid = [rent.rent_of(catalog.store, h.id) for h in heads]
+    rows = sum(catalog.version(t, v).rows for t, v in versions.items())
+    spent = sum(s for s, _ in paid)
+    nxt = max((last for _, last in paid), default=0.0) or rows / rent.RECAPTURE_ROWS_PER_S
+    init = rent.predict_init(catalog.store, query.root, rows, bulk=True)
+    if rent.should_rent(spent, nxt, init):
+        return None
+    t0 = time.perf_counter()
+    sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
+             [SketchPart(t, a, pid, frozenset()) for t, (a, pid) in sorted(want.items())], dict(versions))
+    st = init_state(catalog, sk, query, _sketched(catalog, query, sk))
+    return st, {"init_seconds": round(time.perf_counter() - t0, 4), "init_rows": rows,
+                "init_groups": rent.state_groups(catalog.store, query.root), "bulk": True,
+                "bought": {"spent": round(spent, 4), "next": round(nxt, 4), "predicted": round(init, 4)}}
+
+
 def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions: dict[str, int]):
     """(the saved sketch of ``query`` at ``versions``, seconds, the head it came from) derived from a
-    head of its template (``_head_state``), or None.  ``on``/``partitions``: the sketched attribute and partition per
+    head of its template (``_head_state``), or from its own state bought now (``_bought_state``; head
+    None), or None.  ``on``/``partitions``: the sketched attribute and partition per
     table, which the head must share."""
     from .service import _sketched, save_state
 
@@ -124,9 +161,13 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
     if groups is None or groups > DERIVE_MAX_GROUPS:
         return None
     t0 = time.perf_counter()
-    got = _head_state(catalog, query, {t: (on[t], partitions[t].id) for t in on}, versions)
+    want = {t: (on[t], partitions[t].id) for t in on}
+    got, meta = _head_state(catalog, query, want, versions), None
     if got is None:
-        return None
+        own = _bought_state(catalog, query, want, versions)
+        if own is None:
+            return None
+        got, meta = (own[0], None), own[1]
     old, head_id = got
     sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
                 [SketchPart(t, on[t], partitions[t].id, frozenset()) for t in sorted(on)], dict(versions),
@@ -151,5 +192,5 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
         frags[scan_table[sid]] |= set(fs)
     sk.parts = [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts]
     save_sketch(catalog.store, sk)
-    save_state(catalog, sk.id, new)
+    save_state(catalog, sk.id, new, meta)
     return sk, time.perf_counter() - t0, head_id
