@@ -85,17 +85,29 @@ def _same_below(a: MaintState, b: MaintState) -> bool:
     return not d.consts and not d.topk
 
 
-def _head_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[MaintState, int] | None:
-    """(a copy of the operator state, the head's id) of a head of ``query``'s template sketched as ``want``, at
-    ``versions``: a head with state (caught up by one incremental step if stale), else a current
-    head whose state is initialised now (one Spark aggregation, about a capture), else None."""
+def _heads(catalog, query, want: dict) -> list[Sketch]:
+    """The heads of ``query``'s template sketched as ``want`` ({table: (attr, partition id)}), newest first."""
+    return sorted((s for s in latest_versions(catalog.store) if s.template == query.template
+                   and {p.table: (p.attr, p.partition_id) for p in s.parts} == want), key=lambda s: -s.id)
+
+
+def _init_record(catalog, root, t0: float, versions: dict[str, int]) -> dict:
+    """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``rent.init_rate``)."""
+    from .rent import state_groups
+
+    return {"init_seconds": round(time.perf_counter() - t0, 4),
+            "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
+            "init_groups": state_groups(catalog.store, root), "bulk": True}
+
+
+def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
+    """(a copy of the operator state, the head's id) of one of ``heads`` at ``versions``: a head with
+    state (caught up by one incremental step if stale), else a current head whose state is
+    initialised now (one Spark aggregation, about a capture), else None."""
     from advisor.plan.parse import parse_sql
 
-    from .rent import state_groups
     from .service import _sketched, init_state, maintain_sketch, save_state
 
-    heads = sorted((s for s in latest_versions(catalog.store) if s.template == query.template
-                    and {p.table: (p.attr, p.partition_id) for p in s.parts} == want), key=lambda s: -s.id)
     has_state = {h.id for h in heads if catalog.store.one("SELECT 1 FROM states WHERE sketch_id=?", (h.id,))}
     current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
     for head in [h for h in heads if h.id in has_state] + [h for h in heads if h.id not in has_state and current(h)]:
@@ -103,10 +115,7 @@ def _head_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[M
             t0 = time.perf_counter()
             hq = parse_sql(head.sql, lambda t: catalog.schema(t))
             st = init_state(catalog, head, hq, _sketched(catalog, hq, head))
-            save_state(catalog, head.id, st, {"init_seconds": round(time.perf_counter() - t0, 4),
-                                              "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
-                                              "init_groups": state_groups(catalog.store, hq.root),
-                                              "bulk": True})
+            save_state(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions))
         elif not current(head):
             res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)
             if res.how != "incremental":
@@ -120,16 +129,16 @@ def _head_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[M
     return None
 
 
-def _bought_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple[MaintState, dict] | None:
+def _bought_state(catalog, query, want: dict, heads: list[Sketch],
+                  versions: dict[str, int]) -> tuple[MaintState, dict] | None:
     """(this instance's own operator state, its ``states`` record), initialised at ``versions`` (one
-    Spark aggregation), when ski rental says buy: the template's heads sketched as ``want`` exist but none has state or is
-    current, and the recaptures and captures their chains have spent (``maint_rent``) plus this
-    binding's capture reach the predicted initialisation.  Else None (the caller captures)."""
+    Spark aggregation), when ski rental says buy: the template's ``heads`` (sketched as ``want``)
+    exist, none has state or is current, and the recaptures and captures their chains have spent
+    (``maint_rent``) plus this binding's capture reach the predicted initialisation.  Else None
+    (the caller captures)."""
     from . import rent
     from .service import _sketched, init_state
 
-    heads = [s for s in latest_versions(catalog.store) if s.template == query.template
-             and {p.table: (p.attr, p.partition_id) for p in s.parts} == want]
     if not heads or not bulk.supports(query.root):
         return None
     paid = [rent.rent_of(catalog.store, h.id) for h in heads]
@@ -141,11 +150,10 @@ def _bought_state(catalog, query, want: dict, versions: dict[str, int]) -> tuple
         return None
     t0 = time.perf_counter()
     sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
-             [SketchPart(t, a, pid, frozenset()) for t, (a, pid) in sorted(want.items())], dict(versions))
+                [SketchPart(t, a, pid, frozenset()) for t, (a, pid) in sorted(want.items())], dict(versions))
     st = init_state(catalog, sk, query, _sketched(catalog, query, sk))
-    return st, {"init_seconds": round(time.perf_counter() - t0, 4), "init_rows": rows,
-                "init_groups": rent.state_groups(catalog.store, query.root), "bulk": True,
-                "bought": {"spent": round(spent, 4), "next": round(nxt, 4), "predicted": round(init, 4)}}
+    bought = {"spent": round(spent, 4), "next": round(nxt, 4), "predicted": round(init, 4)}
+    return st, _init_record(catalog, query.root, t0, versions) | {"bought": bought}
 
 
 def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions: dict[str, int]):
@@ -162,9 +170,10 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
         return None
     t0 = time.perf_counter()
     want = {t: (on[t], partitions[t].id) for t in on}
-    got, meta = _head_state(catalog, query, want, versions), None
+    heads = _heads(catalog, query, want)
+    got, meta = _head_state(catalog, heads, versions), None
     if got is None:
-        own = _bought_state(catalog, query, want, versions)
+        own = _bought_state(catalog, query, want, heads, versions)
         if own is None:
             return None
         got, meta = (own[0], None), own[1]
