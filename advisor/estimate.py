@@ -259,10 +259,11 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
 
     Two parts merged on the driver by sample row id (rows that do not survive get ``__u`` false):
     the sample's ids/strata/fragment ids (on the driver, cached per sample), and the aggregation's
-    input (joins, WHERE) over the sample -- on the driver (``sample_query.local_frame``) when the
-    subtree has no join and ``local``, else a Spark job."""
+    input (joins, WHERE) over the sample -- on the driver (``sample_query.local_frame``, joined
+    tables read in full with pyarrow) when the engine evaluates the subtree and ``local``, else a
+    Spark job."""
     from advisor.execute import table_view
-    from advisor.sample_query import local_frame
+    from advisor.sample_query import dimension_frame, local_frame
 
     df = None
 
@@ -274,7 +275,11 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
 
     own = {k: p for k, p in parts.items() if p.table == sample.table}
     base, fcols = _fragment_ids(sample.path, own)
-    out = local_frame(shape, sample.path, SID) if local else None
+    def dimension(scan):
+        v = versions.get(scan.table) or catalog.current_version(scan.table)
+        return dimension_frame(catalog, scan, v)
+
+    out = local_frame(shape, sample.path, SID, dimension) if local else None
     if out is None:
         view = catalog.view_name(sample.table, sample.version,
                                  "_smp" + hashlib.sha1(sample.path.encode()).hexdigest()[:8])

@@ -3,11 +3,13 @@
 Estimation runs the query's filters and projections below the innermost aggregation over the
 sample (``estimate.sample_frame``).  Through Spark that is one job per query: ~0.1-0.2 s of fixed
 cost against a sample of tens of thousands of rows, which alone put cached estimation above
-0.05x of an exhaustive capture on the 0.3-1M-row tables of the advice harness.  When the subtree
-reads only the sampled table (Scan / Select / Project, no join) and every expression is one the
-maintenance engine evaluates (``maintain.exprs``, Spark's non-ANSI semantics), it is evaluated
-here over pandas instead, with the same relational operators the maintenance engine uses
-(``maintain.relops``).  Anything else returns None and the caller takes the Spark path.
+0.05x of an exhaustive capture on the 0.3-1M-row tables of the advice harness (and ~0.8 s for a
+join with TPC-H SF1 orders).  When the subtree is Scan / Select / Project / Join and every
+expression is one the maintenance engine evaluates (``maintain.exprs``, Spark's non-ANSI
+semantics), it is evaluated here over pandas instead, with the same relational operators the
+maintenance engine uses (``maintain.relops``); joined tables are read in full with pyarrow and
+cached (``dimension_rows``), as the estimator joins them in full anyway (seed 002, digest C8).
+Anything else returns None and the caller takes the Spark path.
 
 Known difference: DECIMAL values are evaluated as doubles (as in ``maintain.exprs``), while Spark
 computes decimal arithmetic exactly and casts the result to DOUBLE; an aggregate argument can
@@ -53,24 +55,85 @@ def local_rows(path: str, columns: list) -> pd.DataFrame:
     return got
 
 
-def local_frame(shape, path: str, sid: str) -> Optional[pd.DataFrame]:
+_DIMS: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (table, version, columns) -> full rows
+_DIMS_KEEP = 4
+DIM_ROWS_MAX = 3_000_000  # a joined table read in full on the driver; larger ones go through Spark
+
+
+def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFrame]:
+    """The frame of a scan of a joined (dimension) table at ``version``: all its rows, the scan's
+    columns only, read with pyarrow (``Catalog.read_arrow``) and kept in a small LRU, so the joins
+    of the estimates are pandas merges, not a Spark job per query (~0.8 s at TPC-H SF1), and the
+    1.5M-row frame is not rebuilt per query either.  None above ``DIM_ROWS_MAX`` rows."""
+    from advisor.arrow_pandas import to_nullable_pandas
+    from advisor.maintain import relops
+
+    if catalog.version(scan.table, version).rows > DIM_ROWS_MAX:
+        return None
+    key = (scan.table, version, tuple((c.name, c.source, c.dtype) for c in scan.cols))
+    got = _DIMS.pop(key, None)
+    if got is None:
+        rows = to_nullable_pandas(catalog.read_arrow(scan.table, version, sorted({c.source for c in scan.cols})))
+        got = relops.scan_frame(scan, rows, 1, {})
+    _DIMS[key] = got
+    while len(_DIMS) > _DIMS_KEEP:
+        _DIMS.popitem(last=False)
+    return got
+
+
+def _semi_reduce(a: pd.DataFrame, b: pd.DataFrame, node) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both join inputs without the rows of the larger one whose equi-join key has no partner in
+    the smaller one (an inner join never outputs them): a sample of 300k rows against 1.5M
+    joined rows then merges 300k against at most 300k."""
+    from advisor.maintain import relops
+
+    pairs = relops.equi_keys(node.cond, set(node.left.names), set(node.right.names))
+    if not pairs or min(len(a), len(b)) == 0:
+        return a, b
+    flip = len(a) > len(b)
+    small, big = (b, a) if flip else (a, b)
+    keep = np.ones(len(big), dtype=bool)
+    for l, r in pairs:
+        sk, bk = (r, l) if flip else (l, r)
+        if str(small[sk].dtype) != str(big[bk].dtype):
+            return a, b  # mixed key types: leave the matching to the join's own coercion
+        keep &= big[bk].isin(small[sk].dropna().unique()).to_numpy(dtype=bool)
+    big = big[keep]
+    big.index = pd.RangeIndex(len(big))  # a fresh frame: no second copy of its columns
+    return (big, small) if flip else (small, big)
+
+
+def local_frame(shape, path: str, sid: str, dimension=None) -> Optional[pd.DataFrame]:
     """Keys, aggregate arguments (as float, NaN for NULL) and the sample row id ``sid`` of every row
-    reaching the innermost aggregation, or None when the subtree joins or uses an expression the
-    engine does not evaluate.  The multiplicity column of ``relops`` carries the row id: without
-    joins no operator multiplies it."""
+    reaching the innermost aggregation, or None when the subtree uses an operator or expression the
+    engine does not evaluate, or joins a table ``dimension`` (scan -> its frame, see
+    ``dimension_frame``, or None) does not give.  The multiplicity column of ``relops`` carries the row id: the sampled table's scan
+    gets its row ids, every other scan multiplicity 1, and joins multiply multiplicities."""
     from advisor.maintain import exprs, relops
     from advisor.maintain.frames import M
 
     child = shape.inner.child
-    if any(not isinstance(n, (ir.Scan, ir.Select, ir.Project)) for n in child.walk()):
+    if any(not isinstance(n, (ir.Scan, ir.Select, ir.Project, ir.Join)) for n in child.walk()):
         return None
+    others = {}
+    for n in child.walk():
+        if isinstance(n, ir.Scan) and n.scan_id != shape.fact.scan_id:
+            got = dimension(n) if dimension is not None else None
+            if got is None:
+                return None
+            others[n.scan_id] = got
     rows = local_rows(path, sorted({c.source for c in shape.fact.cols}))
 
     def run(node: ir.Node) -> pd.DataFrame:
         if isinstance(node, ir.Scan):
+            if node.scan_id in others:
+                return others[node.scan_id]
             return relops.scan_frame(node, rows, rows["_rid"].to_numpy(dtype=np.int64), {})
         if isinstance(node, ir.Select):
             return relops.select(run(node.child), node.cond)
+        if isinstance(node, ir.Join):
+            a, b = _semi_reduce(run(node.left), run(node.right), node)
+            return relops.join(a, b, node.cond, node.left.names, node.right.names, [], [])
         return relops.project(run(node.child), node.items, [])
 
     try:

@@ -8,6 +8,8 @@ import datetime as dt
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from advisor.errors import Unsupported
 from advisor.maintain.exprs import evaluate, like_to_regex, mask, spark_substring
@@ -139,6 +141,24 @@ def test_assign_strings_and_dates():
     assert assign(dates, pdt).tolist() == [0, 1, 3, 2]
     pdec = part("t", "p", ("10.5",), dtype="decimal(10,2)")
     assert assign(pd.Series([10.49, 10.5, None]), pdec).tolist() == [0, 1, 2]
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(-40_000, 40_000)), max_size=40),
+       st.lists(st.integers(-40_000, 40_000), max_size=6, unique=True))
+def test_assign_vectorised_dates_and_floats_match_the_value_by_value_path(days, bounds):
+    """datetime64 and numeric columns are assigned without per-value objects; the ids must be those
+    of the object path (each value converted on its own, as the engine did before)."""
+    bounds = sorted(bounds)
+    base = dt.date(2000, 1, 1)
+    pdt = part("t", "d", tuple(str(base + dt.timedelta(days=b)) for b in bounds), dtype="date")
+    dates = pd.Series(pd.to_datetime([None if d is None else base + dt.timedelta(days=d) for d in days]),
+                      dtype="datetime64[ns]")
+    assert assign(dates, pdt).tolist() == assign(dates.astype(object), pdt).tolist()
+    pf = part("t", "x", tuple(b / 8 for b in bounds), dtype="double")
+    floats = pd.Series(pd.array([None if d is None else d / 16 for d in days], dtype="Float64"))
+    assert assign(floats, pf).tolist() == assign(floats.astype(object), pf).tolist()
+    ints = pd.Series(pd.array(days, dtype="Int64"))
+    assert assign(ints, pf).tolist() == assign(ints.astype(object), pf).tolist()
 
 
 def test_coerce_types():

@@ -39,6 +39,10 @@ def ctx(spark, tmp_path_factory):
     c.catalog.create_table("s", df, "test")
     c.catalog.create_table("dim", spark.createDataFrame(pd.DataFrame({"g": np.arange(40), "w": np.arange(40) % 3})),
                            "test")
+    # a joined table with 0-2 rows per key: sample rows dropped, kept once, or multiplied
+    dim2 = pd.DataFrame({"g": [i for i in range(40) for _ in range(i % 3)],
+                         "z": [j for i in range(40) for j in range(i % 3)]})
+    c.catalog.create_table("dim2", spark.createDataFrame(dim2).selectExpr("CAST(g AS BIGINT) AS g", "z"), "test")
     return c
 
 
@@ -55,6 +59,11 @@ QUERIES = [
     "SELECT g, min(x) FROM s WHERE x * 2 + 1 > 20 OR tag IS NULL GROUP BY g HAVING min(x) < 3",
     "SELECT g, sum(v) FROM (SELECT g, price * 2 - k AS v FROM s WHERE d < DATE '2021-03-01') t "
     "GROUP BY g HAVING sum(v) > 5000",  # a projection below the aggregation
+    # joins: the joined table read in full on the driver (sample_query.dimension_frame)
+    "SELECT s.g, sum(price) FROM s JOIN dim ON s.g = dim.g WHERE w = 1 GROUP BY s.g HAVING sum(price) > 100",
+    "SELECT s.g, w, count(*) FROM s JOIN dim ON s.g = dim.g AND k > 2000 GROUP BY s.g, w HAVING count(*) > 20",
+    "SELECT s.g, z, avg(price) FROM s JOIN dim2 ON s.g = dim2.g WHERE tag = 'b' GROUP BY s.g, z "
+    "HAVING avg(price) > 450",
 ]
 
 
@@ -66,7 +75,9 @@ def _frame(ctx, sql, local):
     sample = get_sample(cat, "s", shape.strata, 0.2, 0, v)
     parts = {("k", 50): fine_partition(cat, "s", "k", 50, v)}
     pdf, _ = sample_frame(cat, shape, sample, parts, {"s": v}, local=local)
-    return shape, sample, pdf.sort_values(SID).reset_index(drop=True)
+    # a sample row joined to several rows: compare them in key order, not in each engine's own
+    keys = [k for k in shape.keys if k in pdf.columns and pd.api.types.is_numeric_dtype(pdf[k])]
+    return shape, sample, pdf.sort_values([SID, *keys], kind="stable").reset_index(drop=True)
 
 
 def _norm(v):
@@ -79,7 +90,7 @@ def _norm(v):
 @pytest.mark.parametrize("sql", QUERIES)
 def test_driver_frame_equals_spark_frame(ctx, sql):
     shape, sample, loc = _frame(ctx, sql, True)
-    assert local_frame(shape, sample.path, SID) is not None  # the driver path was taken
+    assert local_frame(shape, sample.path, SID, _dimension(ctx)) is not None  # the driver path was taken
     _, _, spk = _frame(ctx, sql, False)
     assert len(loc) == len(spk) and loc[U].sum() == spk[U].sum()
     assert loc[U].to_numpy().tolist() == spk[U].to_numpy().tolist()
@@ -94,7 +105,7 @@ def test_driver_frame_equals_spark_frame(ctx, sql):
         np.testing.assert_allclose(live_l[c].to_numpy(float), live_s[c].to_numpy(float), rtol=1e-12, equal_nan=True)
 
 
-@pytest.mark.parametrize("sql", [QUERIES[0], QUERIES[3], QUERIES[4]])
+@pytest.mark.parametrize("sql", [QUERIES[0], QUERIES[3], QUERIES[4], QUERIES[9]])
 def test_estimated_sizes_do_not_depend_on_the_path(ctx, sql):
     cat = ctx.catalog
     q = parse_sql(sql, ctx.schema_lookup())
@@ -111,14 +122,28 @@ def test_estimated_sizes_do_not_depend_on_the_path(ctx, sql):
     assert a.groups == b.groups
 
 
-def test_joins_and_date_arguments_take_the_spark_path(ctx):
+def _dimension(ctx):
+    from advisor.sample_query import dimension_frame
+
     cat = ctx.catalog
-    for sql in ["SELECT s.g, sum(price) FROM s JOIN dim ON s.g = dim.g WHERE w = 1 GROUP BY s.g "
-                "HAVING sum(price) > 100",
-                "SELECT g, count(*), max(d) FROM s GROUP BY g HAVING count(*) > 100"]:
+    return lambda scan: dimension_frame(cat, scan, cat.current_version(scan.table))
+
+
+def test_unreadable_joins_and_date_arguments_take_the_spark_path(ctx, monkeypatch):
+    import advisor.sample_query as sq
+
+    cat = ctx.catalog
+    join = ("SELECT s.g, sum(price) FROM s JOIN dim ON s.g = dim.g WHERE w = 1 GROUP BY s.g "
+            "HAVING sum(price) > 100")
+    for sql, dimension in [(join, None),  # no way to read the joined table
+                           ("SELECT g, count(*), max(d) FROM s GROUP BY g HAVING count(*) > 100", _dimension(ctx))]:
         shape = analyze(parse_sql(sql, ctx.schema_lookup()), lambda t: cat.version(t).rows)
         sample = get_sample(cat, "s", shape.strata, 0.2, 0, cat.current_version("s"))
-        assert local_frame(shape, sample.path, SID) is None
+        assert local_frame(shape, sample.path, SID, dimension) is None
+    monkeypatch.setattr(sq, "DIM_ROWS_MAX", 39)  # dim has 40 rows: too large to read on the driver
+    shape = analyze(parse_sql(join, ctx.schema_lookup()), lambda t: cat.version(t).rows)
+    sample = get_sample(cat, "s", shape.strata, 0.2, 0, cat.current_version("s"))
+    assert local_frame(shape, sample.path, SID, _dimension(ctx)) is None
 
 
 def test_driver_fragment_ids_equal_spark_assign_column(ctx, spark):

@@ -71,10 +71,14 @@ def assign(values: pd.Series, part: RangePartition) -> np.ndarray:
         return out
     arr, how = _bounds_array(part, values)
     vals = values[ok]
-    if how == "dt":
+    if how == "dt" and isinstance(vals.dtype, np.dtype) and vals.dtype.kind == "M":
+        v = vals.to_numpy().astype("datetime64[ns]")  # tz-naive datetimes: no per-value objects
+    elif how == "dt":
         v = pd.to_datetime(vals.astype(object).map(_to_ts)).to_numpy(dtype="datetime64[ns]")
     elif how == "int":
         v = vals.astype("int64").to_numpy()
+    elif how == "float" and pd.api.types.is_numeric_dtype(vals.dtype) and not pd.api.types.is_bool_dtype(vals.dtype):
+        v = vals.to_numpy(dtype=np.float64)  # ints/floats (decimals arrive as float64): float(x) each
     elif how == "float":
         v = vals.astype(object).map(float).to_numpy(dtype=np.float64)
     else:
