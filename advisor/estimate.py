@@ -275,6 +275,7 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
 
     own = {k: p for k, p in parts.items() if p.table == sample.table}
     base, fcols = _fragment_ids(sample.path, own)
+
     def dimension(scan):
         v = versions.get(scan.table) or catalog.current_version(scan.table)
         return dimension_frame(catalog, scan, v)

@@ -8,7 +8,7 @@ join with TPC-H SF1 orders).  When the subtree is Scan / Select / Project / Join
 expression is one the maintenance engine evaluates (``maintain.exprs``, Spark's non-ANSI
 semantics), it is evaluated here over pandas instead, with the same relational operators the
 maintenance engine uses (``maintain.relops``); joined tables are read in full with pyarrow and
-cached (``dimension_rows``), as the estimator joins them in full anyway (seed 002, digest C8).
+cached (``dimension_frame``), as the estimator joins them in full anyway (seed 002, digest C8).
 Anything else returns None and the caller takes the Spark path.
 
 Known difference: DECIMAL values are evaluated as doubles (as in ``maintain.exprs``), while Spark
@@ -55,7 +55,7 @@ def local_rows(path: str, columns: list) -> pd.DataFrame:
     return got
 
 
-_DIMS: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (table, version, columns) -> full rows
+_DIMS: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (table, version, scan columns) -> scan frame
 _DIMS_KEEP = 4
 DIM_ROWS_MAX = 3_000_000  # a joined table read in full on the driver; larger ones go through Spark
 
@@ -106,9 +106,10 @@ def _semi_reduce(a: pd.DataFrame, b: pd.DataFrame, node) -> tuple[pd.DataFrame, 
 def local_frame(shape, path: str, sid: str, dimension=None) -> Optional[pd.DataFrame]:
     """Keys, aggregate arguments (as float, NaN for NULL) and the sample row id ``sid`` of every row
     reaching the innermost aggregation, or None when the subtree uses an operator or expression the
-    engine does not evaluate, or joins a table ``dimension`` (scan -> its frame, see
-    ``dimension_frame``, or None) does not give.  The multiplicity column of ``relops`` carries the row id: the sampled table's scan
-    gets its row ids, every other scan multiplicity 1, and joins multiply multiplicities."""
+    engine does not evaluate, or joins a table that ``dimension`` (scan -> its frame, see
+    ``dimension_frame``, or None) does not give.  The multiplicity column of ``relops`` carries the
+    row id: the sampled table's scan gets its row ids, every other scan multiplicity 1, and joins
+    multiply multiplicities.  Frames from ``dimension`` are shared and never modified."""
     from advisor.maintain import exprs, relops
     from advisor.maintain.frames import M
 

@@ -129,6 +129,22 @@ def _dimension(ctx):
     return lambda scan: dimension_frame(cat, scan, cat.current_version(scan.table))
 
 
+def test_cached_joined_table_frames_are_shared_unchanged(ctx):
+    """The joined table's frame is cached across estimates (``dimension_frame``): a query must not
+    modify it, and the next query must get the very same frame."""
+    cat = ctx.catalog
+    sql = QUERIES[8]  # JOIN dim ... AND k > 2000: a residual condition on top of the equality
+    shape = analyze(parse_sql(sql, ctx.schema_lookup()), lambda t: cat.version(t).rows)
+    sample = get_sample(cat, "s", shape.strata, 0.2, 0, cat.current_version("s"))
+    dim = _dimension(ctx)
+    scan = next(n for n in shape.inner.child.walk() if getattr(n, "table", None) == "dim")
+    before = dim(scan).copy()
+    first = local_frame(shape, sample.path, SID, dim)
+    assert dim(scan) is dim(scan)
+    pd.testing.assert_frame_equal(dim(scan), before)
+    pd.testing.assert_frame_equal(local_frame(shape, sample.path, SID, dim), first)
+
+
 def test_unreadable_joins_and_date_arguments_take_the_spark_path(ctx, monkeypatch):
     import advisor.sample_query as sq
 
