@@ -33,6 +33,20 @@ _SAMPLES: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (path, mtime, co
 _KEEP = 16  # (sample, columns) entries; a sample is tens of thousands of rows
 
 
+def _cached(cache: OrderedDict, keep: int, key: tuple, make) -> Optional[pd.DataFrame]:
+    """``cache[key]``, built by ``make()`` on a miss (a None result is returned, not kept), as the
+    most recent entry of an LRU of ``keep`` entries."""
+    got = cache.pop(key, None)
+    if got is None:
+        got = make()
+        if got is None:
+            return None
+    cache[key] = got
+    while len(cache) > keep:
+        cache.popitem(last=False)
+    return got
+
+
 def local_rows(path: str, columns: list) -> pd.DataFrame:
     """The sampled rows (not the reserve) of the stored sample at ``path``: ``_rid`` and ``columns``
     in the engine's nullable dtypes, read with pyarrow and kept in a small in-process LRU."""
@@ -41,18 +55,12 @@ def local_rows(path: str, columns: list) -> pd.DataFrame:
 
     from advisor.arrow_pandas import to_nullable_pandas
 
-    key = (path, os.path.getmtime(path), tuple(sorted(set(columns))))
-    got = _SAMPLES.pop(key, None)
-    if got is None:
+    def read():
         d = ds.dataset(path, format="parquet")
-        names = set(d.schema.names)
         cols = ["_rid"] + sorted(set(columns))
-        t = d.to_table(columns=cols, filter=pc.field("_in") if "_in" in names else None)
-        got = to_nullable_pandas(t)
-    _SAMPLES[key] = got
-    while len(_SAMPLES) > _KEEP:
-        _SAMPLES.popitem(last=False)
-    return got
+        return to_nullable_pandas(d.to_table(columns=cols, filter=pc.field("_in") if "_in" in d.schema.names else None))
+
+    return _cached(_SAMPLES, _KEEP, (path, os.path.getmtime(path), tuple(sorted(set(columns)))), read)
 
 
 _DIMS: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (table, version, scan columns) -> scan frame
@@ -68,17 +76,14 @@ def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFra
     from advisor.arrow_pandas import to_nullable_pandas
     from advisor.maintain import relops
 
-    if catalog.version(scan.table, version).rows > DIM_ROWS_MAX:
-        return None
-    key = (scan.table, version, tuple((c.name, c.source, c.dtype) for c in scan.cols))
-    got = _DIMS.pop(key, None)
-    if got is None:
+    def read():
+        if catalog.version(scan.table, version).rows > DIM_ROWS_MAX:
+            return None
         rows = to_nullable_pandas(catalog.read_arrow(scan.table, version, sorted({c.source for c in scan.cols})))
-        got = relops.scan_frame(scan, rows, 1, {})
-    _DIMS[key] = got
-    while len(_DIMS) > _DIMS_KEEP:
-        _DIMS.popitem(last=False)
-    return got
+        return relops.scan_frame(scan, rows, 1, {})
+
+    return _cached(_DIMS, _DIMS_KEEP, (scan.table, version, tuple((c.name, c.source, c.dtype) for c in scan.cols)),
+                   read)
 
 
 def _semi_reduce(a: pd.DataFrame, b: pd.DataFrame, node) -> tuple[pd.DataFrame, pd.DataFrame]:
