@@ -7,9 +7,11 @@ files): at TPC-H SF1 on 2 cores a top-k over 0.5M rows took 0.61-0.85 s against 
 least-squares line ``seconds = fixed + per_row * rows_read`` through the logged runs gives both
 parts; the fixed part is expressed in rows (``fixed_rows``) and charged to every extra job a sketch
 causes (capture, each maintenance step, the estimation), while only the per-row part is saved.
-With too little spread in the logged rows the intercept is not identifiable; the prior is then no
-fixed cost at all (the paper's rows-proportional model), so a store without sketched runs decides
-as before and the fit takes over once runs of different sizes have been measured.
+With too little spread in the logged rows the intercept is not identifiable from the runs alone.
+The store's job-cost probe (``advisor.probe``: the same query shape over a 64-row file) then
+supplies it: its (rows, seconds) joins the points, and it is the fixed cost whenever the line still
+cannot be fitted.  Without a probe the prior is no fixed cost at all (the paper's rows-proportional
+model).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Calibration:
     query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
     use_s: dict = field(default_factory=dict)          # template -> [(sketched run, the capture it needed)], newest first
     answered: dict = field(default_factory=dict)       # template -> uses answered by their capture job (run 0 in use_s)
+    identified: bool = False                           # the logged runs alone identify the fixed cost
 
     @property
     def fixed_rows(self) -> float:
@@ -135,10 +138,22 @@ def calibrate(store, limit: int = 400) -> Calibration:
                 rest.append(max(0.0, spent - s["partitions"]))
             if cap.get("seconds") and rec.get("template"):
                 recap.setdefault(rec["template"], []).append(cap["seconds"])
-    a, b, how = fit_line(pts)
+    identified = fit_line(pts)[2].startswith("fit")
+    from advisor.probe import latest_probe
+
+    probe = latest_probe(store)
+    if probe is not None and not pts:  # nothing logged yet: the probe's fixed cost, the prior row rate
+        a, b = float(probe["seconds"]), 1.0 / PRIOR_ROWS_PER_S
+        how = f"fixed cost from the job-cost probe ({a:.3f} s), prior per-row cost"
+    elif probe is not None:
+        pts.append((float(probe["rows_read"]), float(probe["seconds"])))
+        a, b, how = fit_line(pts, prior_fixed=float(probe["seconds"]))
+        how += f" (with the job-cost probe: {float(probe['seconds']):.3f} s)"
+    else:
+        a, b, how = fit_line(pts)
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
     return Calibration(a, b, how, med(maint), med(recap), advice_s=advice[:20], query_s=queries, use_s=uses,
-                       partition_s=parts[:20], overhead_s=rest[:20], answered=answered)
+                       partition_s=parts[:20], overhead_s=rest[:20], answered=answered, identified=identified)
 
 
 def rows_for(cal: Calibration, per_template: dict, template: str | None) -> float | None:

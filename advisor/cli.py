@@ -289,6 +289,22 @@ def sketches_cmd(as_json: bool = typer.Option(False, "--json")):
     out.print(tab)
 
 
+@app.command("calibrate")
+def calibrate_cmd(as_json: bool = typer.Option(False, "--json")):
+    """Measure one Spark job's fixed cost (a probe query over 64 rows) and store it for the cost model."""
+    from advisor.calibrate import calibrate
+    from advisor.probe import record_probe
+
+    c = ctx()
+    rec = record_probe(c)
+    cal = calibrate(c.store)
+    info = {"probe": rec, "fixed_s": cal.fixed_s, "per_row_s": cal.per_row_s, "source": cal.source}
+    if as_json:
+        return emit_json(info)
+    out.print(f"job fixed cost {rec['seconds']:.3f} s (probe runs {rec['runs']} s); cost model: "
+              f"{cal.fixed_s:.3f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
+
+
 @app.command("recommend")
 def recommend_cmd(sql: str, strategy: str = typer.Option("CB-OPT-GB", "--strategy"),
                   sample_rate: float = typer.Option(0.05, "--sample-rate", help="theta: sample share per stratum."),

@@ -194,3 +194,53 @@ def test_lazy_policy_pays_one_catch_up_per_use_however_many_batches_wait():
     # 7 uses x 3 steps x 0.2 scans = 4.2 scans of maintenance against 7 x 0.2 = 1.4 under lazy
     assert "maintenance 4.20" in cannot_pay(T, eager, p, advice_rows=4.0 * T)
     assert cannot_pay(T, lazy, p, advice_rows=4.0 * T) is None
+
+
+def _demo_runs(store):
+    # the demo's plain runs (TPC-H SF0.1 and flights): 0.34-0.75M rows, too little spread for a fit
+    for rows, secs in ((750_572, 0.29), (336_776, 0.18), (600_572, 0.27)):
+        store.log_run("run", "q", {"metrics": {"rows_read": rows}, "seconds": secs, "template": "t"})
+
+
+def test_the_probe_is_the_fixed_cost_when_the_runs_cannot_identify_it(tmp_path):
+    store = Store(tmp_path / "wh")
+    _demo_runs(store)
+    cal = calibrate(store)
+    assert cal.fixed_s == 0.0 and not cal.identified
+    store.log_run("probe", None, {"seconds": 0.12, "rows_read": 64, "runs": [2.0, 0.12, 0.11, 0.13]})
+    cal = calibrate(store)
+    assert not cal.identified and "probe" in cal.source
+    assert cal.fixed_s == pytest.approx(0.12)
+    # per-row cost: the median over the three runs of what is left after the fixed cost
+    assert cal.per_row_s == pytest.approx(0.17 / 750_572)
+    # a plain scan of lineitem is now mostly fixed cost: a sketch can save only the rest
+    assert cal.fixed_s / predicted_seconds(cal, 600_572) > 0.4
+
+
+def test_with_enough_runs_the_probe_is_one_more_point_of_the_fit(tmp_path):
+    store = Store(tmp_path / "wh")
+    for r in (400_000, 450_000, 500_000, 600_000, 700_000, 800_000):  # spread 2x: not identifiable alone
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": 0.1 + 2e-7 * r, "template": "t"})
+    assert not calibrate(store).identified
+    store.log_run("probe", None, {"seconds": 0.1 + 2e-7 * 64, "rows_read": 64})
+    cal = calibrate(store)
+    assert cal.source.startswith("fit over 7")
+    assert cal.fixed_s == pytest.approx(0.1, rel=1e-6) and cal.per_row_s == pytest.approx(2e-7, rel=1e-6)
+
+
+def test_a_damaged_probe_record_is_ignored(tmp_path):
+    store = Store(tmp_path / "wh")
+    _demo_runs(store)
+    store.log_run("probe", None, {"seconds": None, "rows_read": 64})
+    assert calibrate(store).fixed_s == 0.0
+
+
+def test_a_probe_alone_gives_the_fixed_cost_and_the_prior_row_rate(tmp_path):
+    from advisor.calibrate import PRIOR_ROWS_PER_S
+
+    store = Store(tmp_path / "wh")
+    store.log_run("probe", None, {"seconds": 0.14, "rows_read": 64})
+    cal = calibrate(store)
+    # the probe's 64 rows say nothing about the per-row cost: dividing its time by them priced a
+    # row at 2 ms and a job's fixed cost at 640 rows
+    assert cal.fixed_s == pytest.approx(0.14) and cal.per_row_s == pytest.approx(1.0 / PRIOR_ROWS_PER_S)
