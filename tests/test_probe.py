@@ -18,7 +18,7 @@ def test_the_probe_is_logged_and_leaves_no_files(spark, tmp_path):
     rec = record_probe(ctx)
     assert latest_probe(ctx.store) == json.loads(json.dumps(rec))
     assert rec["rows_read"] == PROBE_ROWS and len(rec["runs"]) == PROBE_RUNS
-    assert 0 < rec["seconds"] <= max(rec["runs"])
+    assert min(rec["runs"][2:]) <= rec["seconds"] <= max(rec["runs"][2:])
     assert not list((tmp_path / "wh" / "_probe").iterdir())
     assert calibrate(ctx.store).fixed_s == pytest.approx(rec["seconds"])
 
