@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -362,8 +363,10 @@ def replay_cmd(workload: Path,
                                                  "released in lockstep: step i of every strategy before "
                                                  "step i+1 of any, one at a time.")):
     """Replay a workload file end to end for each strategy; writes a run directory (resumable)."""
-    from workloads.replay import replay, replay_isolated
+    from workloads.replay import PREPARE_ONLY, prepare_run, replay, replay_isolated
 
+    if os.environ.get(PREPARE_ONLY) and out_dir is not None:  # the preparing child of --isolate
+        return prepare_run(ctx(), str(workload), str(out_dir))
     strats = [s for s in strategies.split(",") if s.strip()] if strategies else None
     if isolate:
         replay_isolated(STATE, str(workload), strats, out_dir, fresh, console=Console(stderr=True))
@@ -484,7 +487,7 @@ def demo_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Run dir
     """The main job: replay the demo workload (CB-OPT-GB vs NO-PS, with updates) and write the report."""
     from advisor.demo import run_demo
 
-    _print_run(run_demo(ctx(), out, out_dir), report=True)
+    _print_run(run_demo(ctx(), STATE, out, out_dir), report=True)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
