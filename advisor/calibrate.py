@@ -138,7 +138,8 @@ def calibrate(store, limit: int = 400) -> Calibration:
                 rest.append(max(0.0, spent - s["partitions"]))
             if cap.get("seconds") and rec.get("template"):
                 recap.setdefault(rec["template"], []).append(cap["seconds"])
-    identified = fit_line(pts)[2].startswith("fit")
+    runs_only = fit_line(pts)
+    identified = runs_only[2].startswith("fit")
     from advisor.probe import latest_probe
 
     probe = latest_probe(store)
@@ -150,7 +151,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
         a, b, how = fit_line(pts, prior_fixed=float(probe["seconds"]))
         how += f" (with the job-cost probe: {float(probe['seconds']):.3f} s)"
     else:
-        a, b, how = fit_line(pts)
+        a, b, how = runs_only
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
     return Calibration(a, b, how, med(maint), med(recap), advice_s=advice[:20], query_s=queries, use_s=uses,
                        partition_s=parts[:20], overhead_s=rest[:20], answered=answered, identified=identified)

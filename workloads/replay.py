@@ -107,11 +107,11 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
         column_stats(cat, t)
     secs["statistics"] = time.perf_counter() - t0
     if wl.measured_costs:  # one job's fixed cost, for every strategy's cost model (advisor.probe)
-        from advisor.probe import measure_job_cost
+        from advisor.probe import record_probe
 
         progress("probing a Spark job's fixed cost")
         t0 = time.perf_counter()
-        ctx.store.log_run("probe", None, measure_job_cost(ctx.spark, wh))
+        record_probe(ctx)
         secs["probe"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     progress("drawing bindings")
