@@ -58,7 +58,7 @@ def _ensure(catalog, ds: str, sf: float) -> None:
         load_dataset(catalog, ds, sf=sf, rows=max(10_000, int(1_000_000 * sf)))
 
 
-def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True) -> dict:
+def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, method: str = "bootstrap") -> dict:
     from advisor.estimate import CannotEstimate, analyze
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
@@ -85,11 +85,12 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True) -> d
                real={a: s.sel for (a, _), s in real.items()}, roles={c.attr: sorted(c.roles) for c in pool})
     if max(s.sel for s in real.values()) == 0:
         return rec | {"skipped": "empty provenance"}
-    rec["theta"] = _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, STRATEGIES)
+    rec["theta"] = _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, STRATEGIES, method)
     return rec
 
 
-def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies) -> dict:
+def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies,
+               method: str = "bootstrap") -> dict:
     """Per sample rate: estimated sizes, intervals, timings and each strategy's pick.  ``real``
     maps (attr, fragments) to the oracle's SizeSummary (or to the real selectivity alone, which
     serves every strategy but OPT)."""
@@ -101,7 +102,7 @@ def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shri
     out = {}
     for theta in thetas:
         t0 = time.perf_counter()
-        est = estimate(cat, shape, plan, theta, seed, versions=versions, shrink=shrink)
+        est = estimate(cat, shape, plan, theta, seed, method=method, versions=versions, shrink=shrink)
         wall = time.perf_counter() - t0
         est_s = wall - est.seconds["sampling"] - est.seconds["partitions"]
         cands = [Candidate(c.table, c.attr, True, c.reason, c.ndv, c.roles,
@@ -117,11 +118,13 @@ def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shri
             "point": {c.attr: c.sizes[N_FRAGMENTS].sel_point for c in cands},
             "ci": {c.attr: [c.sizes[N_FRAGMENTS].sel_lo, c.sizes[N_FRAGMENTS].sel_hi] for c in cands},
             "est_s": est_s, "cold_s": est_s + float(est.sample.meta.get("seconds", 0.0)),
+            "est_split": {k: round(est.seconds[k], 4) for k in ("sample_query", "groups", "sizes") if k in est.seconds},
             "fallback": bool(est.sample.meta.get("uniform_fallback")), "picks": picks}
     return out
 
 
-def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True) -> list:
+def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True,
+               method: str = "bootstrap") -> list:
     """Ablation: the evaluated records again with another estimator setting (``shrink``), keeping
     their oracle sizes, so estimator variants are compared on the same queries without recapturing."""
     from advisor.estimate import analyze
@@ -143,7 +146,7 @@ def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True
         parts = {(c.attr, N_FRAGMENTS): fine_partition(cat, c.table, c.attr, N_FRAGMENTS, versions[c.table]) for c in pool}
         real = {(a, N_FRAGMENTS): s for a, s in r["real"].items()}
         out.append(dict(r, theta=_estimates(cat, shape, pool, parts, real, versions, r["rows"], thetas, seed, p,
-                                             shrink, strategies)))
+                                             shrink, strategies, method)))
     return out
 
 
@@ -289,7 +292,7 @@ def render(console, res: dict) -> None:
 
 def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), sf: float = 1.0,
                          queries_per_dataset: int = 300, thetas=(0.05, 0.10), out_json=None, seed: int = 0,
-                         shrink: bool | str = True) -> dict:
+                         shrink: bool | str = True, method: str = "bootstrap") -> dict:
     """Run the harness (loads missing datasets into the context's warehouse) and print the tables.
 
     ``shrink=False`` is the ablation without ``estimate.shrink_groups`` (the paper's estimator)."""
@@ -303,7 +306,7 @@ def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), s
     p = CostParams()
     t_all = time.perf_counter()
     res = {"config": {"sf": sf, "queries_per_dataset": queries_per_dataset, "thetas": list(thetas),
-                      "fragments": N_FRAGMENTS, "seed": seed, "shrink": shrink},
+                      "fragments": N_FRAGMENTS, "seed": seed, "shrink": shrink, "method": method},
            "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count(),
                        "platform": platform.platform()},
            "thetas": list(thetas), "datasets": {}}
@@ -320,7 +323,7 @@ def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), s
         for i, gq in enumerate(gen):
             rec = ckpt.record(ds, i, gq.sql)
             if rec is None:
-                rec = _query(ctx, gq, thetas, seed, p, shrink)
+                rec = _query(ctx, gq, thetas, seed, p, shrink, method)
                 ckpt.save_record(ds, i, gq.sql, rec)
             recs.append(rec)
             if console is not None and (i + 1) % 10 == 0:
@@ -360,6 +363,8 @@ if __name__ == "__main__":
     ap.add_argument("--thetas", default="0.05,0.10")
     ap.add_argument("--out", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--method", choices=("bootstrap", "clt"), default="bootstrap",
+                    help="the group estimator: bootstrap replicates (default) or Haas's CLT")
     ap.add_argument("--no-shrink", action="store_true", help="ablation: the paper's estimator without shrinkage")
     ap.add_argument("--shrink", default=None, help="ablation: shrinkage prior 'normal' (default) or 't'")
     ap.add_argument("--window-width", choices=("pooled", "own"), default="pooled",
@@ -387,14 +392,15 @@ if __name__ == "__main__":
     if a.reestimate:
         src = json.load(open(a.reestimate))
         thetas = tuple(float(x) for x in a.thetas.split(","))
-        res = {"thetas": list(thetas), "config": dict(src["config"], shrink=shrink, reestimated=a.reestimate,
+        res = {"thetas": list(thetas), "config": dict(src["config"], shrink=shrink, method=a.method,
+                                                      reestimated=a.reestimate,
                                                       window_width=a.window_width, align_min=a.align_min,
                                                       covariate_prior=not a.no_covariate),
                "datasets": {}}
         keep = set(a.templates.split(",")) if a.templates else None
         for ds in a.datasets.split(","):
             recs = [r for r in src["datasets"][ds]["queries"] if keep is None or r.get("template") in keep]
-            recs = reestimate(c, recs, thetas, a.seed, shrink)
+            recs = reestimate(c, recs, thetas, a.seed, shrink, a.method)
             res["datasets"][ds] = {"metrics": {str(t): summarize(recs, str(t)) for t in thetas}, "queries": recs}
         render(Console(width=200), res)
         if a.out:
@@ -402,4 +408,4 @@ if __name__ == "__main__":
                 json.dump(res, fh, indent=1, default=str)
         raise SystemExit(0)
     bench_advice_command(c, Console(width=200), tuple(a.datasets.split(",")), a.sf, a.queries,
-                         tuple(float(x) for x in a.thetas.split(",")), a.out, a.seed, shrink)
+                         tuple(float(x) for x in a.thetas.split(",")), a.out, a.seed, shrink, a.method)
