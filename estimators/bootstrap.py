@@ -177,7 +177,10 @@ def replicate_weights(stratum_idx: np.ndarray, N_h: np.ndarray, B: int,
 
 
 _BLOCKS: "OrderedDict[tuple, tuple]" = OrderedDict()  # replicate_blocks' cache
-BLOCKS_CACHE_BYTES = 256 << 20  # per process (a replay runs one per strategy); 50 replicates of 100k rows: 45 MB
+# per process (a replay runs one per strategy); 50 replicates of 100k rows: 45 MB, of a TPC-H SF1
+# sample (300k rows): 135 MB.  At 256 MB one SF1 sample fitted and the advice harness's queries,
+# which alternate between 9 samples, missed 31 times (~0.28 s each; BENCHMARKS.md, session 26).
+BLOCKS_CACHE_BYTES = 1 << 30
 
 
 def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: int,
