@@ -70,9 +70,28 @@ COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of
 # one template that differ only in their HAVING constant or LIMIT (a replayed template's next
 # bindings, the harness's query pairs) share the sample frame and the shrunk group estimates, so
 # only the pass probabilities and sizes are computed again (the paper caches sample statistics for
-# reuse, digest §2.4).  An entry can hold (B, groups) replicates: a few entries only.
+# reuse, digest §2.4).  An entry holds (B, groups) replicates per aggregate: a few entries, bounded
+# in bytes too (a TPC-H SF1 sample grouped by l_orderkey: ~300k groups, ~130 MB an aggregate).
 _GROUPS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _GROUPS_KEEP = 4
+_GROUPS_BYTES = 512 << 20
+
+
+def _entry_bytes(entry: tuple) -> int:
+    pdf, _, est, _ = entry
+    return int(pdf.memory_usage(index=False).sum()) + int(est.exists.nbytes) + sum(
+        int(np.asarray(r).nbytes) for r in est.replicates.values())
+
+
+def _keep_groups(key: tuple, entry: tuple) -> None:
+    """Make ``entry`` the newest of ``_GROUPS``, evicting the oldest beyond the count or byte bound
+    (an entry larger than the whole bound is not kept)."""
+    size = _entry_bytes(entry)
+    if size > _GROUPS_BYTES:
+        return
+    _GROUPS[key] = entry + (size,)
+    while len(_GROUPS) > _GROUPS_KEEP or sum(e[4] for e in _GROUPS.values()) > _GROUPS_BYTES:
+        _GROUPS.popitem(last=False)
 
 
 def split_key(key: str, fact: str) -> tuple[str, str]:
@@ -375,10 +394,8 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     else:
         say("group estimates of this sample and aggregation reused")
         secs["sample_query"] = 0.0
-    _GROUPS[gkey] = hit
-    while len(_GROUPS) > _GROUPS_KEEP:
-        _GROUPS.popitem(last=False)
-    pdf, fcols, est, prior = hit  # shared with later hits: nothing below modifies them
+    _keep_groups(gkey, hit[:4])
+    pdf, fcols, est, prior = hit[:4]  # shared with later hits: nothing below modifies them
     nested = topk = None
     if shape.kind == "nested":
         nested = estimate_nested(est, shape.outer_keys + [U], shape.outer_aggs, shape.having, shape.outer_having)

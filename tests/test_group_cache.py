@@ -84,3 +84,16 @@ def test_another_aggregation_input_is_not_reused(ctx, other):
     _run(ctx, "SELECT g, sum(v) FROM t WHERE k < 3000 GROUP BY g HAVING sum(v) > 1500")
     _, reused = _run(ctx, other)
     assert not reused
+
+
+def test_entries_beyond_the_byte_bound_are_not_kept(ctx, monkeypatch):
+    sql = "SELECT g, sum(v) FROM t GROUP BY g HAVING sum(v) > 1500"
+    estimate_mod._GROUPS.clear()
+    _run(ctx, sql)
+    (entry,) = estimate_mod._GROUPS.values()
+    size = entry[4]
+    assert size > 0
+    estimate_mod._GROUPS.clear()
+    monkeypatch.setattr(estimate_mod, "_GROUPS_BYTES", size - 1)
+    _run(ctx, sql)
+    assert not estimate_mod._GROUPS and not _run(ctx, sql)[1]
