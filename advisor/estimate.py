@@ -78,7 +78,7 @@ _GROUPS_BYTES = 512 << 20
 
 
 def _entry_bytes(entry: tuple) -> int:
-    pdf, _, est, _ = entry
+    pdf, _, est = entry[:3]
     return int(pdf.memory_usage(index=False).sum()) + int(est.exists.nbytes) + sum(
         int(np.asarray(r).nbytes) for r in est.replicates.values())
 
@@ -90,7 +90,7 @@ def _keep_groups(key: tuple, entry: tuple) -> None:
     if size > _GROUPS_BYTES:
         return
     _GROUPS[key] = entry + (size,)
-    while len(_GROUPS) > _GROUPS_KEEP or sum(e[4] for e in _GROUPS.values()) > _GROUPS_BYTES:
+    while len(_GROUPS) > _GROUPS_KEEP or sum(e[-1] for e in _GROUPS.values()) > _GROUPS_BYTES:
         _GROUPS.popitem(last=False)
 
 
@@ -390,12 +390,14 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
             covs = {a: fcols[(a, max(g))] for a, g in plan.items()} if COVARIATE_PRIOR else None
             prior = shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(shape.strata) == len(shape.keys),
                                   prior="t" if shrink == "t" else "normal", covariates=covs)
-        hit = (pdf, fcols, est, prior)
+        hit = (pdf, fcols, est, prior, {})
     else:
         say("group estimates of this sample and aggregation reused")
         secs["sample_query"] = 0.0
-    _keep_groups(gkey, hit[:4])
-    pdf, fcols, est, prior = hit[:4]  # shared with later hits: nothing below modifies them
+    _keep_groups(gkey, hit[:5])
+    # shared with later hits: nothing below modifies them; ``preps`` holds each candidate's
+    # threshold-free sizing part (``estimate_size(reuse=...)``), filled by the first query
+    pdf, fcols, est, prior, preps = hit[:5]
     nested = topk = None
     if shape.kind == "nested":
         nested = estimate_nested(est, shape.outer_keys + [U], shape.outer_aggs, shape.having, shape.outer_having)
@@ -410,12 +412,14 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
         notes += [f"group estimates shrunk towards the mean of the groups alike in {c} (a covariate prior)"
                   for c in dict.fromkeys(c for c in prior.values() if c is not None)]
     sizes = {}
-    sg = group_rows(nested.inner_frame if nested is not None else topk.frame if topk is not None else est.frame,
-                    passing, gcols)  # one group lookup for all candidates
+    if "sg" not in preps:  # the frames below list est.frame's groups in its order, whatever the kind
+        preps["sg"] = group_rows(nested.inner_frame if nested is not None else topk.frame if topk is not None
+                                 else est.frame, passing, gcols)  # one group lookup for all candidates
     for (a, n), part in parts.items():
         say(f"sizing {part.table}.{part.attr} at {n} fragments")
-        kw = dict(frag_col=fcols[(a, n)], determined=part.table != table or shape.determined(a),
-                  total_rows=float(sum(part.sizes)), seed=seed, sample_groups=sg)
+        det = part.table != table or shape.determined(a)
+        kw = dict(frag_col=fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=seed,
+                  sample_groups=preps["sg"], reuse=preps.setdefault((a, n, det), {}))
         fsz = np.asarray(part.sizes, dtype=float)
         if nested is not None:
             sizes[(a, n)] = estimate_size(passing, nested.inner_frame, fsz, group_cols=gcols,

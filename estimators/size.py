@@ -330,7 +330,8 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
                   point_pass: np.ndarray | None = None, mapping: pd.DataFrame | None = None,
                   determined: bool = False, alpha: float | None = None, n_col: str = "_n_g",
                   N_col: str = "N", window: bool = True, confidence: float = 0.95, seed: int = 0,
-                  chunk_cells: int = 2_000_000, sample_groups: np.ndarray | None = None) -> SizeEstimate:
+                  chunk_cells: int = 2_000_000, sample_groups: np.ndarray | None = None,
+                  reuse: dict | None = None) -> SizeEstimate:
     """Point, expected and interval sketch size for one candidate (see the module docstring).
 
     ``sample``: sample rows with ``group_cols`` and ``frag_col``; ``groups``: one row per group with
@@ -346,6 +347,9 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     Group -> fragment probabilities are built in dense blocks of about ``chunk_cells`` cells.
     ``sample_groups``: optional ``group_rows(groups, sample, group_cols)``, precomputed once when
     several candidates are sized over the same sample and groups (the lookup is a multi-column join).
+    ``reuse``: a dict the threshold-free part (observed cells, unseen-row model, windows) is kept in
+    on the first call and read from on later calls with the same sample, groups (in the same order),
+    fragments and options but other pass probabilities -- the next HAVING constant or LIMIT.
     """
     group_cols = list(group_cols)
     ids, sizes = _fragments(fragment_sizes)
@@ -360,7 +364,20 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
         if pass_replicates.ndim != 2 or pass_replicates.shape[1] != G:
             raise ValueError(f"pass_replicates must have shape (B, {G})")
     pt = (p >= 0.5) if point_pass is None else np.asarray(point_pass, dtype=bool)
+    if reuse:
+        prep = reuse
+    else:
+        prep = _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determined, alpha, n_col,
+                        N_col, window, sample_groups)
+        if reuse is not None:
+            reuse.update(prep)
+    return _size(p, pt, pass_replicates, sizes, ids, total, F, prep, chunk_cells, confidence, seed)
 
+
+def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determined, alpha, n_col, N_col, window,
+             sample_groups) -> dict:
+    """The part of ``estimate_size`` that does not depend on the pass probabilities."""
+    G, F = len(groups), sizes.shape[0]
     # observed cells (group, fragment) with sample counts
     if sample_groups is None:
         sg = _lookup_groups(groups, sample, group_cols)
@@ -412,10 +429,21 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
         with np.errstate(divide="ignore", invalid="ignore"):
             pi_sq = np.where(mass > 0, (c2[i1] - c2[i0]) / mass ** 2, 1.0)
         alpha_used = float(alpha) if alpha is not None else estimate_alpha(m_cell, n_g, pi_sq)
-    cert_g, cert_r = cert // F, cert % F
+    out = dict(n_g=n_g, K_g=K_g, pi=pi, touch=touch, alpha=alpha_used, cert_g=cert // F, cert_r=cert % F)
+    if touch == "model":
+        out.update(pos=pos, i0=i0, i1=i1, mass=mass)
+    order = np.argsort(out["cert_g"], kind="stable")
+    out.update(cg_sorted=out["cert_g"][order], cr_sorted=out["cert_r"][order])
+    return out
 
+
+def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells, confidence, seed) -> SizeEstimate:
+    """The pass-probability part of ``estimate_size``: point, expectation and interval."""
+    n_g, K_g, pi, touch, alpha_used = (prep[k] for k in ("n_g", "K_g", "pi", "touch", "alpha"))
+    cert_g, cert_r, cg_sorted, cr_sorted = (prep[k] for k in ("cert_g", "cert_r", "cg_sorted", "cr_sorted"))
+    pos, i0, i1, mass = (prep.get(k) for k in ("pos", "i0", "i1", "mass"))
     # point estimate (Algorithm 2)
-    pf = np.unique(cert_r[pt[cert_g]]) if cert.size else np.zeros(0, dtype=np.int64)
+    pf = np.unique(cert_r[pt[cert_g]]) if cert_g.size else np.zeros(0, dtype=np.int64)
     rows_point = float(sizes[pf].sum())
 
     # expectation and replicate interval, chunked over the groups that can pass
@@ -428,8 +456,6 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
         Bn = pass_replicates.shape[0]
         L = np.zeros((Bn, F))
         C = np.zeros((Bn, F))
-    order = np.argsort(cert_g, kind="stable")
-    cg_sorted, cr_sorted = cert_g[order], cert_r[order]
     step = max(1, int(chunk_cells) // max(F, 1))
     use_model = touch == "model" and alpha_used != 0
     # Once every fragment's miss log-probability (and every replicate's) is below SATURATED, P and
