@@ -67,17 +67,21 @@ from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
 COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
 
 # Group statistics per (sample file, aggregation input, partitions, estimator settings): queries of
-# one template that differ only in their HAVING constant or LIMIT (a replayed template's next
-# bindings, the harness's query pairs) share the sample frame and the shrunk group estimates, so
-# only the pass probabilities and sizes are computed again (the paper caches sample statistics for
-# reuse, digest §2.4).  An entry holds (B, groups) replicates per aggregate: a few entries, bounded
-# in bytes too (a TPC-H SF1 sample grouped by l_orderkey: ~300k groups, ~130 MB an aggregate).
+# one template that differ only in their HAVING constant or LIMIT, estimated in one process with one
+# seed (``recommend`` in a session, the advice harness's runs of bindings), share the sample frame and
+# the shrunk group estimates, so only the pass probabilities and sizes are computed again (the paper
+# caches sample statistics for reuse, digest §2.4).  A replay seeds each step differently and draws
+# its samples per version, so it does not hit.  An entry holds (B, groups) replicates per aggregate:
+# a few entries, bounded in bytes too (a TPC-H SF1 sample grouped by l_orderkey: ~300k groups, ~130 MB
+# an aggregate); the sizing parts kept with an entry (arrays of sample cells per candidate) are not
+# counted in the bound.
 _GROUPS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _GROUPS_KEEP = 4
 _GROUPS_BYTES = 512 << 20
 
 
 def _entry_bytes(entry: tuple) -> int:
+    """Bytes of an entry's sample frame, existence flags and replicates."""
     pdf, _, est = entry[:3]
     return int(pdf.memory_usage(index=False).sum()) + int(est.exists.nbytes) + sum(
         int(np.asarray(r).nbytes) for r in est.replicates.values())
