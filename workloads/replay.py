@@ -236,22 +236,24 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
 PREPARE_ONLY = "ADVISOR_REPLAY_PREPARE_ONLY"  # set by ``replay_isolated`` for its preparing child
 
 
-def prepare_run(ctx, workload_path: str, out: str) -> None:
-    """Prepare the run directory (data, layouts, statistics, probe, plan) and stop."""
+def _contexts(spark):
+    """Factory of contexts over warehouse directories, all on one SparkSession."""
     from advisor.context import Context
 
+    return lambda wh: Context(warehouse=wh, spark=spark)
+
+
+def prepare_run(ctx, workload_path: str, out: str) -> None:
+    """Prepare the run directory (data, layouts, statistics, probe, plan) and stop."""
     wl = load_workload(workload_path)
     run_dir = Path(out).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    spark = ctx.spark
-    prepare(lambda wh: Context(warehouse=wh, spark=spark), wl, run_dir,
-            lambda msg: print(f"preparing: {msg}", file=sys.stderr, flush=True))
+    prepare(_contexts(ctx.spark), wl, run_dir, lambda msg: print(f"preparing: {msg}", file=sys.stderr, flush=True))
 
 
 def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
            fresh: bool = False, console=None, quiet: bool = False) -> Path:
     """Replay the workload; returns the run directory (with run.json)."""
-    from advisor.context import Context
     from advisor.maintain.hooks import set_policy
     from advisor.select import STRATEGIES
 
@@ -265,10 +267,7 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     spark = ctx.spark
-
-    def factory(wh: Path):
-        return Context(warehouse=wh, spark=spark)
-
+    factory = _contexts(spark)
     gate = Gate.from_env()  # a child of ``replay_isolated``: wait for the parent before every step
     prog = _Progress(console, strats, quiet or gate is not None)
     with prog:
