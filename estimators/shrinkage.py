@@ -29,10 +29,15 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from estimators.deconvolve import MIN_RESIDUALS, posterior_draws, residuals
+
 COV_MIN_BIN = 30     # groups per covariate bin
 COV_MAX_BINS = 20    # bins per covariate
 COV_ICC = 0.9        # least intra-class correlation of a covariate (a property of the group)
 COV_P = 1e-3         # F-test level for "the bins differ"
+COV_LOCAL_K = (2, 5, 15)  # neighbours on each side for a local prior (empty: bins only)
+COV_LOCAL_SE = 2.0   # standard errors of a variance ratio a local prior must gain
+DECONVOLVE = True    # around a local prior, a nonparametric spread and noise (estimators.deconvolve)
 
 
 def covariate_stats(rows: pd.DataFrame, frame: pd.DataFrame, gcols: list, covariates: dict) -> dict:
@@ -58,9 +63,10 @@ def covariate_stats(rows: pd.DataFrame, frame: pd.DataFrame, gcols: list, covari
     return out
 
 
-def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tuple[str, np.ndarray]]:
-    """(covariate, prior mean per group) when a qualifying covariate explains the group means
-    ``m`` (module docstring), else None.  Groups outside a bin of ``COV_MIN_BIN`` keep the mean of all."""
+def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tuple[str, np.ndarray, str]]:
+    """(covariate, prior mean per group, ``'bins'`` or ``'local'``) when a qualifying covariate
+    explains the group means ``m`` (module docstring), else None.  Groups outside a bin of
+    ``COV_MIN_BIN`` keep the mean of all.  Candidates are compared by leave-one-out residuals."""
     from scipy.special import fdtrc  # F's survival function; scipy.stats costs ~0.5 s to import
 
     n_ok = int(ok.sum())
@@ -95,10 +101,56 @@ def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tupl
             continue
         if fdtrc(df_b, df_w, (ss_b / df_b) / (ss_w / df_w)) >= COV_P:
             continue
-        if best is None or ss_w / df_w < best[0]:
+        # compared by leave-one-out residuals, as the local means below are
+        loo = (m[use] - mean_b[b[use]]) * (n_b[b[use]] / (n_b[b[use]] - 1.0))
+        score = float(np.mean(loo ** 2))
+        if best is None or score < best[0]:
             mu = np.where(has & big[b], mean_b[b], mu0)
-            best = (ss_w / df_w, name, mu)
-    return None if best is None else (best[1], best[2])
+            best = (score, name, mu, "bins")
+    for name, (x, icc) in stats.items():
+        ties = tuple(t for other, (t, _) in stats.items() if other != name)
+        got = _local_prior(m, ok & np.isfinite(x), x, icc, ties)
+        if got is not None and (best is None or got[0] < best[0]):
+            best = (got[0], name, np.where(np.isnan(got[1]), mu0, got[1]), "local")
+    return None if best is None else best[1:]
+
+
+def local_mean(x: np.ndarray, m: np.ndarray, has: np.ndarray, k: int, ties: tuple = ()) -> np.ndarray:
+    """Leave-one-out mean of ``m`` over the ``k`` groups on each side in the order of ``x``, for the
+    groups in ``has`` (NaN elsewhere).  Ties in ``x`` are ordered by the arrays of ``ties`` in turn
+    (NaN last), then keep their order: the days of one month follow each other when ``x`` is the
+    month and ``ties`` holds the day."""
+    idx = np.flatnonzero(has)
+    keys = [np.nan_to_num(t[idx], nan=np.inf) for t in reversed(ties)] + [x[idx]]
+    order = idx[np.lexsort(keys)]
+    v = m[order]
+    c = np.concatenate([[0.0], np.cumsum(v)])
+    i = np.arange(len(v))
+    lo, hi = np.maximum(i - k, 0), np.minimum(i + k + 1, len(v))
+    out = np.full(len(m), np.nan)
+    out[order] = (c[hi] - c[lo] - v) / np.maximum(hi - lo - 1, 1)
+    return out
+
+
+def _local_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray, icc: float, ties: tuple = ()):
+    """(leave-one-out mean square residual, prior means) of the best local prior on covariate ``x``
+    (``COV_LOCAL_K`` neighbours on each side), when it explains the group means: its residuals are
+    smaller than their spread around the mean of all by more than ``COV_LOCAL_SE`` standard errors
+    of a variance ratio (``sqrt(2/n)``).  Bins average a covariate's range coarsely; where neighbouring
+    groups share a cause (the hours of one stormy day) only a local mean follows it."""
+    n = int(has.sum())
+    if icc < COV_ICC or n < 2 * COV_MIN_BIN:
+        return None
+    total = float(np.var(m[has]))
+    if total <= 0:
+        return None
+    best = None
+    for k in COV_LOCAL_K:
+        mu = local_mean(x, m, has, int(k), ties)
+        score = float(np.mean((m[has] - mu[has]) ** 2))
+        if score < total * (1.0 - COV_LOCAL_SE * np.sqrt(2.0 / n)) and (best is None or score < best[0]):
+            best = (score, mu)
+    return best
 
 
 def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0.05, prior: str = "normal",
@@ -126,15 +178,14 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
     normal prior by a Student-t with ``nu`` degrees of freedom (a scale mixture of normals): one EM
     step gives each group the prior variance ``tau^2 / lam_g``, ``lam_g = (nu + 1) / (nu + (m_g - mu)^2
     / (tau^2 + v_g))``, so a group far out in the tail keeps most of its own estimate while groups
-    inside the bulk shrink as before.
+    inside the bulk shrink as before.  Around a *local* covariate prior (below) the NPMLE is used
+    after all, with noise simulated from the sampled rows (``estimators.deconvolve``).
 
     ``covariates`` (name -> column of ``rows`` holding each row's fragment id on a candidate
     attribute): the prior mean may come from a covariate instead of the mean of all groups
     (``covariate_prior``).  Returns {aggregate name: the covariate used, or None}.
     """
     import warnings
-
-    from estimators.quantiles import nan_quantiles
 
     fr = est.frame
     rng = np.random.default_rng(est.seed + 7919)
@@ -163,12 +214,12 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
         if v_noise is None:
             v_noise = float(np.mean(v[ok]))
         mu = np.full(len(m), float(np.mean(m[ok])))
-        used[name] = None
+        used[name], kind = None, None
         if covariates:
             cov_stats = cov_stats if cov_stats is not None else covariate_stats(rows, fr, gcols, covariates)
             got = covariate_prior(m, ok, cov_stats)
             if got is not None:
-                used[name], mu = got
+                used[name], mu, kind = got
         vm = float(np.var(m[ok] - mu[ok]))
         tau2 = max(vm - v_noise, floor * vm)
         if tau2 <= 0:
@@ -189,16 +240,33 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
             rep_var = np.nan_to_num(np.nanvar(dev, axis=0))
         extra = np.sqrt(np.clip((1.0 - B) * v - rep_var, 0.0, None)) * ok
         new = post[None, :] + dev + extra[None, :] * rng.standard_normal(reps.shape)
+        if kind == "local" and DECONVOLVE and (f == "avg" or aligned):
+            res = residuals(rows, gcols, col)
+            if len(res) >= MIN_RESIDUALS:
+                # groups whose noise the grid resolves take the nonparametric posterior
+                np_post, draws, fine = posterior_draws(m, mu, n, N, ok, res, reps.shape[0], rng)
+                post, new = np.where(fine, np_post, post), np.where(fine[None, :], draws, new)
         new = np.where(ok[None, :], new, reps) * scale[None, :]
-        est.replicates[name] = new
-        fr[name] = post * scale
-        a = (1.0 - est.confidence) / 2.0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            sd, (lo, hi) = np.nanstd(new, axis=0), nan_quantiles(new, [a, 1.0 - a])
-        fr[name + "_se"] = np.where(ok, sd, fr[name + "_se"].to_numpy(float))
-        fr[name + "_lo"] = np.where(ok, lo, fr[name + "_lo"].to_numpy(float))
-        fr[name + "_hi"] = np.where(ok, hi, fr[name + "_hi"].to_numpy(float))
+        _store(est, name, ok, post * scale, new)
     return used
+
+
+def _store(est, name: str, ok: np.ndarray, point: np.ndarray, new: np.ndarray) -> None:
+    """Write the shrunk point estimates and replicates of the ``ok`` groups, with their standard
+    errors and interval, into ``est``."""
+    import warnings
+
+    from estimators.quantiles import nan_quantiles
+
+    fr = est.frame
+    est.replicates[name] = new
+    fr[name] = np.where(ok, point, fr[name].to_numpy(float))
+    a = (1.0 - est.confidence) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sd, (lo, hi) = np.nanstd(new, axis=0), nan_quantiles(new, [a, 1.0 - a])
+    fr[name + "_se"] = np.where(ok, sd, fr[name + "_se"].to_numpy(float))
+    fr[name + "_lo"] = np.where(ok, lo, fr[name + "_lo"].to_numpy(float))
+    fr[name + "_hi"] = np.where(ok, hi, fr[name + "_hi"].to_numpy(float))
 
 

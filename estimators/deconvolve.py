@@ -1,0 +1,114 @@
+"""Nonparametric empirical Bayes for group means around a local prior (an [INFERRED] repair of seed
+002's per-group intervals; used by ``shrinkage.shrink_groups``).
+
+The normal prior of ``shrink_groups`` assumes normal noise and a normal spread of the true group
+means.  Means of a few flight delays have neither: one late flight makes a 3-row mean look like a
+stormy hour (within-group residuals with kurtosis 13-26), and the true means are skewed.  The normal
+model then gives many ordinary groups a fair chance to pass a high threshold, so the expected union
+over a fragment's groups saturates.  Flights by time_hour, avg(dep_delay) > 25: 0.68 of the table
+expected, against 0.32 real.  It also pulls real outliers back below the threshold: carrier and
+month, avg(arr_delay) > 26.7: 0.16 expected, against 0.67 real.
+
+Here, around the prior means ``mu_g`` (a covariate's local means, ``shrinkage.local_mean``):
+
+* **Noise.** The error of an ``n``-row mean is simulated from the pooled within-group residuals of
+  the sampled rows: ``n`` draws with replacement, ``SIMS`` times.  From ``NORMAL_FROM`` rows on it is
+  normal with the pooled variance.  It is scaled by the finite-population factor ``sqrt(1 - n/N)``.
+* **Spread.** ``delta_g = theta_g - mu_g`` has an unknown distribution on a grid of ``GRID`` points.
+  It is fitted by EM from uniform weights: the NPMLE of Kiefer and Wolfowitz, stopped after
+  ``EM_ITERS`` steps.
+* **Replicates.** Each group's posterior over the grid gives its replicates.
+
+Only used with a local prior.  Around the mean of all groups, deconvolving heavy noise collapsed the
+spread: flights by tailnum, 87 expected passing planes against 737 real, where the normal prior is
+the safer choice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+GRID = 200          # support points of the spread's distribution
+EM_ITERS = 150      # EM steps (NPMLE); fewer keep the fitted distribution smoother
+SIMS = 20000        # simulated n-row means per distinct n
+NORMAL_FROM = 30    # rows from which an n-row mean's error is taken as normal
+MIN_RESIDUALS = 100  # fewer pooled residuals: no noise model, keep the normal prior
+RESOLVE = 2.0       # least noise sd, in grid steps, of a group given the nonparametric posterior
+
+
+def residuals(rows: pd.DataFrame, gcols: list, col: str) -> np.ndarray:
+    """Pooled within-group residuals of ``col`` over groups with two or more sampled values, each
+    scaled by ``sqrt(c/(c-1))`` so that their variance estimates the within-group variance."""
+    g = rows.groupby(gcols, dropna=False, sort=False)[col]
+    mean, cnt = g.transform("mean"), g.transform("count")
+    keep = (cnt >= 2) & rows[col].notna()
+    r = (rows[col] - mean) * np.sqrt(cnt / (cnt - 1).clip(lower=1))
+    return r[keep].to_numpy(float)
+
+
+def _noise_density(res: np.ndarray, n: int, x: np.ndarray, rng) -> np.ndarray:
+    """Density of the error of an ``n``-row mean at the offsets ``x``."""
+    sd = float(np.std(res)) / np.sqrt(n)
+    if n >= NORMAL_FROM or sd <= 0:
+        sd = max(sd, 1e-12)
+        return np.exp(-0.5 * (x / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+    e = rng.choice(res, size=(SIMS, n)).mean(axis=1)
+    h = 0.5 * 1.06 * float(np.std(e)) * SIMS ** -0.2     # half Silverman's bandwidth
+    lo, hi = float(e.min()) - 6 * h, float(e.max()) + 6 * h
+    edges = np.linspace(lo, hi, 2001)
+    hist, _ = np.histogram(e, bins=edges, density=True)
+    step = edges[1] - edges[0]
+    half = int(np.ceil(4 * h / step))
+    ker = np.exp(-0.5 * (np.arange(-half, half + 1) * step / h) ** 2)
+    dens = np.convolve(hist, ker / ker.sum(), mode="same")
+    centers = (edges[:-1] + edges[1:]) / 2
+    floor = 1e-9 * float(dens.max())
+    return np.interp(x, centers, dens, left=floor, right=floor) + floor
+
+
+def posterior_draws(m: np.ndarray, mu: np.ndarray, n: np.ndarray, N: np.ndarray, ok: np.ndarray,
+                    res: np.ndarray, draws: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(posterior means, ``draws`` x groups posterior draws, ``fine``) of the true group means,
+    given the sample means ``m``, prior means ``mu``, sampled rows ``n`` of ``N``, and the pooled
+    residuals ``res``.  Only the groups in ``fine`` get values (NaN elsewhere): those in ``ok`` whose
+    noise is at least ``RESOLVE`` grid steps wide.  A grid of ``GRID`` points over the residuals'
+    range cannot represent a sharper posterior (route distances per destination and month: a step of
+    ~10 miles against a noise of ~4), so those groups keep the caller's estimate and stay out of the fit."""
+    r_all = m - mu
+    lo, hi = (float(np.min(r_all[ok])), float(np.max(r_all[ok]))) if ok.any() else (0.0, 0.0)
+    grid = np.linspace(lo, hi, GRID)
+    step = grid[1] - grid[0]
+    fpc_all = np.sqrt(np.clip(1.0 - n / np.where(N > 0, N, 1.0), 1e-6, 1.0))
+    noise_sd = float(np.std(res)) / np.sqrt(np.maximum(n, 1.0)) * fpc_all
+    fine = ok & (noise_sd >= RESOLVE * step) & (step > 0)
+    idx = np.flatnonzero(fine)
+    mean = np.full(len(m), np.nan)
+    out = np.full((draws, len(m)), np.nan)
+    if len(idx) == 0:
+        return mean, out, fine
+    r, fpc = r_all[idx], fpc_all[idx]
+    like = np.empty((len(idx), len(grid)))
+    nn = np.maximum(n[idx], 1).astype(int)
+    for k in np.unique(nn):
+        sel = nn == k
+        off = (r[sel, None] - grid[None, :]) / fpc[sel, None]
+        like[sel] = _noise_density(res, int(k), off.ravel(), rng).reshape(off.shape) / fpc[sel, None]
+    like = like.astype(np.float32)
+    w = np.full(len(grid), 1.0 / len(grid), dtype=np.float32)
+    for _ in range(EM_ITERS):  # w_k <- w_k * mean_g L_gk / sum_j L_gj w_j: two matrix-vector products
+        w = w * (like.T @ (1.0 / (like @ w))) / len(idx)
+    post = like.astype(float) * w
+    post /= post.sum(axis=1, keepdims=True)
+    mean[idx] = mu[idx] + post @ grid
+    # inverse-CDF draws for all groups at once: row g's cumulative weights shifted by g are one
+    # increasing array (each row ends at 1)
+    rows = np.arange(len(idx))
+    cum = np.cumsum(post, axis=1)
+    cum[:, -1] = 1.0
+    flat = (cum + rows[:, None]).ravel()
+    u = rng.random((draws, len(idx))) * (1.0 - 1e-12) + rows[None, :]
+    pick = np.searchsorted(flat, u.ravel(), side="right").reshape(u.shape) - rows[None, :] * len(grid)
+    pick = np.clip(pick, 0, len(grid) - 1)
+    out[:, idx] = mu[idx][None, :] + grid[pick] + rng.uniform(-step / 2, step / 2, u.shape)
+    return mean, out, fine
