@@ -117,3 +117,34 @@ def test_the_nonparametric_posterior_leaves_groups_the_grid_cannot_resolve():
     i = int(np.flatnonzero(fine)[np.argmax(np.abs(m[fine]))])
     assert abs(mean[i]) < abs(m[i])
     assert draws[:, fine].min() >= m.min() - step and draws[:, fine].max() <= m.max() + step
+
+
+def test_near_normal_noise_keeps_the_normal_posterior(monkeypatch):
+    """With normal row noise the simulated noise model adds nothing: the local prior's normal
+    posterior stands (TPC-H's uniform columns take this path)."""
+    rows, _ = _rows(3, noise="normal")
+    runs = []
+    for dec in (False, True):
+        monkeypatch.setattr(shrinkage, "DECONVOLVE", dec)
+        est, used = _shrunk(rows, {"hour": "hour"})
+        assert list(used.values()) == ["hour"]
+        runs.append(est.replicates[est.names[0]])
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_a_covariate_the_sampled_rows_vary_in_gets_no_local_prior():
+    """Ordered by the median fragment of their sampled rows, neighbours would share their samples'
+    luck; only a covariate every group's rows agree on may give a local prior."""
+    rows, _ = _rows(1)
+    rng = np.random.default_rng(9)
+    rows["hour_rows"] = rows["hour"] + rng.integers(-3, 4, len(rows))   # rows spread over 7 hours
+    est = estimate_groups(rows, ["g", U], [("avg", "x")], seed=1)
+    m = est.point(est.names[0])
+    exact = covariate_stats(rows[rows[U]], est.frame, ["g", U], {"hour": "hour"})
+    rowwise = covariate_stats(rows[rows[U]], est.frame, ["g", U], {"hour_rows": "hour_rows"})
+    # both are properties of the group by their ICC; only one has every group's rows in one fragment
+    assert exact["hour"][1] == pytest.approx(1.0) and rowwise["hour_rows"][1] > 0.999
+    assert exact["hour"][2] == 0.0 and rowwise["hour_rows"][2] > 0.5
+    assert covariate_prior(m, np.isfinite(m), exact)[2] == "local"
+    got = covariate_prior(m, np.isfinite(m), rowwise)
+    assert got is None or got[2] == "bins"
