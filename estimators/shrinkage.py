@@ -127,14 +127,20 @@ def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tupl
     return None if best is None else best[1:]
 
 
-def local_mean(x: np.ndarray, m: np.ndarray, has: np.ndarray, k: int, ties: tuple = ()) -> np.ndarray:
-    """Leave-one-out mean of ``m`` over the ``k`` groups on each side in the order of ``x``, for the
-    groups in ``has`` (NaN elsewhere).  Ties in ``x`` are ordered by the arrays of ``ties`` in turn
-    (NaN last), then keep their order: the days of one month follow each other when ``x`` is the
-    month and ``ties`` holds the day."""
+def covariate_order(x: np.ndarray, has: np.ndarray, ties: tuple = ()) -> np.ndarray:
+    """Indices of the groups in ``has`` in the order of ``x``; ties in ``x`` are ordered by the
+    arrays of ``ties`` in turn (NaN last), then keep their order: the days of one month follow each
+    other when ``x`` is the month and ``ties`` holds the day."""
     idx = np.flatnonzero(has)
     keys = [np.nan_to_num(t[idx], nan=np.inf) for t in reversed(ties)] + [x[idx]]
-    order = idx[np.lexsort(keys)]
+    return idx[np.lexsort(keys)]
+
+
+def local_mean(x: np.ndarray, m: np.ndarray, has: np.ndarray, k: int, ties: tuple = (),
+               order: Optional[np.ndarray] = None) -> np.ndarray:
+    """Leave-one-out mean of ``m`` over the ``k`` groups on each side in the order of ``x``
+    (``covariate_order``, or ``order`` when given), for the groups in ``has``; NaN elsewhere."""
+    order = covariate_order(x, has, ties) if order is None else order
     v = m[order]
     c = np.concatenate([[0.0], np.cumsum(v)])
     i = np.arange(len(v))
@@ -162,8 +168,9 @@ def _local_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray, spread: float, t
     if total <= 0:
         return None
     best = None
+    order = covariate_order(x, has, ties)
     for k in COV_LOCAL_K:
-        mu = local_mean(x, m, has, int(k), ties)
+        mu = local_mean(x, m, has, int(k), order=order)
         score = float(np.mean((m[has] - mu[has]) ** 2))
         if score < total * (1.0 - COV_LOCAL_SE * np.sqrt(2.0 / n)) and (best is None or score < best[0]):
             best = (score, mu)
