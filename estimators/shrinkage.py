@@ -24,11 +24,12 @@ bin means would confirm that luck instead of correcting it.
 **Local prior** (``local_mean``, session 29).  Bins of 30+ groups average away a cause shared by a
 few neighbours: flights' hours of one stormy day.  The prior mean of a group may instead be the mean
 of its ``COV_LOCAL_K`` neighbours on either side in the covariate's order (leave-one-out; ties are
-ordered by the other covariates).  It is used when its leave-one-out residuals beat the spread
+ordered by the other covariates; a group's sampled rows must agree on the covariate's fragment).
+It is used when its leave-one-out residuals beat the spread
 around the mean of all by ``COV_LOCAL_SE`` standard errors, and beat the best bins.  Around a local
 prior the spread is fitted nonparametrically with simulated noise (``estimators.deconvolve``).
 On the harness (300 queries each) the median error over sketches below 90 % went from 11.8 % to
-9.4 % on flights and from 2.0 % to 0.8 % on crimes (BENCHMARKS.md, session 29).
+9.5 % on flights and from 2.0 % to 1.1 % on crimes (BENCHMARKS.md, session 29).
 """
 
 from __future__ import annotations
