@@ -64,7 +64,8 @@ def test_a_day_pattern_that_bins_average_away_gets_a_local_prior():
     truth = theta > c
     p0, p1 = pass_probability(plain, pred).to_numpy(), pass_probability(local, pred).to_numpy()
     # the local prior moves mass from the groups that fail to those that pass (seeds 1-5 of this
-    # set-up: 0.70-0.77 of the failing mass, Brier scores 0.70-0.80 of the common prior's)
+    # set-up, 50th and 90th percentile thresholds: 0.67-0.78 of the failing mass, Brier scores
+    # 0.64-0.75 of the common prior's)
     assert p1[~truth].sum() < 0.85 * p0[~truth].sum()
     assert p1[truth].mean() > p0[truth].mean() + 0.05
     assert np.mean((p1 - truth) ** 2) < 0.85 * np.mean((p0 - truth) ** 2)
