@@ -104,7 +104,9 @@ def posterior_draws(m: np.ndarray, mu: np.ndarray, n: np.ndarray, N: np.ndarray,
     w = np.full(len(grid), 1.0 / len(grid), dtype=np.float32)
     for _ in range(EM_ITERS):  # w_k <- w_k * mean_g L_gk / sum_j L_gj w_j: two matrix-vector products
         w = w * (fit.T @ (1.0 / (fit @ w))) / len(fit)
-    post = like * w
+    # a floor keeps every support point alive for groups outside the fitted subset, whose
+    # likelihood may sit where the fit left no weight
+    post = like * np.maximum(w.astype(float), 1e-12)
     post /= post.sum(axis=1, keepdims=True)
     mean[idx] = mu[idx] + post @ grid
     # inverse-CDF draws for all groups at once: row g's cumulative weights shifted by g are one
