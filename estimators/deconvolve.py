@@ -28,7 +28,6 @@ expected passing planes against 737 real, where the normal prior is the safer ch
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 GRID = 200          # support points of the spread's distribution
 EM_ITERS = 150      # EM steps (NPMLE); fewer keep the fitted distribution smoother
@@ -41,13 +40,14 @@ MAX_KURTOSIS = 1.0  # residuals' excess kurtosis up to which the noise is taken 
 MAX_SKEW = 0.5      # ... and absolute skewness
 
 
-def residuals(rows: pd.DataFrame, gcols: list, col: str) -> np.ndarray:
-    """Pooled within-group residuals of ``col`` over groups with two or more sampled values, each
-    scaled by ``sqrt(c/(c-1))`` so that their variance estimates the within-group variance."""
-    g = rows.groupby(gcols, dropna=False, sort=False)[col]
+def residuals(g) -> np.ndarray:
+    """Pooled within-group residuals of a grouped column (a pandas ``SeriesGroupBy``, the caller's
+    grouping of the sampled rows) over groups with two or more values, each scaled by
+    ``sqrt(c/(c-1))`` so that their variance estimates the within-group variance."""
+    x = g.obj
     mean, cnt = g.transform("mean"), g.transform("count")
-    keep = (cnt >= 2) & rows[col].notna()
-    r = (rows[col] - mean) * np.sqrt(cnt / (cnt - 1).clip(lower=1))
+    keep = (cnt >= 2) & x.notna()
+    r = (x - mean) * np.sqrt(cnt / (cnt - 1).clip(lower=1))
     return r[keep].to_numpy(float)
 
 

@@ -266,7 +266,7 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
         extra = np.sqrt(np.clip((1.0 - B) * v - rep_var, 0.0, None)) * ok
         new = post[None, :] + dev + extra[None, :] * rng.standard_normal(reps.shape)
         if kind == "local" and DECONVOLVE and (f == "avg" or aligned):
-            res = residuals(rows, gcols, col)
+            res = residuals(g)  # the grouping above, not a second one
             if len(res) >= MIN_RESIDUALS and non_normal(res):
                 # groups whose noise the grid resolves take the nonparametric posterior
                 np_post, draws, fine = posterior_draws(m, mu, n, N, ok, res, reps.shape[0], rng)
