@@ -201,9 +201,10 @@ class Catalog:
         for initialising maintenance state."""
         return self.read_arrow(name, version).to_pandas()
 
-    def read_arrow(self, name: str, version: int | None = None, columns: list | None = None):
-        """Snapshot of `name` at `version` as a pyarrow Table of ``columns`` (default all; no
-        `_rid`): the base files plus the batches' inserts, minus their deletes."""
+    def read_arrow(self, name: str, version: int | None = None, columns: list | None = None,
+                   with_rid: bool = False):
+        """Snapshot of `name` at `version` as a pyarrow Table of ``columns`` (default all; `_rid`
+        last with ``with_rid``): the base files plus the batches' inserts, minus their deletes."""
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.dataset as ds
@@ -227,7 +228,7 @@ class Catalog:
         if dels:
             d = ds.dataset(dels, format="parquet").to_table(columns=[RID]).column(RID)
             tab = tab.filter(pc.invert(pc.is_in(tab.column(RID), value_set=d)))
-        return tab.drop_columns([RID])
+        return tab.select(cols[1:] + [RID]) if with_rid else tab.drop_columns([RID])
 
     def _assemble(self, base_df, batches: list[Version], with_rid: bool):
         df = base_df

@@ -121,12 +121,54 @@ class SampleInfo:
 
 
 SAMPLER = 3  # bump when the sampling rule changes: cached samples of other versions are redrawn
+# Tables drawn on the driver (``estimators.sampling_local``, the same sample as Spark's, row for row)
+# when they are this small: the rows decoded by pyarrow take ~5x their Parquet bytes in memory.
+LOCAL_DRAW = True
+LOCAL_DRAW_ROWS = 12_000_000
+LOCAL_DRAW_BYTES = 768 << 20
+
+
+def _draw_locally(catalog, table: str, strata: list, version: int) -> bool:
+    """Whether the sample of ``table`` at ``version`` is drawn with pyarrow on the driver: small
+    enough, and every stratum column of a type whose Spark label is reproduced."""
+    from estimators.stratum_labels import supported_spark_type
+
+    if not LOCAL_DRAW:
+        return False
+    v = catalog.version(table, version)
+    types = dict(catalog.schema(table))
+    return (v.rows <= LOCAL_DRAW_ROWS and v.bytes <= LOCAL_DRAW_BYTES
+            and all(supported_spark_type(types[c]) for c in strata))
+
+
+def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: int, path) -> dict:
+    """Draw the sample afresh, write it to ``path`` and return its meta."""
+    from estimators.sampling import stratified_sample
+
+    if _draw_locally(catalog, table, strata, version):
+        from estimators import sampling_local
+
+        s = sampling_local.draw(catalog.read_arrow(table, version, with_rid=True), strata, theta, seed,
+                                id_col="_rid", reserve=True)
+        sampling_local.write(s.table, str(path))
+        where = "driver"
+    else:
+        s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid",
+                              reserve=True)
+        s.df.write.mode("overwrite").parquet(str(path))
+        if not s.uniform_fallback and s.strata and _in_sample(catalog.spark.read.parquet(str(path))).count() != s.sample_size:
+            # a stratum fell short of the pre-filter threshold (rare): rank the whole table instead
+            s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid",
+                                  prefilter=False, reserve=True)
+            s.df.write.mode("overwrite").parquet(str(path))
+        where = "spark"
+    return {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata,
+            "uniform_fallback": s.uniform_fallback, "sample_size": s.sample_size,
+            "reserve": bool(strata) and not s.uniform_fallback, "drawn_on": where}
 
 
 def get_sample(catalog, table: str, strata: list, theta: float, seed: int, version: int) -> SampleInfo:
     """The stratified sample for the key (table, strata, theta, seed, version): reuse or draw + store."""
-    from estimators.sampling import stratified_sample
-
     strata = sorted(strata)
     sj = json.dumps(strata)
     r = catalog.store.one("SELECT * FROM samples WHERE table_name=? AND strata_json=? AND theta=? AND seed=? "
@@ -141,17 +183,7 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
     path = catalog.root / table / "samples" / f"v{version:06d}_{key}"
     meta = _maintained(catalog, table, strata, sj, theta, seed, version, path)
     if meta is None:
-        s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid",
-                              reserve=True)
-        s.df.write.mode("overwrite").parquet(str(path))
-        if not s.uniform_fallback and s.strata and _in_sample(catalog.spark.read.parquet(str(path))).count() != s.sample_size:
-            # a stratum fell short of the pre-filter threshold (rare): rank the whole table instead
-            s = stratified_sample(catalog.read(table, version, with_rid=True), strata, theta, seed, id_col="_rid",
-                                  prefilter=False, reserve=True)
-            s.df.write.mode("overwrite").parquet(str(path))
-        meta = {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata,
-                "uniform_fallback": s.uniform_fallback, "sample_size": s.sample_size,
-                "reserve": bool(s.strata) and not s.uniform_fallback}
+        meta = _draw(catalog, table, strata, theta, seed, version, path)
     secs = time.perf_counter() - t0
     meta["seconds"] = round(secs, 3)
     with catalog.store.tx() as c:

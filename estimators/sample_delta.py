@@ -98,7 +98,7 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     shutil.rmtree(out_path, ignore_errors=True)  # nothing of an earlier attempt may be read with it
     os.makedirs(out_path)
     tmp = os.path.join(out_path, ".part-0.parquet.tmp")
-    pq.write_table(out, tmp)
+    pq.write_table(out, tmp, use_deprecated_int96_timestamps=True)  # as Spark wrote them
     os.replace(tmp, os.path.join(out_path, "part-0.parquet"))
     live = n_new > 0
     return int(n_new[live].sum()), int(live.sum()), int(k[live].sum())

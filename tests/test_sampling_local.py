@@ -1,0 +1,144 @@
+"""The driver's draw (pyarrow) keeps exactly the rows Spark's draw keeps, with the same keys, sizes
+and stratum labels, so the two can stand in for each other and be maintained alike."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+from advisor import estimate
+from advisor.catalog import Catalog
+from advisor.estimate import get_sample
+from advisor.store import Store
+from estimators import sampling_local
+from estimators.sampling import _key, stratified_sample
+from estimators.spark_hash import sample_keys
+from estimators.stratum_labels import labels, supported_spark_type
+
+
+def test_keys_equal_spark_xxhash64(spark):
+    rng = np.random.default_rng(1)
+    ids = np.concatenate([rng.integers(-2 ** 63, 2 ** 63 - 1, 300, dtype=np.int64), np.arange(-3, 200),
+                          [2 ** 63 - 1, -2 ** 63]])
+    df = spark.createDataFrame([(int(i),) for i in ids], "_rid long")
+    for seed in (0, 7, 2 ** 31 - 1, -3, 2 ** 31, -2 ** 40):  # int and long literals hash differently
+        want = np.array([r[0] for r in df.select(_key(df, seed, "_rid")).collect()])
+        np.testing.assert_array_equal(sample_keys(seed, ids), want)
+
+
+MIXED = [
+    (1, 10, "a", datetime.date(2013, 1, 1), datetime.datetime(2013, 1, 1, 5), decimal.Decimal("1.50"), True),
+    (None, -10, 'q"uo\\te', datetime.date(1998, 12, 31), datetime.datetime(2013, 1, 1, 5, 0, 0, 123456),
+     decimal.Decimal("0.00"), False),
+    (2, None, "ctl\x01\x1f\n\t\r\b\fé€😀/,", None, None, decimal.Decimal("-12345.67"), None),
+    (None, None, None, None, None, None, None),
+    (3, 2 ** 40, "", datetime.date(1, 1, 1), datetime.datetime(1970, 1, 1, 0, 0, 0, 999000),
+     decimal.Decimal("0.01"), True),
+]
+MIXED_SCHEMA = "a int, b long, s string, d date, t timestamp, m decimal(15,2), f boolean"
+
+
+@pytest.mark.parametrize("strata", [["a"], ["a", "b"], ["s"], ["d", "t"], ["m", "f"], list("absdtmf")])
+def test_labels_equal_spark_to_json(spark, tmp_path, strata):
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame(MIXED, MIXED_SCHEMA).coalesce(1)
+    df.write.parquet(str(tmp_path / "t"))  # read back as the catalog reads it (INT96 timestamps)
+    back = spark.read.parquet(str(tmp_path / "t"))
+    want = [r[0] for r in back.select(F.to_json(F.struct(*[F.col(c) for c in strata]))).collect()]
+    tab = ds.dataset(str(tmp_path / "t"), format="parquet").to_table()
+    assert labels(tab, strata, np.arange(tab.num_rows)) == want
+    assert len(want) == len(MIXED) and want.count("{}") >= 1  # the all-NULL row is labelled, not dropped
+
+
+def test_only_reproduced_types_are_drawn_on_the_driver():
+    assert all(supported_spark_type(t) for t in ("int", "bigint", "string", "date", "timestamp", "boolean",
+                                                 "decimal(15,2)", "DECIMAL(10, 6)"))
+    assert not any(supported_spark_type(t) for t in ("double", "float", "decimal(38,10)", "binary",
+                                                     "array<int>"))
+
+
+@pytest.fixture(scope="module")
+def stored(spark, tmp_path_factory):
+    """A skewed table with NULL keys and one-row strata, written by Spark and read by pyarrow."""
+    rng = np.random.default_rng(4)
+    n = 6000
+    g = rng.choice(["x", "y", "z", None], n, p=[0.7, 0.2, 0.09, 0.01])
+    h = rng.zipf(1.6, n) % 97
+    day = pd.to_datetime("2020-01-01") + pd.to_timedelta(rng.integers(0, 40, n), unit="D")
+    pdf = pd.DataFrame({"g": g, "h": h.astype("int64"), "day": day, "v": rng.normal(size=n),
+                        "_rid": rng.permutation(n).astype("int64") * 7 + 11})
+    path = str(tmp_path_factory.mktemp("drawn") / "t")
+    spark.createDataFrame(pdf).write.parquet(path)
+    return spark.read.parquet(path), ds.dataset(path, format="parquet").to_table()
+
+
+def _canon(t: pa.Table) -> pd.DataFrame:
+    cols = [c for c in ("_rid", "_key", "_n_g", "_stratum", "_in", "g", "h", "v") if c in t.column_names]
+    return t.select(cols).to_pandas().sort_values("_rid").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("strata,theta,reserve,max_strata", [
+    (["g"], 0.05, True, None),
+    (["g", "h"], 0.1, True, None),
+    (["day", "g"], 0.2, False, None),
+    (["h"], 0.05, True, 10),     # more strata than allowed: the post-stratified uniform fallback
+    ([], 0.07, False, None),     # no strata: one uniform sample
+    (["g"], 1.0, True, None),
+])
+def test_driver_draw_equals_spark_draw(spark, stored, strata, theta, reserve, max_strata):
+    sdf, tab = stored
+    s = stratified_sample(sdf, strata, theta, seed=5, id_col="_rid", reserve=reserve, max_strata=max_strata)
+    loc = sampling_local.draw(tab, strata, theta, 5, reserve=reserve, max_strata=max_strata)
+    want = s.df.toArrow()
+    assert loc.table.column_names == want.column_names
+    assert (loc.population, loc.n_strata, loc.sample_size, loc.uniform_fallback) == \
+        (s.population, s.n_strata, s.sample_size, s.uniform_fallback)
+    got, exp = _canon(loc.table), _canon(want)
+    assert len(exp) >= s.sample_size > 0
+    pd.testing.assert_frame_equal(got, exp, check_dtype=False)
+    # the day column (a timestamp) comes through with the row, not reordered
+    both = pd.DataFrame({"rid": loc.table.column("_rid").to_numpy(), "day": loc.table.column("day").to_pandas()})
+    ref = sdf.select("_rid", "day").toPandas().set_index("_rid")["day"]
+    assert (both.set_index("rid")["day"].dt.tz_localize(None) == ref.loc[both["rid"]].dt.tz_localize(None).values).all()
+
+
+def test_bad_arguments_are_refused(stored):
+    _, tab = stored
+    with pytest.raises(ValueError, match="theta"):
+        sampling_local.draw(tab, ["g"], 0.0, 1)
+    with pytest.raises(ValueError, match="nope"):
+        sampling_local.draw(tab, ["nope"], 0.1, 1)
+
+
+def test_get_sample_draws_on_the_driver_and_maintains_a_timestamp_stratum(spark, tmp_path, monkeypatch):
+    """Labels of a timestamp stratum written by the driver match the delta's, which Spark labels."""
+    rng = np.random.default_rng(2)
+    n = 900
+    pdf = pd.DataFrame({"k": rng.choice(["p", "q"], n),
+                        "ts": pd.to_datetime("2013-01-01 05:00") + pd.to_timedelta(rng.integers(0, 6, n), unit="h"),
+                        "v": rng.integers(0, 100, n)})
+    cat = Catalog(spark, Store(tmp_path / "wh"))
+    cat.create_table("t", spark.createDataFrame(pdf), "test")
+    s1 = get_sample(cat, "t", ["ts", "k"], 0.1, 3, 1)
+    assert s1.meta["drawn_on"] == "driver" and s1.meta["reserve"]
+    assert dict(spark.read.parquet(s1.path).dtypes)["ts"] == "timestamp"  # Spark reads what the driver wrote
+    rids = [r["_rid"] for r in cat.read("t", 1, with_rid=True).select("_rid").collect()]
+    ins = spark.createDataFrame(pd.DataFrame({"k": ["p"] * 5, "ts": [pd.Timestamp("2013-01-01 06:00")] * 5,
+                                              "v": [1] * 5}))
+    v2 = cat.apply_frames("t", ins, spark.createDataFrame(pd.DataFrame({"_rid": rids[:7]}))).version
+    s2 = get_sample(cat, "t", ["ts", "k"], 0.1, 3, v2)
+    assert s2.meta.get("maintained_from") == 1
+    monkeypatch.setattr(estimate, "LOCAL_DRAW", False)
+    fresh = stratified_sample(cat.read("t", v2, with_rid=True), ["k", "ts"], 0.1, 3, id_col="_rid", reserve=True)
+    got = spark.read.parquet(s2.path).filter("_in").select("_rid", "_n_g", "_stratum").toPandas()
+    want = fresh.df.filter("_in").select("_rid", "_n_g", "_stratum").toPandas()
+    pd.testing.assert_frame_equal(got.sort_values("_rid").reset_index(drop=True),
+                                  want.sort_values("_rid").reset_index(drop=True))
+    assert got["_stratum"].nunique() == 12 and got["_stratum"].str.contains("T06:00:00.000Z").any()
