@@ -13,6 +13,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from advisor import estimate
+from advisor import estimate as estimate_module
 from advisor.catalog import Catalog
 from advisor.estimate import get_sample
 from advisor.store import Store
@@ -142,3 +143,35 @@ def test_get_sample_draws_on_the_driver_and_maintains_a_timestamp_stratum(spark,
     pd.testing.assert_frame_equal(got.sort_values("_rid").reset_index(drop=True),
                                   want.sort_values("_rid").reset_index(drop=True))
     assert got["_stratum"].nunique() == 12 and got["_stratum"].str.contains("T06:00:00.000Z").any()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT g, sum(v) FROM t GROUP BY g HAVING sum(v) > 2050",
+    "SELECT g, k, count(*) AS n FROM t GROUP BY g, k ORDER BY n DESC LIMIT 8",
+])
+def test_estimates_do_not_depend_on_where_the_sample_was_drawn(spark, tmp_path, monkeypatch, sql):
+    """Spark writes a sample in shuffle order, the driver in table order: the same rows must give the
+    same estimates, intervals included."""
+    from advisor.context import Context
+    from advisor.estimate import analyze, estimate
+    from advisor.plan.parse import parse_sql
+
+    rng = np.random.default_rng(9)
+    n = 4000
+    pdf = pd.DataFrame({"g": rng.integers(0, 40, n), "k": rng.integers(0, 3, n),
+                        "v": np.round(rng.gamma(2.0, 10.0, n), 2)})
+    runs = {}
+    for where in ("spark", "driver"):
+        monkeypatch.setattr(estimate_module, "LOCAL_DRAW", where == "driver")
+        monkeypatch.setattr(estimate_module, "_GROUPS_KEEP", 0)
+        c = Context(tmp_path / where, spark=spark)
+        c.catalog.create_table("t", spark.createDataFrame(pdf.sample(frac=1.0, random_state=1)).repartition(3), "test")
+        shape = analyze(parse_sql(sql, c.schema_lookup()), lambda t: c.catalog.version(t).rows)
+        runs[where] = estimate(c.catalog, shape, {"g": (20,), "k": (3,)}, 0.2, 0)
+        assert runs[where].sample.meta["drawn_on"] == where
+    a, b = runs["spark"], runs["driver"]
+    assert a.sizes.keys() == b.sizes.keys() and a.sizes
+    assert any(0 < s.rows_expected < n for s in a.sizes.values())  # not a trivial all-or-nothing case
+    for key in a.sizes:
+        x, y = a.sizes[key], b.sizes[key]
+        assert (x.rows_expected, x.rows_point, x.ci_lo, x.ci_hi) == (y.rows_expected, y.rows_point, y.ci_lo, y.ci_hi)
