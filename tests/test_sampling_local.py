@@ -175,3 +175,88 @@ def test_estimates_do_not_depend_on_where_the_sample_was_drawn(spark, tmp_path, 
     for key in a.sizes:
         x, y = a.sizes[key], b.sizes[key]
         assert (x.rows_expected, x.rows_point, x.ci_lo, x.ci_hi) == (y.rows_expected, y.rows_point, y.ci_lo, y.ci_hi)
+
+
+def _wide_table(spark, tmp_path, draw_locally: bool):
+    rng = np.random.default_rng(12)
+    n = 3000
+    pdf = pd.DataFrame({"g": rng.integers(0, 30, n), "k": rng.integers(0, 5, n),
+                        "v": np.round(rng.gamma(2.0, 10.0, n), 2), "w": rng.integers(0, 1000, n),
+                        "note": rng.choice(["a", "bb", "ccc"], n)})
+    c = Catalog(spark, Store(tmp_path / ("driver" if draw_locally else "spark")))
+    c.create_table("t", spark.createDataFrame(pdf), "test")
+    return c
+
+
+def _rows(path) -> pd.DataFrame:
+    t = ds.dataset(path, format="parquet").to_table()
+    return t.to_pandas().sort_values("_rid").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("draw_locally", [True, False])
+def test_a_narrow_sample_is_widened_for_its_own_rows(spark, tmp_path, monkeypatch, draw_locally):
+    monkeypatch.setattr(estimate_module, "LOCAL_DRAW", draw_locally)
+    cat = _wide_table(spark, tmp_path, draw_locally)
+    s1 = get_sample(cat, "t", ["g"], 0.1, 4, 1, columns=["v"])
+    narrow = _rows(s1.path)
+    assert {"g", "v", "_rid"} <= set(narrow.columns) and not {"w", "k", "note"} & set(narrow.columns)
+    assert s1.meta["columns"] == ["g", "v"]
+    s2 = get_sample(cat, "t", ["g"], 0.1, 4, 1, columns=["w", "v"])
+    assert s2.cached and s2.path == s1.path and s2.meta["columns"] == ["g", "v", "w"]
+    wide = _rows(s2.path)
+    # same rows, keys and strata; the new column holds each row's own value
+    cols = ["_rid", "_key", "_n_g", "_stratum", "_in", "g", "v"]
+    pd.testing.assert_frame_equal(wide[cols], narrow[cols])
+    table = cat.read("t", 1, with_rid=True).select("_rid", "w").toPandas().set_index("_rid")["w"]
+    assert (wide["w"].to_numpy() == table.loc[wide["_rid"]].to_numpy()).all()
+    # and a full draw keeps the very same rows
+    monkeypatch.setattr(estimate_module, "LOCAL_DRAW", True)
+    full = sampling_local.draw(cat.read_arrow("t", 1, with_rid=True), ["g"], 0.1, 4)
+    f = full.table.to_pandas().sort_values("_rid").reset_index(drop=True)
+    pd.testing.assert_frame_equal(wide[cols + ["w"]], f[cols + ["w"]])
+    s3 = get_sample(cat, "t", ["g"], 0.1, 4, 1)  # every column
+    assert s3.meta["columns"] is None and {"k", "note"} <= set(_rows(s3.path).columns)
+    assert get_sample(cat, "t", ["g"], 0.1, 4, 1, columns=["v"]).seconds == 0.0  # a superset serves
+
+
+def test_a_narrow_sample_is_maintained_with_its_columns(spark, tmp_path):
+    cat = _wide_table(spark, tmp_path, True)
+    get_sample(cat, "t", ["g"], 0.1, 4, 1, columns=["v"])
+    rids = [r["_rid"] for r in cat.read("t", 1, with_rid=True).select("_rid").collect()]
+    ins = spark.createDataFrame(pd.DataFrame({"g": [3] * 6, "k": [1] * 6, "v": [1.5] * 6, "w": [7] * 6,
+                                              "note": ["a"] * 6}))
+    v2 = cat.apply_frames("t", ins, spark.createDataFrame(pd.DataFrame({"_rid": rids[:9]}))).version
+    s2 = get_sample(cat, "t", ["g"], 0.1, 4, v2, columns=["v", "w"])
+    assert s2.meta.get("maintained_from") == 1 and s2.meta["columns"] == ["g", "v", "w"]
+    got = _rows(s2.path)
+    fresh = sampling_local.draw(cat.read_arrow("t", v2, with_rid=True), ["g"], 0.1, 4).table.to_pandas()
+    cols = ["_rid", "_key", "_n_g", "_stratum", "g", "v", "w"]
+    # the sampled rows are a fresh draw's (the reserve may have shrunk: deletions eat it)
+    got, fresh = (f[f["_in"]].sort_values("_rid").reset_index(drop=True)[cols] for f in (got, fresh))
+    assert len(fresh) > 0
+    pd.testing.assert_frame_equal(got, fresh, check_dtype=False)
+
+
+def test_estimates_over_a_narrow_sample_equal_those_over_a_full_one(spark, tmp_path, monkeypatch):
+    from advisor.context import Context
+    from advisor.estimate import analyze, estimate
+
+    from advisor.plan.parse import parse_sql
+
+    monkeypatch.setattr(estimate_module, "_GROUPS_KEEP", 0)
+    rng = np.random.default_rng(3)
+    n = 3000
+    pdf = pd.DataFrame({"g": rng.integers(0, 30, n), "k": rng.integers(0, 5, n),
+                        "v": np.round(rng.gamma(2.0, 10.0, n), 2), "w": rng.integers(0, 1000, n)})
+    sql = "SELECT g, sum(v) FROM t WHERE w < 800 GROUP BY g HAVING sum(v) > 1650"
+    got = {}
+    for full in (True, False):
+        c = Context(tmp_path / str(full), spark=spark)
+        c.catalog.create_table("t", spark.createDataFrame(pdf), "test")
+        if full:
+            get_sample(c.catalog, "t", ["g"], 0.2, 0, 1)  # stored with every column first
+        shape = analyze(parse_sql(sql, c.schema_lookup()), lambda t: c.catalog.version(t).rows)
+        e = estimate(c.catalog, shape, {"g": (10,), "k": (5,)}, 0.2, 0)
+        assert (e.sample.meta["columns"] is None) == full
+        got[full] = {k: (s.rows_expected, s.ci_lo, s.ci_hi) for k, s in e.sizes.items()}
+    assert got[True] == got[False] and any(0 < x[0] < n for x in got[True].values())
