@@ -208,6 +208,8 @@ def _complete(catalog, table: str, version: int, path: str, meta: dict, need: Op
         return False
     _widen(catalog, table, version, path, sorted(wanted - have))
     meta["columns"] = None if need is None else sorted(have | wanted)
+    with catalog.store.tx() as c:  # a sample not yet recorded (being maintained) has no row yet
+        c.execute("UPDATE samples SET meta_json=? WHERE path=?", (json.dumps(meta), str(path)))
     return True
 
 
@@ -229,13 +231,9 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
         from pathlib import Path
         meta = json.loads(r["meta_json"])
         if Path(r["path"]).exists() and meta.get("sampler") == SAMPLER:
-            if not _complete(catalog, table, version, r["path"], meta, need):
-                return SampleInfo(table, strata, theta, seed, version, r["path"], meta, True, 0.0)
-            meta["widened"] = round(time.perf_counter() - t0, 3)
-            with catalog.store.tx() as c:
-                c.execute("UPDATE samples SET meta_json=? WHERE id=?", (json.dumps(meta), r["id"]))
+            widened = _complete(catalog, table, version, r["path"], meta, need)
             return SampleInfo(table, strata, theta, seed, version, r["path"], meta, True,
-                              time.perf_counter() - t0)
+                              time.perf_counter() - t0 if widened else 0.0)
     key = hashlib.sha1(f"{sj}|{theta}|{seed}".encode()).hexdigest()[:12]
     path = catalog.root / table / "samples" / f"v{version:06d}_{key}"
     meta = _maintained(catalog, table, strata, sj, theta, seed, version, path)
@@ -404,6 +402,8 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
 
     out = local_frame(shape, sample.path, SID, dimension) if local else None
     if out is None:
+        if _complete(catalog, sample.table, sample.version, sample.path, sample.meta, None):
+            df = None  # the Spark plan reads every column of the scan: widen the sample to all of them
         view = catalog.view_name(sample.table, sample.version,
                                  "_smp" + hashlib.sha1(sample.path.encode()).hexdigest()[:8])
         spark_df().createOrReplaceTempView(view)
@@ -461,7 +461,7 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     say(f"sampling {table} (theta={theta:g}, strata: {', '.join(shape.strata) or 'none'})")
     own_attrs = {split_key(k, table)[1] for k in plan if split_key(k, table)[0] == table}
     sample = get_sample(catalog, table, shape.strata, theta, seed, v,
-                        columns=sorted({c.source for c in shape.fact.cols} | own_attrs))
+                        columns=sorted(set(shape.read_columns()) | own_attrs))
     secs["sampling"] = sample.seconds
     t0 = time.perf_counter()
     parts = {}

@@ -128,7 +128,11 @@ def local_frame(shape, path: str, sid: str, dimension=None) -> Optional[pd.DataF
             if got is None:
                 return None
             others[n.scan_id] = got
-    rows = local_rows(path, sorted({c.source for c in shape.fact.cols}))
+    read = shape.read_columns()
+    rows = local_rows(path, read)
+    unread = {c.source for c in shape.fact.cols} - set(read)
+    if unread:  # columns nothing below the aggregation reads may be missing from a narrow sample
+        rows = rows.assign(**{c: pd.Series([None] * len(rows), dtype=object) for c in sorted(unread)})
 
     def run(node: ir.Node) -> pd.DataFrame:
         if isinstance(node, ir.Scan):

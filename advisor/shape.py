@@ -51,6 +51,18 @@ class Shape:
     relevant: set = field(default_factory=set)     # base columns used by keys, filters, joins, args
     agg_inputs: set = field(default_factory=set)   # base columns feeding aggregate arguments
 
+    def read_columns(self) -> list:
+        """Base columns of the sampled table the aggregation's input reads: keys, arguments,
+        filters, join conditions and projected expressions (a superset of ``relevant``)."""
+        base = {c.name: c.source for c in self.fact.cols}
+        refs = set(self.inner.keys) | {c for a in self.inner.aggs for c in ir.referenced(a.arg)}
+        for n in self.inner.child.walk():
+            if isinstance(n, (ir.Select, ir.Join)):
+                refs |= ir.referenced(n.cond)
+            elif isinstance(n, ir.Project):
+                refs |= {c for e, _ in n.items for c in ir.referenced(e)}
+        return sorted({base[r] for r in refs if r in base})
+
     def determined(self, attr: str) -> bool:
         """A group-by attribute: all rows of a group share its value, so one row shows the fragment."""
         return self.fact_cols.get(attr) in self.keys

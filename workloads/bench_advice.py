@@ -89,6 +89,20 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, meth
     return rec
 
 
+COLD = False  # ``--cold``: every estimate draws its sample afresh (the stored ones are dropped first)
+
+
+def _forget_samples(cat, table: str) -> None:
+    """Drop the stored samples of ``table`` (rows and files), so the next estimate draws one."""
+    import shutil
+
+    with cat.store.tx() as c:
+        gone = c.execute("SELECT path FROM samples WHERE table_name=?", (table,)).fetchall()
+        c.execute("DELETE FROM samples WHERE table_name=?", (table,))
+    for r in gone:
+        shutil.rmtree(r["path"], ignore_errors=True)
+
+
 def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies,
                method: str = "bootstrap") -> dict:
     """Per sample rate: estimated sizes, intervals, timings and each strategy's pick.  ``real``
@@ -101,6 +115,8 @@ def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shri
     sel = {k: (v.sel if hasattr(v, "sel") else float(v)) for k, v in real.items()}
     out = {}
     for theta in thetas:
+        if COLD:
+            _forget_samples(cat, shape.fact.table)
         t0 = time.perf_counter()
         est = estimate(cat, shape, plan, theta, seed, method=method, versions=versions, shrink=shrink)
         wall = time.perf_counter() - t0
@@ -376,9 +392,12 @@ if __name__ == "__main__":
                     help="ablation: shrink towards the mean of all groups, never a covariate's bins")
     ap.add_argument("--reestimate", default=None,
                     help="ablation: re-estimate the evaluated queries of this result JSON (oracle sizes kept)")
+    ap.add_argument("--cold", action="store_true",
+                    help="with --reestimate: draw every query's sample afresh (cold/capture as measured)")
     ap.add_argument("--templates", default=None,
                     help="with --reestimate: only these templates (comma-separated, e.g. Q-AAGH)")
     a = ap.parse_args()
+    COLD = a.cold
     import estimators.windows
 
     estimators.windows.WIDTH_POOLING = a.window_width == "pooled"
