@@ -47,6 +47,20 @@ def _cached(cache: OrderedDict, keep: int, key: tuple, make) -> Optional[pd.Data
     return got
 
 
+def _nulls(n: int, spark_type: str) -> pd.Series:
+    """A column of ``n`` NULLs, already in the engine's dtype for ``spark_type`` (no conversion)."""
+    from advisor.maintain.frames import _READY
+    from advisor.partitions import kind_of
+
+    try:
+        dtype = _READY.get(kind_of(spark_type), "object")
+    except Exception:  # a type that is never partitioned on (arrays, ...): plain objects
+        dtype = "object"
+    if dtype == "datetime64[ns]":
+        return pd.Series(np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]"))
+    return pd.Series(pd.NA, index=pd.RangeIndex(n), dtype=dtype)  # a scalar fill, not an n-item list
+
+
 def local_rows(path: str, columns: list) -> pd.DataFrame:
     """The sampled rows (not the reserve) of the stored sample at ``path``: ``_rid`` and ``columns``
     in the engine's nullable dtypes, read with pyarrow and kept in a small in-process LRU."""
@@ -130,9 +144,9 @@ def local_frame(shape, path: str, sid: str, dimension=None) -> Optional[pd.DataF
             others[n.scan_id] = got
     read = shape.read_columns()
     rows = local_rows(path, read)
-    unread = {c.source for c in shape.fact.cols} - set(read)
-    if unread:  # columns nothing below the aggregation reads may be missing from a narrow sample
-        rows = rows.assign(**{c: pd.Series([None] * len(rows), dtype=object) for c in sorted(unread)})
+    unread = {c.source: c.dtype for c in shape.fact.cols if c.source not in set(read)}
+    if unread:  # nothing below the aggregation reads these, and a narrow sample may lack them: NULLs
+        rows = rows.assign(**{c: _nulls(len(rows), t) for c, t in sorted(unread.items())})
 
     def run(node: ir.Node) -> pd.DataFrame:
         if isinstance(node, ir.Scan):
