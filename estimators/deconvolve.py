@@ -43,12 +43,14 @@ MAX_SKEW = 0.5      # ... and absolute skewness
 def residuals(g) -> np.ndarray:
     """Pooled within-group residuals of a grouped column (a pandas ``SeriesGroupBy``, the caller's
     grouping of the sampled rows) over groups with two or more values, each scaled by
-    ``sqrt(c/(c-1))`` so that their variance estimates the within-group variance."""
+    ``sqrt(c/(c-1))`` so that their variance estimates the within-group variance.  Sorted: the noise
+    is simulated by drawing from them by position, and the draws must not depend on the order the
+    sample's rows were stored in (a Spark draw, a driver draw and a maintained sample differ)."""
     x = g.obj
     mean, cnt = g.transform("mean"), g.transform("count")
     keep = (cnt >= 2) & x.notna()
     r = (x - mean) * np.sqrt(cnt / (cnt - 1).clip(lower=1))
-    return r[keep].to_numpy(float)
+    return np.sort(r[keep].to_numpy(float))
 
 
 def _noise_density(res: np.ndarray, n: int, x: np.ndarray, rng) -> np.ndarray:

@@ -167,3 +167,17 @@ def test_a_far_group_outside_the_fitted_subset_still_gets_a_posterior(monkeypatc
         assert fine.all()
         assert np.isfinite(draws).all() and np.isfinite(mean).all()
         assert mean[-1] > 400                                         # it stays where its data are
+
+
+def test_the_nonparametric_posterior_does_not_depend_on_the_sample_row_order(monkeypatch):
+    """The pooled residuals are drawn from by position: a sample stored in another row order (Spark's
+    shuffle against the driver's table order) must give the same replicates."""
+    monkeypatch.setattr(shrinkage, "DECONVOLVE", True)
+    rows, _ = _rows(2, noise="skewed")
+    runs = []
+    for perm in (None, np.random.default_rng(8).permutation(len(rows))):
+        r = rows if perm is None else rows.iloc[perm].reset_index(drop=True)
+        est, used = _shrunk(r, {"hour": "hour"})
+        assert used is not None
+        runs.append(est.replicates[est.names[0]])
+    np.testing.assert_array_equal(runs[0], runs[1])
