@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from estimators.sampling import _key, quota, reserve_size
+from estimators.sampling_local import write
 
 
 def _delta_arrow(df, strata: Sequence[str], seed: int, id_col: str, id_type, cols: list):
@@ -44,13 +45,9 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     ``old_path``: the stored sample (with ``_n_g``, ``_stratum``, ``_key``, ``_in``); ``ins`` / ``dels``:
     Spark DataFrames of the net inserted and deleted rows between the two versions (table columns and
     ``id_col``)."""
-    import os
-    import shutil
-
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
 
     old = ds.dataset(old_path, format="parquet").to_table()
     sdf = spark.read.parquet(old_path).limit(0)
@@ -95,10 +92,6 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     out = out.append_column("_n_g", pa.array(n_new[code_s[take]], pa.int64()))
     out = out.append_column("_in", pa.array(rank[take] <= k[code_s[take]]))
     out = out.select(old.column_names).cast(old.schema)
-    shutil.rmtree(out_path, ignore_errors=True)  # nothing of an earlier attempt may be read with it
-    os.makedirs(out_path)
-    tmp = os.path.join(out_path, ".part-0.parquet.tmp")
-    pq.write_table(out, tmp, use_deprecated_int96_timestamps=True)  # as Spark wrote them
-    os.replace(tmp, os.path.join(out_path, "part-0.parquet"))
+    write(out, out_path)  # replaces the directory whole: nothing of an earlier attempt is read with it
     live = n_new > 0
     return int(n_new[live].sum()), int(live.sum()), int(k[live].sum())

