@@ -32,6 +32,9 @@ partitioning.  Without it the key is ``rand(seed)``, which Spark seeds per input
 sample is deterministic for a fixed seed *and a fixed input partitioning and row order* (true for
 the same files read the same way, not across repartitioning).  The returned DataFrame is lazy;
 persist it if it is used more than once on input whose partitioning may change.
+
+``estimators.sampling_local`` is this draw's twin on the driver (pyarrow), used for tables that fit
+there: the same keys, quotas, reserve, fallback and labels, so it keeps the very same rows.
 """
 
 from __future__ import annotations

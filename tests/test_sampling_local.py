@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
-from advisor import estimate
 from advisor import estimate as estimate_module
+from advisor import samples as samples_module
 from advisor.catalog import Catalog
 from advisor.estimate import get_sample
 from advisor.store import Store
@@ -136,7 +136,7 @@ def test_get_sample_draws_on_the_driver_and_maintains_a_timestamp_stratum(spark,
     v2 = cat.apply_frames("t", ins, spark.createDataFrame(pd.DataFrame({"_rid": rids[:7]}))).version
     s2 = get_sample(cat, "t", ["ts", "k"], 0.1, 3, v2)
     assert s2.meta.get("maintained_from") == 1
-    monkeypatch.setattr(estimate, "LOCAL_DRAW", False)
+    monkeypatch.setattr(samples_module, "LOCAL_DRAW", False)
     fresh = stratified_sample(cat.read("t", v2, with_rid=True), ["k", "ts"], 0.1, 3, id_col="_rid", reserve=True)
     got = spark.read.parquet(s2.path).filter("_in").select("_rid", "_n_g", "_stratum").toPandas()
     want = fresh.df.filter("_in").select("_rid", "_n_g", "_stratum").toPandas()
@@ -162,7 +162,7 @@ def test_estimates_do_not_depend_on_where_the_sample_was_drawn(spark, tmp_path, 
                         "v": np.round(rng.gamma(2.0, 10.0, n), 2)})
     runs = {}
     for where in ("spark", "driver"):
-        monkeypatch.setattr(estimate_module, "LOCAL_DRAW", where == "driver")
+        monkeypatch.setattr(samples_module, "LOCAL_DRAW", where == "driver")
         monkeypatch.setattr(estimate_module, "_GROUPS_KEEP", 0)
         c = Context(tmp_path / where, spark=spark)
         c.catalog.create_table("t", spark.createDataFrame(pdf.sample(frac=1.0, random_state=1)).repartition(3), "test")
@@ -195,7 +195,7 @@ def _rows(path) -> pd.DataFrame:
 
 @pytest.mark.parametrize("draw_locally", [True, False])
 def test_a_narrow_sample_is_widened_for_its_own_rows(spark, tmp_path, monkeypatch, draw_locally):
-    monkeypatch.setattr(estimate_module, "LOCAL_DRAW", draw_locally)
+    monkeypatch.setattr(samples_module, "LOCAL_DRAW", draw_locally)
     cat = _wide_table(spark, tmp_path, draw_locally)
     s1 = get_sample(cat, "t", ["g"], 0.1, 4, 1, columns=["v"])
     narrow = _rows(s1.path)
@@ -210,7 +210,7 @@ def test_a_narrow_sample_is_widened_for_its_own_rows(spark, tmp_path, monkeypatc
     table = cat.read("t", 1, with_rid=True).select("_rid", "w").toPandas().set_index("_rid")["w"]
     assert (wide["w"].to_numpy() == table.loc[wide["_rid"]].to_numpy()).all()
     # and a full draw keeps the very same rows
-    monkeypatch.setattr(estimate_module, "LOCAL_DRAW", True)
+    monkeypatch.setattr(samples_module, "LOCAL_DRAW", True)
     full = sampling_local.draw(cat.read_arrow("t", 1, with_rid=True), ["g"], 0.1, 4)
     f = full.table.to_pandas().sort_values("_rid").reset_index(drop=True)
     pd.testing.assert_frame_equal(wide[cols + ["w"]], f[cols + ["w"]])
