@@ -49,12 +49,13 @@ def _cached(cache: OrderedDict, keep: int, key: tuple, make) -> Optional[pd.Data
 
 def _nulls(n: int, spark_type: str) -> pd.Series:
     """A column of ``n`` NULLs, already in the engine's dtype for ``spark_type`` (no conversion)."""
+    from advisor.errors import BadInput
     from advisor.maintain.frames import _READY
     from advisor.partitions import kind_of
 
     try:
         dtype = _READY.get(kind_of(spark_type), "object")
-    except Exception:  # a type that is never partitioned on (arrays, ...): plain objects
+    except BadInput:  # a type that is never partitioned on (arrays, maps, ...): plain objects
         dtype = "object"
     if dtype == "datetime64[ns]":
         return pd.Series(np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]"))
