@@ -132,20 +132,30 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
 
 
 def write(sample_table, path: str) -> None:
-    """Write a sample as one Parquet file under the directory ``path`` (replaced whole): written to a
-    temporary name and renamed.  Timestamps stay INT96, as Spark wrote the table, so Spark reads the
-    sample with the table's types; the table's Spark schema (footer metadata, which Spark trusts
-    over the file's columns) is dropped, since the sample has more columns.  Plain and uncompressed:
-    a sample is 5 % of a table and read back whole, and a dictionary-encoded snappy write took 3x as
-    long (0.14 s against 0.04 s for 362k rows of lineitem)."""
+    """Write a sample as one Parquet file under the directory ``path``, replacing it whole: the file
+    is written into a temporary sibling directory that is then renamed into place, so a crash
+    leaves the old sample or no directory (which the store treats as missing and redraws), never a
+    half-written one.  Timestamps stay INT96, as Spark wrote the table, so Spark reads the sample
+    with the table's types; the table's Spark schema (footer metadata, which Spark trusts over the
+    file's columns) is dropped, since the sample has more columns.  Plain and uncompressed: a sample
+    is 5 % of a table and read back whole, and a dictionary-encoded snappy write took 3x as long
+    (0.14 s against 0.04 s for 362k rows of lineitem)."""
     import os
     import shutil
 
     import pyarrow.parquet as pq
 
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    tmp = os.path.join(path, ".part-0.parquet.tmp")
-    pq.write_table(sample_table.replace_schema_metadata(None), tmp, use_deprecated_int96_timestamps=True,
-                   compression="none", use_dictionary=False)
-    os.replace(tmp, os.path.join(path, "part-0.parquet"))
+    path = os.path.normpath(str(path))
+    tmp, old = f"{path}.tmp-{os.getpid()}", f"{path}.old-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    try:
+        pq.write_table(sample_table.replace_schema_metadata(None), os.path.join(tmp, "part-0.parquet"),
+                       use_deprecated_int96_timestamps=True, compression="none", use_dictionary=False)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # the stored sample is untouched; drop the attempt
+        raise
+    if os.path.exists(path):
+        os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)

@@ -260,3 +260,21 @@ def test_estimates_over_a_narrow_sample_equal_those_over_a_full_one(spark, tmp_p
         assert (e.sample.meta["columns"] is None) == full
         got[full] = {k: (s.rows_expected, s.ci_lo, s.ci_hi) for k, s in e.sizes.items()}
     assert got[True] == got[False] and any(0 < x[0] < n for x in got[True].values())
+
+
+def test_a_failed_write_leaves_the_stored_sample_whole(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "samples" / "v000001_abc")
+    sampling_local.write(pa.table({"_rid": [1, 2, 3]}), path)
+    sampling_local.write(pa.table({"_rid": [4, 5]}), path)  # replaced whole
+    assert sorted(ds.dataset(path, format="parquet").to_table().column("_rid").to_pylist()) == [4, 5]
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pq, "write_table", broken)
+    with pytest.raises(OSError):
+        sampling_local.write(pa.table({"_rid": [6]}), path)
+    assert sorted(ds.dataset(path, format="parquet").to_table().column("_rid").to_pylist()) == [4, 5]
+    assert [p.name for p in (tmp_path / "samples").iterdir()] == ["v000001_abc"]  # no attempt left over
