@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from estimators.sampling import _key, quota, reserve_size
+from estimators.sampling import _key, quotas, reserve_sizes
 from estimators.sampling_local import write
 
 
@@ -69,7 +69,7 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     cut = st["cut"].fillna(np.inf).to_numpy(float)
     n_new = n_old + n_ins.reindex(idx).fillna(0).to_numpy(np.int64) - n_del.reindex(idx).fillna(0).to_numpy(np.int64)
     whole = stored >= n_old
-    k = np.array([quota(int(n), float(theta)) for n in n_new], dtype=np.int64)  # 0 for an emptied stratum
+    k = quotas(n_new, theta)  # 0 for an emptied stratum
 
     # candidates: stored rows not deleted + inserted rows up to the cut-off (all of them for whole strata)
     kept = old.select(keep_cols).filter(pc.invert(pc.is_in(old.column(id_col), value_set=d_del.column(id_col))))
@@ -86,7 +86,7 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
         return None  # a stratum has fewer known rows than its quota: draw afresh
     start = np.concatenate([[0], np.cumsum(known)[:-1]])
     rank = np.arange(len(order)) - start[code_s] + 1
-    limit = np.array([reserve_size(int(x)) if x > 0 else 0 for x in k], dtype=np.int64)
+    limit = reserve_sizes(k)
     take = rank <= limit[code_s]
     out = cand.take(pa.array(order[take]))
     out = out.append_column("_n_g", pa.array(n_new[code_s[take]], pa.int64()))

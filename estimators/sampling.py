@@ -104,6 +104,23 @@ def _uniform(df, theta: float, seed: int, N: int, id_col: str | None, u: str):
             .drop(u))
 
 
+def quotas(N, theta: float):
+    """``quota`` for an array of stratum sizes (numpy int64; 0 for an empty stratum)."""
+    import numpy as np
+
+    N = np.asarray(N, dtype=np.int64)
+    k = np.maximum(1, np.ceil(N * (float(theta) * ROUND_GUARD))).astype(np.int64)
+    return np.where(N > 0, k, 0)
+
+
+def reserve_sizes(k):
+    """``reserve_size`` for an array of quotas (numpy int64; 0 stays 0)."""
+    import numpy as np
+
+    k = np.asarray(k, dtype=np.int64)
+    return np.where(k > 0, k + np.ceil(2.0 * np.sqrt(k)).astype(np.int64) + 2, 0)
+
+
 def reserve_size(k):
     """Rows kept per stratum with a reserve: ``k + ceil(2 sqrt(k)) + 2`` (a Spark column or an int)."""
     from pyspark.sql import Column

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from estimators.sampling import ROUND_GUARD, quota
+from estimators.sampling import quota, quotas, reserve_sizes
 from estimators.spark_hash import sample_keys
 from estimators.stratum_labels import group_codes, labels
 
@@ -95,7 +95,7 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
     code, first = group_codes(base, strata)
     G = len(first)
     n_g = np.bincount(code, minlength=G).astype(np.int64)
-    k_g = np.maximum(1, np.ceil(n_g * (theta * ROUND_GUARD))).astype(np.int64)
+    k_g = quotas(n_g, theta)
     label = np.array(labels(base, strata, first), dtype=object)
     limit = theta * N if max_strata is None else max_strata
     if N > 0 and G > limit:
@@ -105,7 +105,7 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
         out = _with(_take(base, rows), _n_g=(n_g[c], pa.int64()), _stratum=(label[c], pa.string()))
         return LocalSample(out, N, G, quota(N, theta), True)
 
-    lim = k_g + np.ceil(2.0 * np.sqrt(k_g)).astype(np.int64) + 2 if reserve else k_g
+    lim = reserve_sizes(k_g) if reserve else k_g
     # only keys under a per-stratum threshold can rank within the limit; a stratum with fewer
     # candidates than it needs is ranked in full, so the result is exact either way
     thr = np.minimum(1.0, (lim + 4.0 * np.sqrt(lim) + 10.0) / n_g)

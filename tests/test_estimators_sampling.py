@@ -129,3 +129,16 @@ def test_bootstrap_on_spark_matches_local(spark, table):
     for r, l in zip(remote["replicates"], local["replicates"]):
         np.testing.assert_allclose(np.asarray(r), l)
     assert remote["N"].tolist() == STRATA_SIZES
+
+
+def test_array_quotas_and_reserves_follow_the_scalar_rules():
+    import numpy as np
+
+    from estimators.sampling import quota, quotas, reserve_size, reserve_sizes
+
+    N = np.arange(0, 3000)
+    for th in (0.05, 0.1, 0.037, 1.0):
+        assert quotas(N, th).tolist() == [quota(int(n), th) for n in N]
+    assert quotas([30], 0.1).tolist() == [3]  # the rounding guard: not 4
+    k = np.arange(0, 2000)
+    assert reserve_sizes(k).tolist() == [reserve_size(int(x)) if x > 0 else 0 for x in k]
