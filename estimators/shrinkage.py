@@ -65,6 +65,7 @@ SIZE = "group size"
 SIZE_FIT_STEPS = 3  # reweighted fits of size_prior_variance
 PRIOR_BY_SIZE = True  # prior variance a + b / N_g (size_prior_variance)
 DECONVOLVE = True    # around a local prior, a nonparametric spread and noise (estimators.deconvolve)
+FLOOR_SE = 1.0       # default tau^2 floor: this many standard errors of its estimate (variance_floor)
 
 
 def covariate_stats(rows: pd.DataFrame, frame: pd.DataFrame, gcols: list, covariates: dict) -> dict:
@@ -325,7 +326,20 @@ def size_prior_variance(r: np.ndarray, v: np.ndarray, N: np.ndarray, ok: np.ndar
     return np.maximum(a + b / np.maximum(N, 1.0), least)
 
 
-def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0.05, prior: str = "normal",
+def variance_floor(groups: int) -> float:
+    """Least prior variance ``tau^2``, as a share of the residual variance ``var(m)``, for ``groups``
+    groups: ``FLOOR_SE`` standard errors of the moment estimate ``var(m) - noise``, whose relative
+    standard error is ``sqrt(2 / K)`` (the variance of a sample variance of K normals).
+
+    Why: the moment estimate often lands at or below zero; a floor stops it from shrinking every
+    group onto the prior mean.  A fixed 5 % was too high where thousands of groups pin ``tau^2``
+    down (TPC-H's 10,000 suppliers: sketches over-estimated by +10.9 %) and too low where a few
+    hundred do not (a fixed 1 % sized flights' 224 routes by a delay average as worth a sketch that
+    was not: 2 false "go").  The floor now follows the estimate's precision (BENCHMARKS.md, session 33)."""
+    return float(min(1.0, FLOOR_SE * np.sqrt(2.0 / max(groups, 2))))
+
+
+def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[float] = None, prior: str = "normal",
                   nu: float = 4.0, covariates: Optional[dict] = None) -> dict:
     """Empirical-Bayes shrinkage of SUM/AVG group estimates, in place (an [INFERRED] repair).
 
@@ -333,7 +347,7 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
     (TPC-H: uniform data, small groups), the noisy estimates are spread wider than the truth, so a
     threshold in the upper part of the distribution is passed by too many groups and sketches look
     larger than they are.  Model: ``m_g ~ N(mu, tau^2)`` across groups, estimate ``~ N(m_g, v_g)``,
-    ``tau^2 = max(var(m) - mean(noise variance), floor * var(m))``.  ``m_g`` is the row mean ``SUM_g / N_g`` when
+    ``tau^2 = max(var(m) - mean(noise variance), floor * var(m))`` (``floor`` None: ``variance_floor``).  ``m_g`` is the row mean ``SUM_g / N_g`` when
     groups are strata (``aligned``: ``N_g`` is exact) and ``AVG_g``; else the total ``SUM_g`` (its
     ``N_g`` is estimated too).  ``v_g`` is the larger of the replicate variance and, for row means,
     ``s_w^2 (1 - n_g/N_g) / n_g`` with the pooled within-group variance ``s_w^2`` (one sampled row
@@ -399,11 +413,12 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: float = 0
             if got is not None:
                 used[name], mu, kind = got
         vm = float(np.var(m[ok] - mu[ok]))
-        tau2 = max(vm - v_noise, floor * vm)
+        share = variance_floor(int(ok.sum())) if floor is None else floor
+        tau2 = max(vm - v_noise, share * vm)
         if tau2 <= 0:
             continue
         if PRIOR_BY_SIZE and (f == "avg" or aligned):
-            tau2 = size_prior_variance(m - mu, v_an, N, ok, floor * vm, tau2)
+            tau2 = size_prior_variance(m - mu, v_an, N, ok, share * vm, tau2)
         if prior == "t":
             lam = (nu + 1.0) / (nu + (m - mu) ** 2 / (tau2 + v))
             tau2_g = tau2 / np.where(ok & np.isfinite(lam) & (lam > 0), lam, 1.0)

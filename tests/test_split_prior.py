@@ -149,3 +149,21 @@ def test_no_second_covariate_without_a_significant_effect(monkeypatch):
     m = 3.0 * np.sin(month) + rng.normal(0, 2.0, G)
     name, _, _ = covariate_prior(m, np.ones(G, bool), {"month": (month, 1.0, 0.0), "other": (other, 1.0, 0.0)})
     assert name == "month"
+
+
+def test_variance_floor_is_one_standard_error_of_the_moment_estimate():
+    """The floor on ``tau^2`` (a share of ``var(m)``) equals the spread of the moment estimate
+    ``var(m) - noise`` over repeated samples when the groups are identical: measured here by
+    simulation, not taken from the formula."""
+    rng = np.random.default_rng(11)
+    for K in (200, 5000):
+        shares = []
+        for _ in range(300):
+            m = rng.normal(0.0, 1.0, K)            # identical groups, unit noise variance
+            vm = float(np.var(m))
+            shares.append((vm - 1.0) / vm)
+        measured = float(np.std(shares))
+        assert abs(sh.variance_floor(K) - measured) < 0.15 * measured
+    # few groups pin tau^2 down loosely (a high floor), many tightly (a low one)
+    assert sh.variance_floor(224) > 0.05 > 0.02 > sh.variance_floor(10_000)
+    assert sh.variance_floor(1) == sh.variance_floor(2) == 1.0
