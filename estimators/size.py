@@ -59,6 +59,13 @@ distribution ``q_g`` (a probability vector over fragments).
   process whose number of fragments keeps growing with ``K`` and overestimated 2x on concentrated
   groups in our synthetic tests.  An independent candidate is handled too: the sampled rows then
   span the table, and so does the window.
+* Prior mean of the *passing* groups (``passing_prior``, session 33).  Which groups pass depends
+  on where their rows lie (flights' busy hours carry other flight numbers and departure times than
+  quiet ones), so the table's distribution is the wrong mean for them.  Their sampled rows'
+  fragments, weighted by pass probability, replace it, mixed with the table's distribution at the
+  share the other passing groups cannot predict (leave-one-group-out).  Flights' selective median
+  error went from 5.5 % to 4.2 % with it (BENCHMARKS.md, session 33); a share of a few per cent still
+  leaks when many unseen rows are drawn, so such sketches stay over- rather than under-estimated.
 * ``alpha`` -- how concentrated a group is *within* its window: ``alpha -> 0`` means each group lives
   in the fragments it was seen in, ``alpha -> inf`` means ``q_g = pi_g``.  Estimated by the method of
   moments from the sample: under the model two distinct rows of one group share a fragment with
@@ -83,9 +90,11 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.special import gammaln
 
 from estimators.clt import z_value
+from estimators.unseen_rows import (_group_term, _touch, _window_cells, estimate_alpha,  # noqa: F401 - re-exported
+                                    expected_distinct_fragments, passing_prior, touch_probability,
+                                    unseen_touch_probability)
 from estimators.windows import group_windows  # noqa: F401 - re-exported
 
 
@@ -183,88 +192,6 @@ def _positions(ids: pd.Index) -> np.ndarray:
     return pos
 
 
-def expected_distinct_fragments(q: np.ndarray, N: float) -> float:
-    """``sum_r 1 - (1 - q_r)^N``: expected number of distinct fragments hit by N iid rows from q."""
-    q = np.asarray(q, dtype=float)
-    return float(np.sum(1.0 - (1.0 - q) ** N))
-
-
-def unseen_touch_probability(n_g: np.ndarray, K_g: np.ndarray, pi: np.ndarray, alpha: float) -> np.ndarray:
-    """``P(some of the K_g unsampled rows of g fall in r | none of its n_g sampled rows did)``.
-
-    Shape ``(len(n_g), F)``.  ``pi`` is the prior mean of the group's fragment distribution, either
-    one vector ``(F,)`` for all groups or one row per group ``(G, F)``.  Dirichlet(alpha*pi) prior,
-    see the module docstring; ``alpha = 0`` gives 0 (no unseen fragments), ``inf`` gives
-    ``1 - (1 - pi_r)^K``.
-    """
-    n_g = np.asarray(n_g, dtype=float)[:, None]
-    K = np.asarray(K_g, dtype=float)[:, None]
-    pi = np.asarray(pi, dtype=float)
-    pi = pi[None, :] if pi.ndim == 1 else pi
-    if alpha == 0:
-        return np.zeros((n_g.shape[0], pi.shape[1]))
-    return _touch(n_g, K, pi, alpha, _group_term(n_g, K, alpha))
-
-
-def _group_term(n, K, alpha: float):
-    """The part of the unseen-touch log-probability that depends on the group only:
-    ``lgamma(alpha + n) - lgamma(alpha + n + K)`` (``a + b = alpha + n`` in every fragment)."""
-    if alpha == 0 or np.isinf(alpha):
-        return None
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return gammaln(alpha + n) - gammaln(alpha + n + K)
-
-
-def _touch(n_g, K, pi, alpha: float, term) -> np.ndarray:
-    """Elementwise ``unseen_touch_probability`` with the group term precomputed (two ``gammaln`` per
-    cell instead of four)."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if np.isinf(alpha):
-            none = np.exp(K * np.log1p(-np.minimum(pi, 1.0)))
-            none = np.where(pi >= 1.0, np.where(K > 0, 0.0, 1.0), none)
-        else:
-            a = alpha * pi
-            b = alpha * (1.0 - pi) + n_g
-            none = np.where(a > 0, np.exp(gammaln(b + K) - gammaln(b) + term), 1.0)
-    t = 1.0 - none
-    return np.clip(np.where(K > 0, t, 0.0), 0.0, 1.0)
-
-
-def touch_probability(m_g: np.ndarray, n_g: int, N_g: float, pi: np.ndarray, alpha: float) -> np.ndarray:
-    """Per-fragment probability that group g has at least one row in the fragment, given its sample.
-
-    ``m_g``: sampled rows of g per fragment (length F), ``n_g = sum(m_g)``, ``N_g`` the group's
-    population size, ``pi`` its prior mean fragment distribution.  1 where ``m_g > 0``; the
-    Dirichlet-posterior predictive elsewhere.
-    """
-    m_g = np.asarray(m_g)
-    t = unseen_touch_probability(np.array([n_g]), np.array([max(N_g - n_g, 0.0)]), pi, alpha)[0]
-    return np.where(m_g > 0, 1.0, t)
-
-
-def estimate_alpha(cell_count: np.ndarray, n_g: np.ndarray, pi_sq: np.ndarray | float) -> float:
-    """Method-of-moments Dirichlet concentration from the within-group pair rate (module docstring).
-
-    ``cell_count``: sampled rows of every observed (group, fragment) cell; ``n_g``: sampled rows per
-    group; ``pi_sq``: ``sum_r pi_gr^2`` of each group's prior mean (a scalar if all groups share
-    it).  Solves ``sum_g w_g (alpha * pi_sq_g + 1) / (alpha + 1) = sum m (m - 1)`` with
-    ``w_g = n_g (n_g - 1)``.  Returns ``inf`` when no group has two sampled rows.
-    """
-    n_g = np.asarray(n_g, dtype=float)
-    w = n_g * (n_g - 1.0)
-    A = float(np.sum(w))
-    if A <= 0:
-        return float("inf")
-    Pm = float(np.sum(w * np.broadcast_to(np.asarray(pi_sq, dtype=float), n_g.shape)))
-    m = np.asarray(cell_count, dtype=float)
-    S = float(np.sum(m * (m - 1.0)))
-    if S >= A:
-        return 0.0
-    if S <= Pm:
-        return float("inf")
-    return (A - S) / (S - Pm)
-
-
 SATURATED = -40.0  # -expm1(x) rounds to exactly 1.0 in float64 for x below about -37
 SETTLE_EPS = 1e-3  # stop adding groups once the sketch covers >= 1 - this share in expectation and every replicate
 
@@ -285,42 +212,7 @@ def _covers_all(log_miss, L, C, sizes, total: float) -> bool:
     return bool((Pb @ sizes >= need).all())
 
 
-def _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unseen-touch probabilities of groups whose prior is ``pi`` restricted to the fragment
-    positions ``[i0, i1)`` and renormalised by ``mass``, as cells ``(group row, fragment, t)``; zero
-    outside the window, so only the window's cells are listed.
-
-    Groups with the same ``(n_g, K_g, window)`` share one evaluation (four ``gammaln`` per cell were
-    ~1 s per estimation at SF1 when done densely); the values are the same elementwise formula as
-    ``unseen_touch_probability``."""
-    G, F = len(n_g), pi.shape[0]
-    keys = np.stack([np.asarray(n_g, float), np.asarray(K_g, float), i0.astype(float), i1.astype(float)], axis=1)
-    uk, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    first = np.zeros(uk.shape[0], dtype=np.int64)
-    first[inv[::-1]] = np.arange(G)[::-1]
-    um = mass[first]
-    lo, hi = uk[:, 2].astype(np.int64), uk[:, 3].astype(np.int64)
-    width = np.where(um > 0, np.maximum(hi - lo, 0), 0)
-    empty = np.zeros(0, dtype=np.int64)
-    if not width.sum():
-        return empty, empty, np.zeros(0)
-    frag = np.empty(F, dtype=np.int64)
-    frag[pos] = np.arange(F)
-    row = np.repeat(np.arange(uk.shape[0]), width)
-    start = np.cumsum(width) - width
-    r = frag[np.arange(row.shape[0]) - np.repeat(start, width) + lo[row]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pi_c = np.nan_to_num(pi[r] / um[row])
-    term = _group_term(uk[:, 0], uk[:, 1], alpha)
-    t_u = _touch(uk[row, 0], uk[row, 1], pi_c, alpha, None if term is None else term[row])
-    # every group takes its key's cells
-    gw = width[inv]
-    g_row = np.repeat(np.arange(G), gw)
-    at = np.arange(g_row.shape[0]) - np.repeat(np.cumsum(gw) - gw, gw) + np.repeat(start[inv], gw)
-    return g_row, r[at], t_u[at]
-
-
+PASS_PRIOR = True  # unseen rows of passing groups follow the passing groups' sampled fragments (passing_prior)
 DENSE_SHARE = 0.1  # window cells above this share of a block's (group, fragment) cells: BLAS beats sparse
 
 
@@ -429,7 +321,8 @@ def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determin
         with np.errstate(divide="ignore", invalid="ignore"):
             pi_sq = np.where(mass > 0, (c2[i1] - c2[i0]) / mass ** 2, 1.0)
         alpha_used = float(alpha) if alpha is not None else estimate_alpha(m_cell, n_g, pi_sq)
-    out = dict(n_g=n_g, K_g=K_g, pi=pi, touch=touch, alpha=alpha_used, cert_g=cert // F, cert_r=cert % F)
+    out = dict(n_g=n_g, K_g=K_g, pi=pi, touch=touch, alpha=alpha_used, cert_g=cert // F, cert_r=cert % F,
+               cell_m=m_cell.astype(float) if touch == "model" else None)
     if touch == "model":
         out.update(pos=pos, i0=i0, i1=i1, mass=mass)
     order = np.argsort(out["cert_g"], kind="stable")
@@ -458,6 +351,14 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         C = np.zeros((Bn, F))
     step = max(1, int(chunk_cells) // max(F, 1))
     use_model = touch == "model" and alpha_used != 0
+    if use_model and PASS_PRIOR and prep.get("cell_m") is not None:
+        pi_p = passing_prior(p, cert_g, cert_r, prep["cell_m"], pi, F)
+        if pi_p is not None:
+            pi = pi_p
+            by_pos = np.zeros(F)
+            by_pos[pos] = pi
+            c1 = np.concatenate([[0.0], np.cumsum(by_pos)])
+            mass = np.maximum(c1[i1] - c1[i0], 0.0)
     # Once every fragment's miss log-probability (and every replicate's) is below SATURATED, P and
     # Pb are exactly 1.0 in float64 and later groups cannot change them (they only add <= 0 to
     # log_miss / L and >= 0 to C): stop early.  A small first block makes the check pay off for
