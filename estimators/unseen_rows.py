@@ -127,14 +127,17 @@ def _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> tuple[np.ndarray, n
     return g_row, r[at], t_u[at]
 
 
-LEAK_GRID = np.concatenate([[0.0], np.logspace(-4, 0, 17)])  # the table prior's share, searched by passing_prior
+LEAK_ROWS = np.logspace(0, 6, 25)  # pseudo-rows of the table's distribution searched by passing_prior (at least 1)
+LEAK_CELLS = 20_000  # most sampled cells passing_prior's likelihood visits
 
 
 def passing_prior(p, cert_g, cert_r, cell_m, pi, F) -> np.ndarray | None:
     """Prior mean of the passing groups' fragment distribution: their sampled rows' fragments
-    (weighted by pass probability) mixed with the table's distribution ``pi`` at the share ``lam``
-    that best predicts each passing group's sampled rows from the other groups' (leave-one-group-out
-    likelihood over ``LEAK_GRID``).  None when fewer than two groups can pass.
+    (weighted by pass probability, ``h``) with ``beta`` pseudo-rows of the table's distribution ``pi``,
+    ``(h + beta * pi) / (H + beta)``; ``beta`` is the value in ``LEAK_ROWS`` whose leave-one-group-out
+    likelihood of the passing groups' sampled rows is highest.  None when fewer than two groups can
+    pass.  ``beta >= 1`` keeps every fragment the table reaches reachable: two passing groups seen in
+    one fragment are no proof that the others are empty.
 
     Why: the table's distribution is the mean over all groups, but the sketch is made of the
     passing ones, and which groups pass depends on where their rows lie: flights' busy hours carry
@@ -150,9 +153,12 @@ def passing_prior(p, cert_g, cert_r, cell_m, pi, F) -> np.ndarray | None:
     h = np.bincount(cert_r, weights=wm, minlength=F)
     H = float(h.sum())
     n_w = np.bincount(cert_g, weights=wm)
-    # leave the group out: its own rows neither count in h nor in H
-    own = (h[cert_r] - wm) / np.maximum(H - n_w[cert_g], 1e-12)
-    own = np.where(H - n_w[cert_g] > 0, own, 0.0)
-    ll = [float(np.sum(wm * np.log(np.maximum(lam * pi[cert_r] + (1.0 - lam) * own, 1e-300)))) for lam in LEAK_GRID]
-    lam = float(LEAK_GRID[int(np.argmax(ll))])
-    return lam * pi + (1.0 - lam) * h / H
+    # leave the group out: its own rows count neither in h nor in H
+    rest_h, rest_H, a = h[cert_r] - wm, H - n_w[cert_g], pi[cert_r]
+    if wm.shape[0] > LEAK_CELLS:  # one scalar: an even stride of the cells estimates it as well
+        pick = np.linspace(0, wm.shape[0] - 1, LEAK_CELLS).astype(np.int64)
+        wm, rest_h, rest_H, a = wm[pick], rest_h[pick], rest_H[pick], a[pick]
+    b = LEAK_ROWS[:, None]
+    pred = (np.maximum(rest_h, 0.0)[None, :] + b * a[None, :]) / (np.maximum(rest_H, 0.0)[None, :] + b)
+    beta = float(LEAK_ROWS[int(np.argmax(np.log(np.maximum(pred, 1e-300)) @ wm))])
+    return (h + beta * pi) / (H + beta)

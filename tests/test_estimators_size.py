@@ -295,11 +295,19 @@ def test_size_properties(inst, determined, bump, delta):
             ps = [p[g] for g in range(G) if (g, f) in touch]
             lo, hi = (max(ps), min(1.0, sum(ps))) if ps else (0.0, 0.0)
             assert lo - 1e-9 <= P[f] <= hi + 1e-9
-    # monotone in p: raising one group's p never shrinks the expected size
+    # monotone in p for a fixed prior mean: raising one group's p never shrinks the expected size.
+    # The passing groups' prior (size.PASS_PRIOR) depends on p itself, so it is checked without it:
+    # moving prior mass towards a newly passing group's fragments can take it from another's.
+    import estimators.size as size_mod
+
     g = bump % G
     p2 = list(p)
     p2[g] = min(1.0, p2[g] + delta)
-    r2 = _run(inst, determined, p=p2)
+    size_mod.PASS_PRIOR = False
+    try:
+        r, r2 = _run(inst, determined), _run(inst, determined, p=p2)
+    finally:
+        size_mod.PASS_PRIOR = True
     assert r2.rows_expected >= r.rows_expected - 1e-9
     assert r2.fragments_expected >= r.fragments_expected - 1e-9
 
@@ -342,17 +350,20 @@ def test_unseen_rows_of_passing_groups_follow_the_passing_groups_fragments(monke
 
 
 def test_passing_prior_weighs_the_table_by_how_well_other_groups_predict():
-    """The table's share ``lam`` is what the other passing groups' fragments cannot predict: none
-    when all passing groups share a few fragments, all when every passing row is somewhere new."""
+    """The table's weight is what the other passing groups' fragments cannot predict: little when
+    all passing groups share a few fragments, nearly all when every passing row is somewhere new;
+    and never so little that a fragment the table reaches becomes unreachable."""
     from estimators.size import passing_prior
 
     F = 50
     pi = np.full(F, 1.0 / F)
     g = np.repeat(np.arange(40), 3)
     shared = passing_prior(np.ones(40), g, np.tile([0, 1, 2], 40), np.ones(120), pi, F)
-    assert shared[3:].sum() == 0.0 and shared[:3] == pytest.approx(np.full(3, 1 / 3))
-    fresh = passing_prior(np.ones(40), g[:F], np.arange(F), np.ones(F), pi, F)
-    np.testing.assert_allclose(fresh, pi)
+    assert shared[:3].sum() > 0.98 and (shared[3:] > 0).all()
+    fresh = passing_prior(np.ones(40), np.arange(40), np.arange(40), np.ones(40), pi, F)
+    assert fresh.max() / fresh.min() < 1.05      # every row somewhere new: the table's distribution
+    two = passing_prior(np.ones(2), np.array([0, 1]), np.array([0, 0]), np.ones(2), pi, F)
+    assert two[1:].sum() > 0.3 and (two > 0).all()  # two rows in one fragment prove little
     # groups that cannot pass do not shape the prior; one passing group is too few to learn from
     p = np.zeros(40)
     p[0] = 1.0
