@@ -64,7 +64,7 @@ distribution ``q_g`` (a probability vector over fragments).
   quiet ones), so the table's distribution is the wrong mean for them.  Their sampled rows'
   fragments, weighted by pass probability, replace it, mixed with the table's distribution at the
   share the other passing groups cannot predict (leave-one-group-out).  Flights' selective median
-  error went from 5.5 % to 4.2 % with it (BENCHMARKS.md, session 33); a share of a few per cent still
+  error went from 5.5 % to 3.9 % with it (BENCHMARKS.md, session 33); a share of a few per cent still
   leaks when many unseen rows are drawn, so such sketches stay over- rather than under-estimated.
 * ``alpha`` -- how concentrated a group is *within* its window: ``alpha -> 0`` means each group lives
   in the fragments it was seen in, ``alpha -> inf`` means ``q_g = pi_g``.  Estimated by the method of
@@ -94,7 +94,7 @@ from scipy import sparse
 from estimators.clt import z_value
 from estimators.unseen_rows import (_group_term, _touch, _window_cells, estimate_alpha,  # noqa: F401 - re-exported
                                     expected_distinct_fragments, passing_prior, touch_probability,
-                                    unseen_touch_probability)
+                                    unseen_touch_probability, window_sums)
 from estimators.windows import group_windows  # noqa: F401 - re-exported
 
 
@@ -310,16 +310,11 @@ def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determin
             wlo, whi = group_windows(obs_g, pos[obs_r], n_g, G)
         else:
             wlo, whi = np.full(G, -np.inf), np.full(G, np.inf)
-        # prefix sums in position order give each window's prior mass and sum of squares
-        by_pos = np.zeros(F)
-        by_pos[pos] = pi
-        c1 = np.concatenate([[0.0], np.cumsum(by_pos)])
-        c2 = np.concatenate([[0.0], np.cumsum(by_pos ** 2)])
         i0 = np.clip(np.ceil(wlo), 0, F).astype(np.int64)
         i1 = np.clip(np.floor(whi) + 1, 0, F).astype(np.int64)
-        mass = np.maximum(c1[i1] - c1[i0], 0.0)
+        mass = np.maximum(window_sums(pi, pos, i0, i1), 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            pi_sq = np.where(mass > 0, (c2[i1] - c2[i0]) / mass ** 2, 1.0)
+            pi_sq = np.where(mass > 0, window_sums(pi ** 2, pos, i0, i1) / mass ** 2, 1.0)
         alpha_used = float(alpha) if alpha is not None else estimate_alpha(m_cell, n_g, pi_sq)
     out = dict(n_g=n_g, K_g=K_g, pi=pi, touch=touch, alpha=alpha_used, cert_g=cert // F, cert_r=cert % F,
                cell_m=m_cell.astype(float) if touch == "model" else None)
@@ -351,14 +346,10 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         C = np.zeros((Bn, F))
     step = max(1, int(chunk_cells) // max(F, 1))
     use_model = touch == "model" and alpha_used != 0
-    if use_model and PASS_PRIOR and prep.get("cell_m") is not None:
+    if use_model and PASS_PRIOR:
         pi_p = passing_prior(p, cert_g, cert_r, prep["cell_m"], pi, F)
         if pi_p is not None:
-            pi = pi_p
-            by_pos = np.zeros(F)
-            by_pos[pos] = pi
-            c1 = np.concatenate([[0.0], np.cumsum(by_pos)])
-            mass = np.maximum(c1[i1] - c1[i0], 0.0)
+            pi, mass = pi_p, np.maximum(window_sums(pi_p, pos, i0, i1), 0.0)
     # Once every fragment's miss log-probability (and every replicate's) is below SATURATED, P and
     # Pb are exactly 1.0 in float64 and later groups cannot change them (they only add <= 0 to
     # log_miss / L and >= 0 to C): stop early.  A small first block makes the check pay off for

@@ -91,6 +91,15 @@ def estimate_alpha(cell_count: np.ndarray, n_g: np.ndarray, pi_sq: np.ndarray | 
     return (A - S) / (S - Pm)
 
 
+def window_sums(values: np.ndarray, pos: np.ndarray, i0: np.ndarray, i1: np.ndarray) -> np.ndarray:
+    """Per group, the sum of the fragments' ``values`` over the fragment positions ``[i0, i1)``:
+    prefix sums in position order (``pos[r]`` is fragment r's position), one pass for all windows."""
+    by_pos = np.zeros(values.shape[0])
+    by_pos[pos] = values
+    c = np.concatenate([[0.0], np.cumsum(by_pos)])
+    return c[i1] - c[i0]
+
+
 def _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unseen-touch probabilities of groups whose prior is ``pi`` restricted to the fragment
     positions ``[i0, i1)`` and renormalised by ``mass``, as cells ``(group row, fragment, t)``; zero
