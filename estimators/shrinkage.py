@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from estimators.deconvolve import MIN_RESIDUALS, non_normal, posterior_draws, residuals
+from estimators.prior_noise import prior_error_draws
 
 COV_MIN_BIN = 30     # groups per covariate bin
 COV_MAX_BINS = 20    # bins per covariate
@@ -66,6 +67,7 @@ SIZE_FIT_STEPS = 3  # reweighted fits of size_prior_variance
 PRIOR_BY_SIZE = True  # prior variance a + b / N_g (size_prior_variance)
 DECONVOLVE = True    # around a local prior, a nonparametric spread and noise (estimators.deconvolve)
 FLOOR_SE = 1.0       # default tau^2 floor: this many standard errors of its estimate (variance_floor)
+PRIOR_NOISE = True   # replicates carry the prior mean's shared sampling error (estimators.prior_noise)
 
 
 def covariate_stats(rows: pd.DataFrame, frame: pd.DataFrame, gcols: list, covariates: dict) -> dict:
@@ -93,10 +95,12 @@ def covariate_stats(rows: pd.DataFrame, frame: pd.DataFrame, gcols: list, covari
     return out
 
 
-def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tuple[str, np.ndarray, str]]:
+def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict, with_smoother: bool = False):
     """(covariate, prior mean per group, ``'bins'`` or ``'local'``) when a qualifying covariate
     explains the group means ``m`` (module docstring), else None.  Groups outside a bin of
-    ``COV_MIN_BIN`` keep the mean of all.  Candidates are compared by leave-one-out residuals."""
+    ``COV_MIN_BIN`` keep the mean of all.  Candidates are compared by leave-one-out residuals.
+    ``with_smoother`` appends the fitted smoother (``prior_noise``: the same bins or windows
+    applied to other values, for the prior mean's own sampling error)."""
     from scipy.special import fdtrc  # F's survival function; scipy.stats costs ~0.5 s to import
 
     n_ok = int(ok.sum())
@@ -114,7 +118,7 @@ def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tupl
         if COV_SPLITS:
             got = _split_prior(m, has, x)
             if got is not None and (best is None or got[0] < best[0]):
-                best = (got[0], name, np.where(np.isnan(got[1]), mu0, got[1]), "bins")
+                best = (got[0], name, np.where(np.isnan(got[1]), mu0, got[1]), "bins", ("bins", got[2]))
         edges = np.unique(np.quantile(x[has], np.linspace(0.0, 1.0, nb + 1))[1:-1])
         if len(edges) == 0:
             continue
@@ -140,15 +144,17 @@ def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict) -> Optional[tupl
         score = float(np.mean(loo ** 2))
         if best is None or score < best[0]:
             mu = np.where(has & big[b], mean_b[b], mu0)
-            best = (score, name, mu, "bins")
+            best = (score, name, mu, "bins", ("bins", np.where(has & big[b], b, -1)))
     for name, (x, _, spread) in stats.items():
         ties = tuple(st[0] for other, st in stats.items() if other != name)
         got = _local_prior(m, ok & np.isfinite(x), x, spread, ties)
         if got is not None and (best is None or got[0] < best[0]):
-            best = (got[0], name, np.where(np.isnan(got[1]), mu0, got[1]), "local")
+            best = (got[0], name, np.where(np.isnan(got[1]), mu0, got[1]), "local", ("local",) + got[2:])
     if best is not None and COV_SECOND:
         best = _second_covariate(m, ok, stats, best)
-    return None if best is None else best[1:]
+    if best is None:
+        return None
+    return best[1:] if with_smoother else best[1:4]
 
 
 def _second_covariate(m: np.ndarray, ok: np.ndarray, stats: dict, best: tuple) -> tuple:
@@ -158,7 +164,7 @@ def _second_covariate(m: np.ndarray, ok: np.ndarray, stats: dict, best: tuple) -
     mean by month alone gives small airports the delays of large ones (flights by dest and month:
     small groups' true means sat half a posterior sd above their estimates, large ones half below),
     and neither month nor group size alone explains both."""
-    _, name1, mu1, kind = best
+    _, name1, mu1, kind, smoother = best
     r = m - mu1
     pick = None
     for name, (x, icc, _) in stats.items():
@@ -169,10 +175,10 @@ def _second_covariate(m: np.ndarray, ok: np.ndarray, stats: dict, best: tuple) -
         if got is None or got[0] >= float(np.mean(r[has] ** 2)):
             continue
         if pick is None or got[0] < pick[0]:
-            pick = (got[0], name, np.where(np.isnan(got[1]), 0.0, got[1]))
+            pick = (got[0], name, np.where(np.isnan(got[1]), 0.0, got[1]), got[2])
     if pick is None:
         return best
-    return best[0], f"{name1} + {pick[1]}", mu1 + pick[2], kind
+    return best[0], f"{name1} + {pick[1]}", mu1 + pick[2], kind, ("second", smoother, pick[3])
 
 
 def split_bins(x: np.ndarray, m: np.ndarray, min_bin: int, max_bins: int, level: float) -> np.ndarray:
@@ -233,8 +239,8 @@ def split_bins(x: np.ndarray, m: np.ndarray, min_bin: int, max_bins: int, level:
 
 
 def _split_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray):
-    """(leave-one-out mean square residual, prior means) of ``split_bins`` on covariate ``x``, or
-    None when no cut is significant."""
+    """(leave-one-out mean square residual, prior means, bin of each group or -1) of ``split_bins``
+    on covariate ``x``, or None when no cut is significant."""
     idx = np.flatnonzero(has)
     if len(idx) < 2 * COV_MIN_BIN:
         return None
@@ -246,7 +252,9 @@ def _split_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray):
     loo = (m[idx] - mean_b[b]) * (n_b[b] / (n_b[b] - 1.0))
     mu = np.full(len(m), np.nan)
     mu[idx] = mean_b[b]
-    return float(np.mean(loo ** 2)), mu
+    labels = np.full(len(m), -1, dtype=np.int64)
+    labels[idx] = b
+    return float(np.mean(loo ** 2)), mu, labels
 
 
 def covariate_order(x: np.ndarray, has: np.ndarray, ties: tuple = ()) -> np.ndarray:
@@ -273,7 +281,8 @@ def local_mean(x: np.ndarray, m: np.ndarray, has: np.ndarray, k: int, ties: tupl
 
 
 def _local_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray, spread: float, ties: tuple = ()):
-    """(leave-one-out mean square residual, prior means) of the best local prior on covariate ``x``
+    """(leave-one-out mean square residual, prior means, neighbours k, group order) of the best
+    local prior on covariate ``x``
     (``COV_LOCAL_K`` neighbours on each side), when it explains the group means: its residuals are
     smaller than their spread around the mean of all by more than ``COV_LOCAL_SE`` standard errors
     of a variance ratio (``sqrt(2/n)``).  Bins average a covariate's range coarsely; where neighbouring
@@ -295,7 +304,7 @@ def _local_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray, spread: float, t
         mu = local_mean(x, m, has, int(k), order=order)
         score = float(np.mean((m[has] - mu[has]) ** 2))
         if score < total * (1.0 - COV_LOCAL_SE * np.sqrt(2.0 / n)) and (best is None or score < best[0]):
-            best = (score, mu)
+            best = (score, mu, int(k), order)
     return best
 
 
@@ -401,7 +410,7 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
         if v_noise is None:
             v_noise = float(np.mean(v[ok]))
         mu = np.full(len(m), float(np.mean(m[ok])))
-        used[name], kind = None, None
+        used[name], kind, smoother = None, None, None
         if covariates:
             cov_stats = cov_stats if cov_stats is not None else covariate_stats(rows, fr, gcols, covariates)
         stats = dict(cov_stats or {})
@@ -409,9 +418,9 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
             # a group's size is a property of the group: small routes and quiet hours run late more often
             stats[SIZE] = (np.where(N > 0, np.log(np.maximum(N, 1.0)), np.nan), 1.0, np.inf)
         if stats:
-            got = covariate_prior(m, ok, stats)
+            got = covariate_prior(m, ok, stats, with_smoother=True)
             if got is not None:
-                used[name], mu, kind = got
+                used[name], mu, kind, smoother = got
         vm = float(np.var(m[ok] - mu[ok]))
         share = variance_floor(int(ok.sum())) if floor is None else floor
         tau2 = max(vm - v_noise, share * vm)
@@ -441,6 +450,8 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
                 # groups whose noise the grid resolves take the nonparametric posterior
                 np_post, draws, fine = posterior_draws(m, mu, n, N, ok, res, reps.shape[0], rng)
                 post, new = np.where(fine, np_post, post), np.where(fine[None, :], draws, new)
+        if PRIOR_NOISE:  # the prior mean's error, common to the groups that share it (prior_noise)
+            new = new + prior_error_draws(smoother, reps, m, ok, B)
         new = np.where(ok[None, :], new, reps) * scale[None, :]
         _store(est, name, ok, post * scale, new)
     return used
