@@ -68,6 +68,7 @@ PRIOR_BY_SIZE = True  # prior variance a + b / N_g (size_prior_variance)
 DECONVOLVE = True    # around a local prior, a nonparametric spread and noise (estimators.deconvolve)
 FLOOR_SE = 1.0       # default tau^2 floor: this many standard errors of its estimate (variance_floor)
 PRIOR_NOISE = True   # replicates carry the prior mean's shared sampling error (estimators.prior_noise)
+SHRINK_COUNTS = True  # COUNTs of groups finer than the strata are shrunk like totals
 
 
 def covariate_stats(rows: pd.DataFrame, frame: pd.DataFrame, gcols: list, covariates: dict) -> dict:
@@ -388,18 +389,24 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
     used: dict = {}
     cov_stats = None
     for (f, col), name in zip(est.aggs, est.names):
-        if f not in ("sum", "avg") or col is None or name not in est.replicates:
+        # a COUNT is exact for groups that are strata; groups finer than the strata (a join's
+        # dimension attribute in the key) estimate it as a total, and it is shrunk like one
+        counted = f == "count" and not aligned and SHRINK_COUNTS
+        if not ((f in ("sum", "avg") and col is not None) or counted) or name not in est.replicates:
             continue
         N, n = fr["N"].to_numpy(float), fr["n"].to_numpy(float)
         scale = np.where(N > 0, N, 1.0) if f == "sum" and aligned else np.ones(len(fr))
         m = est.point(name) / scale
         ok = fr["exists"].to_numpy(bool) & ~fr["exact"].to_numpy(bool) & np.isfinite(m) & (n > 0)
-        g = rows.groupby(gcols, dropna=False)[col]
-        cnt, var = g.count(), g.var(ddof=1)
-        dof = float((cnt - 1).clip(lower=0).sum())
+        if counted:  # no per-row values: the noise is the replicates' alone (as for totals below)
+            g, dof, sw2 = None, 1.0, 0.0
+        else:
+            g = rows.groupby(gcols, dropna=False)[col]
+            cnt, var = g.count(), g.var(ddof=1)
+            dof = float((cnt - 1).clip(lower=0).sum())
+            sw2 = float(((cnt - 1).clip(lower=0) * var.fillna(0)).sum()) / dof if dof > 0 else 0.0
         if ok.sum() < 3 or dof <= 0:
             continue
-        sw2 = float(((cnt - 1).clip(lower=0) * var.fillna(0)).sum()) / dof
         v = (est.stderr(name) / scale) ** 2
         v_noise = None
         if f == "avg" or aligned:

@@ -66,3 +66,36 @@ def test_an_unrelated_group_level_covariate_is_refused_and_changes_nothing():
     name = plain.names[0]
     np.testing.assert_array_equal(plain.frame[name].to_numpy(), cov.frame[name].to_numpy())
     np.testing.assert_array_equal(plain.replicates[name], cov.replicates[name])
+
+
+def test_counts_of_groups_finer_than_the_strata_are_shrunk(monkeypatch):
+    """A join's group key holds a dimension attribute the sample was not stratified on (l_suppkey,
+    o_orderpriority): each group's COUNT is then a noisy total, 20 x its sampled rows here.  Its
+    noise (sd ~40) is four times the true spread (sd ~9), so a threshold the true counts almost never
+    reach was passed by a fifth of the groups.  Shrunk like a total, the passing mass follows the
+    truth; with the strata as groups the COUNT is exact and is left alone."""
+    import estimators.shrinkage as shrinkage
+
+    rng = np.random.default_rng(3)
+    A, NA, k = 400, 500, 25
+    b = rng.integers(0, 5, A * NA)                               # the dimension attribute, per row
+    a = np.repeat(np.arange(A), NA)
+    true = pd.Series(1, index=pd.MultiIndex.from_arrays([a, b])).groupby(level=[0, 1]).sum()
+    pick = np.concatenate([rng.choice(NA, k, replace=False) + i * NA for i in range(A)])
+    rows = pd.DataFrame({"a": a[pick], "b": b[pick], "_n_g": NA, "_stratum": a[pick], U: True})
+    c = 125.0
+    truth = float((true > c).sum())
+    pred = Cmp("count(*)", ">", c)
+    got = {}
+    for on in (False, True):
+        monkeypatch.setattr(shrinkage, "SHRINK_COUNTS", on)
+        est = estimate_groups(rows, ["a", "b", U], [("count", None)], seed=1)
+        shrink_groups(est, rows, ["a", "b", U], aligned=False)
+        got[on] = float(pass_probability(est, pred).sum())
+    assert truth < 20                                            # the true counts almost never pass
+    assert got[False] > 10 * max(truth, 10.0)                    # the raw noise passes hundreds
+    assert got[True] < got[False] / 5 and got[True] < 3 * max(truth, 10.0)
+    est = estimate_groups(rows, ["a", U], [("count", None)], seed=1)
+    before = est.replicates["count(*)"].copy()
+    shrink_groups(est, rows, ["a", U], aligned=True)
+    np.testing.assert_array_equal(est.replicates["count(*)"], before)
