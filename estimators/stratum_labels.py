@@ -99,8 +99,15 @@ def group_codes(table, strata: list) -> tuple[np.ndarray, np.ndarray]:
             card = len(u)
         gid = gid * k + idx
         card *= k
-    codes, uniq = pd.factorize(gid) if n else (np.zeros(0, np.int64), [])
-    first = np.empty(len(uniq), dtype=np.int64)
+    if len(strata) == 1:
+        # one column: the dictionary's indices already number the values in order of first
+        # appearance (NULL included), which is what factorize would return; 0.3-0.5 s less a draw
+        # of SF1 lineitem
+        codes, ng = gid, (card if n else 0)
+    else:
+        codes, uniq = pd.factorize(gid) if n else (np.zeros(0, np.int64), [])
+        ng = len(uniq)
+    first = np.empty(ng, dtype=np.int64)
     back = np.arange(n - 1, -1, -1, dtype=np.int64)
     first[codes[back]] = back  # numpy keeps the last write per code: its first row
     return codes.astype(np.int64), first

@@ -278,3 +278,28 @@ def test_a_failed_write_leaves_the_stored_sample_whole(tmp_path, monkeypatch):
         sampling_local.write(pa.table({"_rid": [6]}), path)
     assert sorted(ds.dataset(path, format="parquet").to_table().column("_rid").to_pylist()) == [4, 5]
     assert [p.name for p in (tmp_path / "samples").iterdir()] == ["v000001_abc"]  # no attempt left over
+
+
+@pytest.mark.parametrize("ncols", [1, 2])
+def test_stratum_codes_number_values_by_first_appearance_with_null_as_a_value(ncols):
+    """``group_codes`` takes the dictionary's indices directly for one column and factorizes the
+    combined key for several: either way the codes are pandas' factorize of the rows' value tuples
+    (NULL a value of its own), and ``first`` is each code's first row; chunked columns included."""
+    from estimators.stratum_labels import group_codes
+
+    rng = np.random.default_rng(7)
+    for _ in range(150):
+        n = int(rng.integers(0, 40))
+        cols = {}
+        for j in range(ncols):
+            vals = [None if rng.random() < 0.2 else int(rng.integers(0, 4)) for _ in range(n)]
+            cols[f"c{j}"] = pa.chunked_array([pa.array(vals[:n // 2], pa.int64()), pa.array(vals[n // 2:], pa.int64())]) \
+                if j % 2 == 0 else pa.array([None if v is None else str(v) for v in vals], pa.string())
+        table = pa.table(cols)
+        codes, first = group_codes(table, list(cols))
+        keys = list(zip(*[table.column(c).to_pylist() for c in cols])) if n else []
+        want, uniq = pd.factorize(pd.Series(keys, dtype=object), use_na_sentinel=False)
+        np.testing.assert_array_equal(codes, want)
+        assert len(first) == len(uniq)
+        for i, row in enumerate(first):
+            assert codes[row] == i and not (codes[:row] == i).any()
