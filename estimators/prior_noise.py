@@ -49,8 +49,9 @@ def _bins(D: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def _local(D: np.ndarray, k: int, order: np.ndarray) -> np.ndarray:
-    """``shrinkage.local_mean`` row by row: leave-one-out means of ``k`` neighbours each side."""
+def window_means(D: np.ndarray, k: int, order: np.ndarray) -> np.ndarray:
+    """Per row of ``D``, the leave-one-out mean of the ``k`` groups on each side in ``order``
+    (``shrinkage.local_mean`` is its one-row case); NaN for groups not in ``order``."""
     v = D[:, order]
     R, n = v.shape
     # prefix sums padded so that window [i-k, i+k] is a slice: cp[j] = c[clip(j - k, 0, n)]
@@ -74,7 +75,7 @@ def apply(smoother, D: np.ndarray, ok: np.ndarray) -> np.ndarray:
     if kind == "bins":
         return _fill(_bins(D, smoother[1]), D, ok)
     if kind == "local":
-        return _fill(_local(D, smoother[1], smoother[2]), D, ok)
+        return _fill(window_means(D, smoother[1], smoother[2]), D, ok)
     if kind == "second":
         first = apply(smoother[1], D, ok)
         return first + np.nan_to_num(_bins(D - first, smoother[2]), nan=0.0)

@@ -271,14 +271,10 @@ def local_mean(x: np.ndarray, m: np.ndarray, has: np.ndarray, k: int, ties: tupl
                order: Optional[np.ndarray] = None) -> np.ndarray:
     """Leave-one-out mean of ``m`` over the ``k`` groups on each side in the order of ``x``
     (``covariate_order``, or ``order`` when given), for the groups in ``has``; NaN elsewhere."""
+    from estimators.prior_noise import window_means
+
     order = covariate_order(x, has, ties) if order is None else order
-    v = m[order]
-    c = np.concatenate([[0.0], np.cumsum(v)])
-    i = np.arange(len(v))
-    lo, hi = np.maximum(i - k, 0), np.minimum(i + k + 1, len(v))
-    out = np.full(len(m), np.nan)
-    out[order] = (c[hi] - c[lo] - v) / np.maximum(hi - lo - 1, 1)
-    return out
+    return window_means(np.asarray(m, dtype=float)[None, :], k, order)[0]
 
 
 def _local_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray, spread: float, ties: tuple = ()):
