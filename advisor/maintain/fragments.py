@@ -60,7 +60,7 @@ def assign(values: pd.Series, part: RangePartition) -> np.ndarray:
         arr, how = _bounds_array(part, values)
         if how == "int":
             isnull = values.isna().to_numpy(dtype=bool)
-            ids = np.searchsorted(arr, values.to_numpy(dtype=np.int64, na_value=0), side="right") if len(arr) \
+            ids = _search(arr, values.to_numpy(dtype=np.int64, na_value=0)) if len(arr) \
                 else np.zeros(n, dtype=np.int64)
             return np.where(isnull, out, ids)
     isnull = values.isna().to_numpy(dtype=bool)
@@ -83,8 +83,30 @@ def assign(values: pd.Series, part: RangePartition) -> np.ndarray:
         v = vals.astype(object).map(float).to_numpy(dtype=np.float64)
     else:
         v = vals.to_numpy(dtype=object)
-    out[ok] = np.searchsorted(arr, v, side="right") if len(arr) else 0
+    out[ok] = _search(arr, v) if len(arr) else 0
     return out
+
+
+_DAY_NS = 86_400 * 10 ** 9
+
+
+def _search(arr: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(arr, v, side="right")``.  Integers, or dates as whole days of
+    ``datetime64[ns]``, of a range narrower than ``v`` is long are looked up in a table of the
+    range's fragment ids instead: one gather in place of ~10 random probes a value (16 ms against
+    2 ms for 300k sample values of TPC-H's ``l_suppkey`` or ``l_shipdate``); the same ids."""
+    if len(v) >= 4096 and v.dtype.kind in "iM" and v.dtype.itemsize == 8 and (v.dtype.kind == "i" or
+                                                                              v.dtype == arr.dtype):
+        iv = v.view(np.int64)
+        step = 1 if v.dtype.kind == "i" else _DAY_NS
+        if step == 1 or not (iv % step).any():
+            lo, hi = int(iv.min()), int(iv.max())
+            if (hi - lo) // step < len(v):
+                # not np.arange(lo, hi + 1, step): its length is a float division, one short here
+                grid = lo + step * np.arange((hi - lo) // step + 1, dtype=np.int64)
+                table = np.searchsorted(arr, grid.view(v.dtype), side="right")
+                return table[(iv - lo) // step]
+    return np.searchsorted(arr, v, side="right")
 
 
 def _to_ts(v):
