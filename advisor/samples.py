@@ -60,11 +60,13 @@ def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: i
     from estimators.sampling import stratified_sample
 
     if _draw_locally(catalog, table, strata, version):
+        from advisor import sample_query
         from estimators import sampling_local
 
         s = sampling_local.draw(catalog.read_arrow(table, version, columns, with_rid=True), strata, theta, seed,
                                 id_col="_rid", reserve=True)
         sampling_local.write(s.table, str(path))
+        sample_query.prime(str(path), s.table)  # the estimate reads its rows from memory
         where = "driver"
     else:
         def rows():

@@ -345,3 +345,31 @@ def test_stratum_then_key_order_is_lexsort(G):
     code = rng.integers(0, G, 5000)
     u = rng.integers(0, 40, 5000) / 40.0  # many equal keys
     np.testing.assert_array_equal(sampling_local._by_stratum_then_key(code, u, G), np.lexsort((u, code)))
+
+
+def test_a_drawn_sample_is_read_from_memory_as_from_its_file(spark, tmp_path, monkeypatch):
+    """The draw primes ``sample_query`` with the table it wrote, so its estimate reads the rows from
+    memory: dates, timestamps, decimals, strings and NULLs must come back exactly as from the file."""
+    from advisor import sample_query
+
+    monkeypatch.setattr(samples_module, "LOCAL_DRAW", True)
+    rng = np.random.default_rng(5)
+    n = 2000
+    pdf = pd.DataFrame({"g": rng.integers(0, 20, n), "d": [datetime.date(2020, 1, 1) + datetime.timedelta(days=int(x))
+                                                             for x in rng.integers(0, 400, n)],
+                        "ts": pd.to_datetime(rng.integers(1.5e9, 1.7e9, n), unit="s"),
+                        "p": [None if i % 13 == 0 else decimal.Decimal(int(x)) / 100 for i, x in enumerate(rng.integers(0, 10 ** 6, n))],
+                        "s": rng.choice(["x", "yy", None], n)})
+    cat = Catalog(spark, Store(tmp_path / "w"))
+    cat.create_table("t", spark.createDataFrame(pdf, "g long, d date, ts timestamp, p decimal(12,2), s string"), "test")
+    sample_query._DRAWN.clear()
+    info = get_sample(cat, "t", ["g"], 0.1, 3, 1, columns=["d", "ts", "p", "s"])
+    assert info.meta["drawn_on"] == "driver" and len(sample_query._DRAWN) == 1  # primed
+    cols = ["d", "ts", "p", "s", "_n_g", "_stratum"]
+    sample_query._SAMPLES.clear()
+    from_memory = sample_query.local_rows(info.path, cols)
+    sample_query._DRAWN.clear()
+    sample_query._SAMPLES.clear()
+    from_file = sample_query.local_rows(info.path, cols)
+    assert len(from_file) == info.meta["sample_size"]
+    pd.testing.assert_frame_equal(from_memory, from_file)
