@@ -3,7 +3,8 @@
 After an action we walk `queryExecution().executedPlan()` over py4j, through AQE's final plan and
 query stages, and sum `numFiles`, `filesSize` and `numOutputRows` of each FileSourceScanExec.
 With record-level Parquet filtering off (Spark's default), `numOutputRows` counts the rows of the
-row groups that survived min/max pruning, i.e. rows actually read.
+row groups and pages that survived min/max pruning (footer statistics and the column index), i.e.
+rows actually read.
 """
 
 from __future__ import annotations
