@@ -158,6 +158,19 @@ def point_weights(stratum_idx: np.ndarray, N_h: np.ndarray) -> np.ndarray:
     return N_h[s] / n_h[s]
 
 
+def _rescaling(s: np.ndarray, N_h: np.ndarray, fpc: bool) -> tuple:
+    """``(n_h, N_h, exact_h, lam_h)`` of the rescaling bootstrap: per-stratum sample and population
+    sizes, which strata are fully sampled, and the factor ``sqrt(1 - n_h/N_h)`` (1 without
+    ``fpc``; 0 for fully sampled strata)."""
+    n_h, N_h = stratum_sizes(s, N_h)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(N_h > 0, n_h / N_h, 1.0)
+    exact_h = f >= 1.0
+    lam = np.sqrt(np.clip(1.0 - f, 0.0, 1.0)) if fpc else np.ones_like(f)
+    lam[exact_h] = 0.0
+    return n_h, N_h, exact_h, lam
+
+
 def replicate_weights(stratum_idx: np.ndarray, N_h: np.ndarray, B: int,
                       rng: np.random.Generator | int | None, fpc: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap row weights and counts, both ``(B, n)``, for a stratified sample.
@@ -167,12 +180,7 @@ def replicate_weights(stratum_idx: np.ndarray, N_h: np.ndarray, B: int,
     to 1 so they are never resampled.  See the module docstring for why.
     """
     s = np.asarray(stratum_idx, dtype=np.int64)
-    n_h, N_h = stratum_sizes(s, N_h)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(N_h > 0, n_h / N_h, 1.0)
-    exact_h = f >= 1.0
-    lam = np.sqrt(np.clip(1.0 - f, 0.0, 1.0)) if fpc else np.ones_like(f)
-    lam[exact_h] = 0.0
+    n_h, N_h, exact_h, lam = _rescaling(s, N_h, fpc)
     counts = replicate_counts(s, B, rng)
     counts[:, exact_h[s]] = 1
     base = (N_h[s] / np.maximum(n_h[s], 1.0))
@@ -185,12 +193,7 @@ def _weights_t(s: np.ndarray, N_h: np.ndarray, B: int, rng: np.random.Generator,
     """``replicate_weights`` computed straight into the ``(n, B)`` transpose, in place, with
     ``counts > 0``: bit for bit the same numbers (the tests compare them), without its three
     ``(B, n)`` float temporaries and the transposing copy (a TPC-H SF1 sample: ~0.2 s a query)."""
-    n_h, N_h = stratum_sizes(s, N_h)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(N_h > 0, n_h / N_h, 1.0)
-    exact_h = f >= 1.0
-    lam = np.sqrt(np.clip(1.0 - f, 0.0, 1.0)) if fpc else np.ones_like(f)
-    lam[exact_h] = 0.0
+    n_h, N_h, exact_h, lam = _rescaling(s, N_h, fpc)
     counts = replicate_counts(s, B, rng)
     exact_rows = exact_h[s]
     if exact_rows.any():
