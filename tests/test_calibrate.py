@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.calibrate import PRIOR_FIXED_S, calibrate, fit_line, predicted_seconds, rows_for
-from advisor.maintain.worth import Evidence, decline_reason
+from advisor.maintain.worth import Evidence, buy_now, decline_reason
 from advisor.select import CostParams, Workload, cannot_pay, maintenance_per_update
 from advisor.store import Store
 
@@ -169,8 +169,15 @@ def test_decline_maintenance_that_costs_more_than_it_saves():
     assert why is not None and "2.90 s" in why
     # the same sketch used 20 times per batch: one recapture is repaid
     assert decline_reason(Evidence(0.99, 0.75, 20.0, 40, 2.9, 70.0, 0.3)) is None
-    # big saving per use: buying state pays over the horizon even if one rent does not
+    # big saving per use: buying state pays over the horizon even if one rent does not -- and then
+    # the state is bought at once, not rented first (a rent this use cannot repay is pure cost)
     assert decline_reason(Evidence(10.0, 1.0, 1.0, 40, 12.0, 70.0, 0.3)) is None
+    assert buy_now(Evidence(10.0, 1.0, 1.0, 40, 12.0, 70.0, 0.3))
+    # SF1 big_orders (session 35): ~0.75 s saved a use, 1.4 s recaptures, state ~6 s: buy at once
+    assert buy_now(Evidence(1.35, 0.6, 1.0, 13, 1.4, 6.0, 0.15))
+    # a rent the batch's uses repay is no reason to buy, nor is maintenance that is declined
+    assert not buy_now(Evidence(0.99, 0.75, 20.0, 40, 2.9, 70.0, 0.3))
+    assert not buy_now(e) and not buy_now(Evidence(0.99, None, 1.0, 40, 2.9, 70.0, 0.3))
     # no sketched run measured yet: no evidence against maintaining
     assert decline_reason(Evidence(0.99, None, 1.0, 40, 2.9, 70.0, 0.3)) is None
 

@@ -152,3 +152,29 @@ def test_chain_rents_then_buys_and_stays_correct(spark, tmp_path, monkeypatch):
         assert res.delta_rows == 30
     assert hows == ["recapture", "recapture", "incremental", "incremental", "incremental"], hows
     assert answered == 1
+
+
+def test_a_purchase_skips_the_rent_and_stays_correct(spark, tmp_path, monkeypatch):
+    """``maintain_sketch(buy=True)`` (the worth rule found that only operator state pays) initialises
+    state at the first stale use, where the ski-rental rule alone would recapture; the maintained
+    sketch equals a fresh capture after every batch."""
+    cat = Catalog(spark, Store(tmp_path))
+    cat.create_table("facts", spark.createDataFrame(make_facts(6, 400)))
+    rows = cat.version("facts").rows
+    monkeypatch.setattr(rent, "MIN_INIT_SECONDS", 0.0)
+    monkeypatch.setattr(rent, "RECAPTURE_ROWS_PER_S", rows / 1.0)
+    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False: rows / 50.0)  # state: 50 recaptures
+    sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
+    q = parse_sql(sql, lambda t: cat.schema(t))
+    parts = {"facts": build_partition(cat, "facts", "g1", 6)}
+    sk = capture(cat, q, {"facts": "g1"}, 6, check=False, partitions=parts).sketch
+    hows = []
+    for seed, buy in ((0, False), (1, True), (2, False)):
+        ins, dels = batch_frames(cat, "facts", 20, 10, seed)
+        cat.apply_frames("facts", ins, dels)
+        res = maintain_sketch(cat, sk.id, buy=buy)
+        hows.append(res.how)
+        sk = load_sketch(cat.store, res.new_id)
+        (fresh,), _ = capture_batch(cat, [(q, {"facts": "g1"}, parts)], {"facts": cat.current_version("facts")})
+        assert sk.parts[0].fragments == fresh.parts[0].fragments
+    assert hows == ["recapture", "incremental", "incremental"], hows

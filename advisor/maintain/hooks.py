@@ -71,13 +71,14 @@ def before_use(catalog, query, declined: list | None = None, answer: bool = Fals
     tests, ignoring staleness).  Other stale sketches of the template wait until a query wants them;
     if the smallest usable sketch is current, nothing is maintained.  With ``declined`` (a list),
     maintenance that the store's measurements say costs more than it saves (``worth``) is skipped
-    and the reason appended: the query then runs plain.  With ``answer``, a recapture of a sketch
+    and the reason appended: the query then runs plain; maintenance worth it only as a purchase of
+    operator state buys it at once (``worth.buy_now``).  With ``answer``, a recapture of a sketch
     whose query is this very query (same SQL) also answers it (``MaintResult.answer``)."""
     from advisor.execute import versions_now
     from advisor.finder import usable_sketches
 
     from .service import maintain_sketch
-    from .worth import decline_reason, evidence
+    from .worth import buy_now, decline_reason, evidence
 
     spec = policy_spec(catalog.store)
     done = []
@@ -86,15 +87,18 @@ def before_use(catalog, query, declined: list | None = None, answer: bool = Fals
     for sk in good[:1]:
         if all(versions.get(t) == v for t, v in sk.data_versions.items() if t in versions):
             continue
+        buy = False
         if declined is not None:
             has_state = catalog.store.one("SELECT 1 FROM states WHERE sketch_id=?", (sk.id,)) is not None
-            why = decline_reason(evidence(catalog, sk, has_state))
+            ev = evidence(catalog, sk, has_state)
+            why = decline_reason(ev)
             if why:
                 declined.append(f"{why} (sketch {sk.id})")
                 continue
+            buy = buy_now(ev)  # worth it only as a purchase: no rent first
         pol = _load(catalog.store, sk, spec)
         pol.on_query(time.time())
-        res = maintain_sketch(catalog, sk.id, answer=answer and sk.sql == query.sql)
+        res = maintain_sketch(catalog, sk.id, answer=answer and sk.sql == query.sql, buy=buy)
         pol.on_maintained(time.time(), res.seconds, res.delta_rows)
         _save(catalog.store, sk, spec, pol)
         done.append(res)

@@ -138,13 +138,15 @@ def _versions_for(catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:
     return {t: sk.data_versions.get(t, catalog.current_version(t)) for t in tables}
 
 
-def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, answer: bool = False) -> MaintResult:
+def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, answer: bool = False,
+                    buy: bool = False) -> MaintResult:
     """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened.
     A chain without operator state either initialises it or, while that does not pay yet, is
-    recaptured (``rent``).  With ``answer``, such a recapture by value also answers the sketch's
-    query (``MaintResult.answer``): a caller about to run that very query need not run it.  Each
-    step is logged (kind ``maintain``) for ``advisor.calibrate``."""
-    res = _maintain(catalog, sketch_id, topk_buffer, answer)
+    recaptured (``rent``); with ``buy`` it initialises the state at once.  With ``answer``, such a
+    recapture by value also answers the sketch's query (``MaintResult.answer``): a caller about to
+    run that very query need not run it.  Each step is logged (kind ``maintain``) for
+    ``advisor.calibrate``."""
+    res = _maintain(catalog, sketch_id, topk_buffer, answer, buy)
     if res.how != "current":
         sk = load_sketch(catalog.store, sketch_id)
         catalog.store.log_run("maintain", sk.sql, {"template": sk.template, "how": res.how,
@@ -154,7 +156,8 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, ans
     return res
 
 
-def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = False) -> MaintResult:
+def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = False,
+              buy: bool = False) -> MaintResult:
     sk = load_sketch(catalog.store, sketch_id)
     if sk is None:
         raise BadInput(f"no sketch with id {sketch_id}")
@@ -171,7 +174,7 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
         spent, last = rent.rent_of(catalog.store, sk.id)
         is_bulk = bulk.supports(query.root)
-        if rent.should_rent(spent, last or rows / rent.RECAPTURE_ROWS_PER_S,
+        if not buy and rent.should_rent(spent, last or rows / rent.RECAPTURE_ROWS_PER_S,
                             rent.predict_init(catalog.store, query.root, rows, is_bulk)):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
             return _recapture(catalog, sk, query, new, t0, None, spent, n, answer)

@@ -27,17 +27,31 @@ class Evidence:
     inc_s: float | None         # predicted incremental step once state exists
 
 
+def _saving(e: Evidence) -> float:
+    """What the uses until the next batch save over plain runs."""
+    return max(0.0, e.plain_s - e.sketched_s) * max(1.0, e.uses_per_batch)
+
+
+def buy_now(e: Evidence) -> bool:
+    """Whether maintenance is worth it only because operator state would pay over the horizon: then
+    the state is bought at once (``maintain_sketch(buy=True)``).  Renting first (a recapture the use
+    cannot repay) would only add to the purchase: big_orders at SF1 paid 1.3-2.3 s recaptures before
+    six uses that each saved ~0.7 s, then bought the state anyway (BENCHMARKS.md, session 35)."""
+    if e.plain_s is None or e.sketched_s is None or e.maint_s is None or e.init_s is None or e.inc_s is None:
+        return False
+    saving = _saving(e)
+    if saving >= e.maint_s or e.future_uses <= 0:
+        return False
+    return e.future_uses / max(1.0, e.uses_per_batch) * (saving - e.inc_s) > e.init_s
+
+
 def decline_reason(e: Evidence) -> str | None:
     """Why maintaining now does not pay (run plain instead), or None to maintain."""
     if e.plain_s is None or e.sketched_s is None or e.maint_s is None:
         return None
-    saving = max(0.0, e.plain_s - e.sketched_s) * max(1.0, e.uses_per_batch)
-    if saving >= e.maint_s:
+    saving = _saving(e)
+    if saving >= e.maint_s or buy_now(e):  # a rent repaid by this batch's uses, or state that pays
         return None
-    if e.init_s is not None and e.inc_s is not None and e.future_uses > 0:
-        batches = e.future_uses / max(1.0, e.uses_per_batch)
-        if batches * (saving - e.inc_s) > e.init_s:  # buying operator state pays over the horizon
-            return None
     return (f"stale sketch not maintained: maintenance ~{e.maint_s:.2f} s > saving ~{saving:.2f} s "
             f"(plain {e.plain_s:.2f} s vs sketched {e.sketched_s:.2f} s, {max(1.0, e.uses_per_batch):.1f} "
             f"use(s) per batch; measured)")
