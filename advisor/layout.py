@@ -1,6 +1,6 @@
 """Clustered copies of a table for skipping: sorted on one attribute, written as a few large files
-of small Parquet row groups of small pages (Spark skips row groups by their min/max, and pages by
-the column index), with a per-file min/max manifest.  Few files because opening one costs ~10-20 ms per scan: 211 files of 30k rows read in
+of small Parquet row groups (Spark skips row groups by their min/max, and pages by the column
+index), with a per-file min/max manifest.  Few files because opening one costs ~10-20 ms per scan: 211 files of 30k rows read in
 3.6 s what 4 files read in 2.3 s and the 2 base files in 1.3 s (SF1, BENCHMARKS.md session 14).
 
 A layout is a snapshot at one table version; reads at a later version add that version's
@@ -22,11 +22,14 @@ from advisor.partitions import encode_value, kind_of
 # runs 2-3x slower than 1 MiB ones over the same rows and filters (0.5-0.9 s vs 0.2-0.35 s), though
 # they read 7 % of a demo-size table where 1 MiB read 38 % (BENCHMARKS.md, sessions 26-27).
 ROW_GROUP_BYTES = 1 << 20
-# Parquet pages of at most this many rows inside those row groups.  Spark's reader skips pages by the
-# column index (their min/max) as well, and rows of skipped pages are not read: a big_orders sketch
-# of 57 orders at SF1 read 57,000 rows instead of the 390,894 of its 57 row groups, in 0.16-0.22 s
-# against 0.20-0.22 s, and plain scans of the copy were no slower (BENCHMARKS.md, session 35).
-PAGE_ROWS = 1000
+# Parquet pages of at most this many rows inside those row groups (None: parquet-mr's default, about
+# one page per row group).  Spark's reader skips pages by the column index (their min/max) as well:
+# with 1,000-row pages a big_orders sketch of 57 orders at SF1 read 57,000 rows instead of the
+# 390,894 of its 57 row groups.  Off for now: the small pages also make parquet-mr cut row groups
+# of ~3x more rows (it sizes them by the bytes of pages already compressed), and the read-fraction
+# model (``skipping``) still predicts whole row groups, so it turned the demo's decisions more
+# pessimistic (1.40x against 1.20x) while the SF1 replay did not gain (BENCHMARKS.md, session 35).
+PAGE_ROWS: int | None = None
 
 
 def build_layout(catalog, table: str, attr: str, version: int | None = None,
@@ -52,8 +55,8 @@ def build_layout(catalog, table: str, attr: str, version: int | None = None,
     order = [attr] + ([then.lower()] if then else []) + [RID]
     (df.repartition(1).sortWithinPartitions(*order)
        .write.option("maxRecordsPerFile", rows_per_file)
-       .option("parquet.block.size", ROW_GROUP_BYTES).option("parquet.page.row.count.limit", PAGE_ROWS)
-       .parquet(str(tmp)))
+       .option("parquet.block.size", ROW_GROUP_BYTES)
+       .options(**({"parquet.page.row.count.limit": PAGE_ROWS} if PAGE_ROWS else {})).parquet(str(tmp)))
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
