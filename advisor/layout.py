@@ -1,7 +1,8 @@
 """Clustered copies of a table for skipping: sorted on one attribute, written as a few large files
 of small Parquet row groups (Spark skips row groups by their min/max, and pages by the column
-index), with a per-file min/max manifest.  Few files because opening one costs ~10-20 ms per scan: 211 files of 30k rows read in
-3.6 s what 4 files read in 2.3 s and the 2 base files in 1.3 s (SF1, BENCHMARKS.md session 14).
+index), with a per-file min/max manifest.  Few files because opening one costs ~10-20 ms per scan:
+211 files of 30k rows read in 3.6 s what 4 files read in 2.3 s and the 2 base files in 1.3 s (SF1,
+BENCHMARKS.md session 14).
 
 A layout is a snapshot at one table version; reads at a later version add that version's
 insert/delete batches on top (catalog.read_on_top), so a layout never serves stale rows.
