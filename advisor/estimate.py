@@ -277,7 +277,8 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     say(f"sampling {table} (theta={theta:g}, strata: {', '.join(shape.strata) or 'none'})")
     own_attrs = {split_key(k, table)[1] for k in plan if split_key(k, table)[0] == table}
     sample = get_sample(catalog, table, shape.strata, theta, seed, v,
-                        columns=sorted(set(shape.read_columns()) | own_attrs))
+                        columns=sorted(set(shape.read_columns()) | own_attrs),
+                        on_layout=_prefetch_replicates(B, seed) if method == "bootstrap" else None)
     secs["sampling"] = sample.seconds
     t0 = time.perf_counter()
     parts = {}
@@ -344,6 +345,19 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     secs["sizes"] = time.perf_counter() - t0
     pair_sizes = _pair_sizes(pdf, fcols, sizes, parts, pairs(sizes)) if pairs else {}
     return Estimation(shape, sample, sizes, parts, est.n_groups, secs, notes, pair_sizes)
+
+
+def _prefetch_replicates(B: int, seed: int) -> Callable:
+    """The ``on_layout`` of a fresh draw: start drawing the sample's bootstrap replicates on the
+    helper thread (``estimators.prefetch``) while this one picks the rows and evaluates the query
+    over them.  A fresh sample has no cached group statistics, so the replicates will be drawn."""
+    from estimators import prefetch
+    from estimators.aggregates import BLOCK_CELLS
+
+    def on_layout(labels, k_g, n_g):
+        prefetch.start(lambda: prefetch.layout(labels, k_g, n_g), B, BLOCK_CELLS, seed)
+
+    return on_layout
 
 
 def _groups_key(shape: Shape, sample: SampleInfo, parts: dict, versions: dict, settings: tuple) -> tuple:

@@ -54,9 +54,9 @@ def _draw_locally(catalog, table: str, strata: list, version: int) -> bool:
 
 
 def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: int, path,
-          columns: Optional[list]) -> dict:
+          columns: Optional[list], on_layout=None) -> dict:
     """Draw the sample afresh with the table ``columns`` (None: all), write it to ``path`` and return
-    its meta."""
+    its meta.  ``on_layout``: see ``sampling_local.draw`` (a draw on the driver only)."""
     from estimators.sampling import stratified_sample
 
     if _draw_locally(catalog, table, strata, version):
@@ -64,7 +64,7 @@ def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: i
         from estimators import sampling_local
 
         s = sampling_local.draw(catalog.read_arrow(table, version, columns, with_rid=True), strata, theta, seed,
-                                id_col="_rid", reserve=True)
+                                id_col="_rid", reserve=True, on_layout=on_layout)
         sampling_local.write(s.table, str(path))
         sample_query.prime(str(path), s.table)  # the estimate reads its rows from memory
         where = "driver"
@@ -128,13 +128,14 @@ def _complete(catalog, table: str, version: int, path: str, meta: dict, need: Op
 
 
 def get_sample(catalog, table: str, strata: list, theta: float, seed: int, version: int,
-               columns: Optional[list] = None) -> SampleInfo:
+               columns: Optional[list] = None, on_layout=None) -> SampleInfo:
     """The stratified sample for the key (table, strata, theta, seed, version): reuse or draw + store.
 
     ``columns``: the table columns the caller reads (None: all).  A sample is drawn with those and
     the strata only -- decoding every column of a wide table cost most of a draw (lineitem: 1.1-1.5 s
     of ~2.5 s) -- and a stored sample that lacks some is widened for its own rows (``_widen``),
-    so one sample per key still serves every query: the rows depend on the key alone."""
+    so one sample per key still serves every query: the rows depend on the key alone.
+    ``on_layout`` learns the strata of a sample drawn afresh on the driver (``sampling_local.draw``)."""
     strata = sorted(strata)
     sj = json.dumps(strata)
     need = None if columns is None else sorted(set(columns) | set(strata))
@@ -154,7 +155,7 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
     if meta is not None:
         _complete(catalog, table, version, str(path), meta, need)
     else:
-        meta = _draw(catalog, table, strata, theta, seed, version, path, need)
+        meta = _draw(catalog, table, strata, theta, seed, version, path, need, on_layout)
     secs = time.perf_counter() - t0
     meta["seconds"] = round(secs, 3)
     with catalog.store.tx() as c:

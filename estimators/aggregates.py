@@ -200,11 +200,14 @@ def _interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarr
     return q[0].reshape(np.shape(reps)[1:]), q[1].reshape(np.shape(reps)[1:])
 
 
+BLOCK_CELLS = 4_000_000  # bootstrap cells (rows x replicates) drawn at a time: bounds the weights' memory
+
+
 def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence[tuple],
                     method: str = "bootstrap", B: int = 50, seed: int = 0,
                     where: Union[str, np.ndarray, None] = None, confidence: float = 0.95,
                     fpc: bool = True, n_col: str = "_n_g", strata_col: str = "_stratum",
-                    block_cells: int = 4_000_000) -> GroupEstimates:
+                    block_cells: int = BLOCK_CELLS) -> GroupEstimates:
     """Estimate every aggregate for every group of a stratified sample (Algorithm 1, made probabilistic).
 
     ``aggs`` is a list of ``(func, col)`` with func in sum/count/avg/min/max and ``col=None`` (or

@@ -78,9 +78,11 @@ def _by_stratum_then_key(code: np.ndarray, u: np.ndarray, G: int) -> np.ndarray:
 
 
 def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_rid",
-         max_strata: int | None = None, reserve: bool = True) -> LocalSample:
+         max_strata: int | None = None, reserve: bool = True, on_layout=None) -> LocalSample:
     """Draw the sample of ``table`` (a pyarrow Table with the unique id column ``id_col``); the
-    arguments mean what they mean for ``sampling.stratified_sample``."""
+    arguments mean what they mean for ``sampling.stratified_sample``.  ``on_layout(labels, k_g,
+    n_g)``, if given, learns each stratum's label, sample size and population size as soon as they
+    are known, before the rows are picked (a stratified draw only)."""
     import pyarrow as pa
 
     if not (0.0 < float(theta) <= 1.0):
@@ -113,6 +115,8 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
         out = _with(_take(base, rows), _n_g=(n_g[c], pa.int64()), _stratum=(label[c], pa.string()))
         return LocalSample(out, N, G, quota(N, theta), True)
 
+    if on_layout is not None:
+        on_layout(label, k_g, n_g)
     lim = reserve_sizes(k_g) if reserve else k_g
     # only keys under a per-stratum threshold can rank within the limit; a stratum with fewer
     # candidates than it needs is ranked in full, so the result is exact either way

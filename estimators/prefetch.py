@@ -1,0 +1,103 @@
+"""Bootstrap replicates drawn ahead, on a helper thread, while the driver evaluates the query over
+a sample it has just drawn.
+
+The replicate weights depend only on the sample's strata layout, ``N_h``, ``B``, the block size,
+``fpc`` and the seed (``bootstrap.blocks_key``), all known once the sample is drawn, whereas the
+estimate first spends tens of milliseconds running the query's filters over the sample
+(``advisor.estimate.sample_frame``).  Drawing the replicates meanwhile on the machine's other core
+(numpy releases the GIL in its array loops) takes them off a cold estimate's critical path.
+``replicate_blocks`` claims a prefetched result only under the key it would draw with itself, so
+the numbers are bit for bit those of drawing inline; a layout that turns out different (a join
+that repeats sample rows, say) is simply not claimed.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+ENABLED = True  # the advice harness switches it off to measure the single-threaded cold estimate
+_POOL: Optional[ThreadPoolExecutor] = None
+_JOBS: list = []
+_LOCK = threading.Lock()
+CLAIMED = {"hit": 0, "miss": 0}  # for tests and benchmarks: claims served by a prefetch, or not
+
+
+class _Job:
+    """One prefetch: its key, published as soon as the layout is known, then the blocks."""
+
+    def __init__(self) -> None:
+        self.key: Optional[tuple] = None
+        self.ready = threading.Event()
+        self.future = None
+
+
+def layout(labels: Sequence, k: np.ndarray, N: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """The sorted stratum index and ``N_h`` that ``aggregates.estimate_groups`` resamples for a
+    sample of ``k[h]`` rows from each stratum ``h`` of ``N[h]`` rows labelled ``labels[h]``: strata
+    numbered in the labels' sorted order (its ``pd.factorize(sort=True)``), rows in stratum order.
+    None for strata without sampled rows or labels that are not unique."""
+    from estimators.bootstrap import stratum_sizes
+
+    labels = np.asarray(labels, dtype=object)
+    k = np.asarray(k, dtype=np.int64)
+    if k.shape[0] == 0 or (k <= 0).any() or len(set(labels.tolist())) != labels.shape[0]:
+        return None
+    order = np.argsort(labels, kind="stable")
+    si = np.repeat(np.arange(order.shape[0], dtype=np.int64), k[order])
+    return si, stratum_sizes(si, np.asarray(N, dtype=float)[order])[1]
+
+
+def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, seed: int,
+          fpc: bool = True) -> None:
+    """Start drawing, on the helper thread, the replicate blocks of the layout ``make_layout()``
+    returns (``layout``'s pair, or None to give up), as ``estimate_groups`` would draw them with
+    ``B``, ``block_cells`` and ``seed``."""
+    from estimators.bootstrap import _BLOCKS, blocks_key, draw_blocks
+
+    global _POOL
+    if not ENABLED:
+        return
+    job = _Job()
+
+    def run():
+        try:
+            got = make_layout()
+            if got is None:
+                return None
+            s, N = np.ascontiguousarray(got[0], dtype=np.int64), np.ascontiguousarray(got[1], dtype=float)
+            rng = np.random.default_rng(seed)
+            block = max(1, int(block_cells) // max(s.shape[0], 1))
+            key = blocks_key(s, N, B, block, fpc, rng)
+            if key in _BLOCKS:  # drawn before and still cached: nothing to do ahead
+                return None
+            job.key = key
+        finally:
+            job.ready.set()
+        out = draw_blocks(s, N, B, block, rng, fpc)
+        return out, rng.bit_generator.state
+
+    with _LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(1, thread_name_prefix="advisor-prefetch")
+        job.future = _POOL.submit(run)
+        _JOBS.append(job)
+
+
+def claim(key: tuple) -> Optional[tuple]:
+    """``(blocks, generator state after them)`` prefetched under ``key``, or None.  Every pending
+    prefetch is taken off the list: one serves the next draw or none (an unclaimed one is only
+    memory until it finishes)."""
+    with _LOCK:
+        jobs = _JOBS[:]
+        _JOBS.clear()
+    for job in jobs:
+        job.ready.wait()
+        if job.key == key:
+            CLAIMED["hit"] += 1
+            return job.future.result()
+    CLAIMED["miss"] += 1
+    return None
