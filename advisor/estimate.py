@@ -228,8 +228,7 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
         top = ", ".join([q(k) for k in shape.keys] + [f"CAST({e} AS DOUBLE) AS {c}" for c, e in shape.args.items()]
                         + [SID])
         out = catalog.spark.sql(f"SELECT {top} FROM ({spj}) x").toPandas()
-    pdf = base.merge(out, on=SID, how="left", indicator=True)
-    pdf[U] = (pdf.pop("_merge") == "both").to_numpy()
+    pdf = _combine(base, out)
     for i, (k, p) in enumerate(sorted((k, p) for k, p in parts.items() if k not in own)):
         fcols[k] = f"__d{i}"  # a joined table's group-by column: the fragment of each row's key value
         pdf[f"__d{i}"] = _key_fragments(pdf[_key_column(shape, p)], p)
@@ -237,6 +236,22 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
         g = pdf.groupby("_stratum")[SID]
         pdf["_n_g"] = pdf["_n_g"] * g.transform("size") / g.transform("nunique")
     return pdf, fcols
+
+
+def _combine(base, out):
+    """``base`` (one row per sampled row) left-joined with the aggregation's input ``out`` on the
+    sample row id, ``U`` marking the rows that reach the aggregation."""
+    import pandas as pd
+
+    if len(out) == len(base) and np.array_equal(out[SID].to_numpy(dtype=np.int64), base[SID].to_numpy()):
+        # every sampled row reaches the aggregation once, in the sample's order (no WHERE, no
+        # fan-out): the merge's result without its hash join (~6 ms of a crimes estimate)
+        pdf = pd.concat([base, out.drop(columns=[SID]).reset_index(drop=True)], axis=1)
+        pdf[U] = np.ones(len(pdf), dtype=bool)
+        return pdf
+    pdf = base.merge(out, on=SID, how="left", indicator=True)
+    pdf[U] = (pdf.pop("_merge") == "both").to_numpy()
+    return pdf
 
 
 def _key_column(shape: Shape, part) -> str:

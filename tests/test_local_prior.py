@@ -181,3 +181,22 @@ def test_the_nonparametric_posterior_does_not_depend_on_the_sample_row_order(mon
         assert used is not None
         runs.append(est.replicates[est.names[0]])
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "exponential", "student3", "constant"])
+def test_non_normal_agrees_with_scipys_moments(dist):
+    """The hand-rolled skewness and kurtosis (products, no float powers) against scipy.stats."""
+    from scipy import stats
+
+    from estimators.deconvolve import MAX_KURTOSIS, MAX_SKEW, non_normal
+
+    rng = np.random.default_rng(4)
+    res = {"normal": rng.normal(size=20_000), "uniform": rng.uniform(size=20_000),
+           "exponential": rng.exponential(size=20_000), "student3": rng.standard_t(3, size=20_000),
+           "constant": np.full(100, 2.5)}[dist]
+    if dist == "constant":
+        assert not non_normal(res)
+        return
+    want = abs(stats.skew(res)) > MAX_SKEW or stats.kurtosis(res) > MAX_KURTOSIS
+    assert non_normal(res) == want
+    assert want == (dist in ("exponential", "student3"))

@@ -160,3 +160,4 @@ def test_a_cold_estimate_claims_the_prefetch_and_equals_one_without(ctx, sql, mo
         x, y = ahead.sizes[key], inline.sizes[key]
         assert (x.rows_expected, x.rows_point, x.point_fragments, x.ci_lo, x.ci_hi) == \
                (y.rows_expected, y.rows_point, y.point_fragments, y.ci_lo, y.ci_hi)
+
