@@ -1,9 +1,10 @@
-"""Bootstrap replicates drawn ahead, on a helper thread, while the driver evaluates the query over
-a sample it has just drawn.
+"""Work handed to the estimators' one helper thread: bootstrap replicates drawn ahead while the
+driver picks a fresh sample's rows and evaluates the query over them.
 
 The replicate weights depend only on the sample's strata layout, ``N_h``, ``B``, the block size,
-``fpc`` and the seed (``bootstrap.blocks_key``), all known once the sample is drawn, whereas the
-estimate first spends tens of milliseconds running the query's filters over the sample
+``fpc`` and the seed (``bootstrap.blocks_key``), all known as soon as a draw has counted its strata
+(``sampling_local.draw(on_layout=...)``), whereas the estimate then spends tens of milliseconds
+picking rows, writing the sample and running the query's filters over it
 (``advisor.estimate.sample_frame``).  Drawing the replicates meanwhile on the machine's other core
 (numpy releases the GIL in its array loops) takes them off a cold estimate's critical path.
 ``replicate_blocks`` claims a prefetched result only under the key it would draw with itself, so
@@ -24,6 +25,16 @@ _POOL: Optional[ThreadPoolExecutor] = None
 _JOBS: list = []
 _LOCK = threading.Lock()
 CLAIMED = {"hit": 0, "miss": 0}  # for tests and benchmarks: claims served by a prefetch, or not
+
+
+def helper_pool() -> ThreadPoolExecutor:
+    """The estimators' one helper thread (created on first use): the machine's second core for
+    numpy work that overlaps the driver's own (prefetched replicates, the draw's hash keys)."""
+    global _POOL
+    with _LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(1, thread_name_prefix="advisor-helper")
+        return _POOL
 
 
 class _Job:
@@ -58,7 +69,6 @@ def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, 
     ``B``, ``block_cells`` and ``seed``."""
     from estimators.bootstrap import _BLOCKS, blocks_key, draw_blocks
 
-    global _POOL
     if not ENABLED:
         return
     job = _Job()
@@ -80,10 +90,9 @@ def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, 
         out = draw_blocks(s, N, B, block, rng, fpc)
         return out, rng.bit_generator.state
 
+    pool = helper_pool()
     with _LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(1, thread_name_prefix="advisor-prefetch")
-        job.future = _POOL.submit(run)
+        job.future = pool.submit(run)
         _JOBS.append(job)
 
 

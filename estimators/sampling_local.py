@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from estimators.prefetch import helper_pool
 from estimators.sampling import quota, quotas, reserve_sizes
 from estimators.spark_hash import sample_keys
 from estimators.stratum_labels import group_codes, labels
@@ -70,8 +71,19 @@ def _with(table, **cols):
 
 
 def _by_stratum_then_key(code: np.ndarray, u: np.ndarray, G: int) -> np.ndarray:
-    """``np.lexsort((u, code))`` -- by stratum, then key, then position -- as two stable sorts, the
-    second a radix sort of 16-bit codes when the strata allow: ~40 % less time for ~1M candidates."""
+    """``np.lexsort((u, code))`` -- by stratum, then key, then position.
+
+    The keys are multiples of 2^-53 (``sample_keys``), so with fewer than 2^11 strata the pair is
+    one exact 64-bit integer ``code << 53 | u * 2^53``, sorted by numpy's (vectorised) quicksort:
+    8.2 -> 1.6 ms for crimes' 92k candidates.  Equal pairs, which only a stable sort orders by
+    position, or more strata take two stable sorts, the second a radix sort of 16-bit codes."""
+    if G <= 1 << 11:
+        key = (u * 9007199254740992.0).astype(np.uint64)
+        key |= code.astype(np.uint64) << np.uint64(53)
+        o = np.argsort(key)
+        k = key[o]
+        if not (k[1:] == k[:-1]).any():
+            return o
     o = np.argsort(u, kind="stable")
     c = code[o].astype(np.uint16 if G <= 1 << 16 else np.int64)
     return o[np.argsort(c, kind="stable")]
@@ -94,7 +106,9 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
     theta = float(theta)
     base = table.drop_columns([c for c in ("_n_g", "_stratum") if c in table.column_names])
     N = base.num_rows
-    u = sample_keys(seed, base.column(id_col).to_numpy(zero_copy_only=False))
+    ids = base.column(id_col).to_numpy(zero_copy_only=False)
+    if not strata:
+        u = sample_keys(seed, ids)
 
     if not strata:
         k = quota(N, theta)
@@ -102,7 +116,10 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
                     _stratum=(["{}"] * k, pa.string()))
         return LocalSample(out, N, 1 if N else 0, k, False)
 
+    # the keys are hashed on the helper thread meanwhile (numpy releases the GIL): ~4 ms of ~35
+    keys = helper_pool().submit(sample_keys, seed, ids)
     code, first = group_codes(base, strata)
+    u = keys.result()
     G = len(first)
     n_g = np.bincount(code, minlength=G).astype(np.int64)
     k_g = quotas(n_g, theta)

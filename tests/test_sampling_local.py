@@ -337,13 +337,17 @@ def test_stratum_codes_of_integer_and_date_columns_match_factorize(make):
             np.testing.assert_array_equal(first, [int(np.flatnonzero(want == i)[0]) for i in range(len(uniq))])
 
 
-@pytest.mark.parametrize("G", [3, 70_000])
-def test_stratum_then_key_order_is_lexsort(G):
-    """The draw's two stable sorts order candidates exactly as ``np.lexsort((u, code))``, ties in
-    the key included, for 16-bit (radix-sorted) and wider stratum codes."""
+@pytest.mark.parametrize("G", [3, 2048, 2049, 70_000])
+@pytest.mark.parametrize("ties", [True, False])
+def test_stratum_then_key_order_is_lexsort(G, ties):
+    """The draw orders candidates exactly as ``np.lexsort((u, code))``: by one 64-bit key when the
+    strata fit 11 bits and no (stratum, key) pair repeats, else by two stable sorts (16-bit radix
+    or wider codes), ties broken by position.  Keys are multiples of 2^-53, as ``sample_keys``'."""
     rng = np.random.default_rng(G)
     code = rng.integers(0, G, 5000)
-    u = rng.integers(0, 40, 5000) / 40.0  # many equal keys
+    u = (rng.integers(0, 40, 5000) / 40.0 if ties  # many equal keys
+         else rng.integers(0, 2 ** 53, 5000, dtype=np.int64) / 2.0 ** 53)
+    u[:3] = [0.0, 1.0 - 2.0 ** -53, 0.5]
     np.testing.assert_array_equal(sampling_local._by_stratum_then_key(code, u, G), np.lexsort((u, code)))
 
 
