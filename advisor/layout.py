@@ -26,11 +26,11 @@ ROW_GROUP_BYTES = 1 << 20
 # Parquet pages of at most this many rows inside those row groups (None: parquet-mr's default, about
 # one page per row group).  Spark's reader skips pages by the column index (their min/max) as well:
 # with 1,000-row pages a big_orders sketch of 57 orders at SF1 read 57,000 rows instead of the
-# 390,894 of its 57 row groups.  Off for now: the small pages also make parquet-mr cut row groups
-# of ~3x more rows (it sizes them by the bytes of pages already compressed), and the read-fraction
-# model (``skipping``) still predicts whole row groups, so it turned the demo's decisions more
-# pessimistic (1.40x against 1.20x) while the SF1 replay did not gain (BENCHMARKS.md, session 35).
-PAGE_ROWS: int | None = None
+# 390,894 of its 57 row groups (BENCHMARKS.md, session 35).  parquet-mr cuts the sorted column's
+# pages at exactly this many rows from each row group's start, which ``skipping`` models as the
+# read units of the layout's own attribute (it matched Spark's rows read exactly for 1k, 2k and 4k
+# pages; ``tests/test_page_units.py``).  The manifest records it per file.
+PAGE_ROWS: int | None = 1000
 
 
 def build_layout(catalog, table: str, attr: str, version: int | None = None,
@@ -70,7 +70,8 @@ def build_layout(catalog, table: str, attr: str, version: int | None = None,
         F.min(F.when(valid, col)).alias("mn"), F.max(F.when(valid, col)).alias("mx"),
         F.sum(F.when(valid, 0).otherwise(1)).alias("nulls"), F.count(F.lit(1)).alias("rows")).collect()
     manifest = [{"path": r["__file"], "min": encode_value(r["mn"]), "max": encode_value(r["mx"]),
-                 "nulls": int(r["nulls"]), "rows": int(r["rows"])} for r in stats]
+                 "nulls": int(r["nulls"]), "rows": int(r["rows"]), **({"page_rows": PAGE_ROWS} if PAGE_ROWS else {})}
+                for r in stats]
     manifest.sort(key=lambda m: m["path"])
     with catalog.store.tx() as c:
         cur = c.execute("INSERT INTO layouts(table_name, attr, table_version, path, manifest_json, created)"

@@ -243,6 +243,56 @@ def _footer_units_cached(files: tuple, stamp: tuple, attr: str) -> tuple:
     return tuple(out)
 
 
+# Attribute kinds whose pages are modelled: parquet-mr writes column-index min/max for them in
+# Spark's sort order (INT96 timestamps get none; floats' NaN pages are left to the row groups).
+PAGE_KINDS = ("int", "date", "str")
+
+
+# parquet-mr first checks a new row group's page sizes after this many rows
+# (``parquet.page.size.row.check.min``), so a page row limit below it gives a longer first page.
+PAGE_CHECK_MIN = 100
+
+
+def _page_units(files: list[str], attr: str, page_rows: int) -> Optional[list[ReadUnit]]:
+    """One unit per Parquet page of ``attr`` in a layout sorted on it.  parquet-mr cuts each row
+    group's pages every ``page_rows`` rows (P) from the group's start, the first one after
+    max(P, ``PAGE_CHECK_MIN``) rows; sorted (NULLs first), a page's bounds are its first and last
+    non-NULL values.  Probed with equality filters, these are the pages Spark skips by the column
+    index.  None when the column is not sorted after all (the caller falls back to row groups)."""
+    stamp = tuple(os.stat(f).st_mtime_ns for f in files)
+    got = _page_units_cached(tuple(files), stamp, attr, int(page_rows))
+    return None if got is None else list(got)
+
+
+@lru_cache(maxsize=64)
+def _page_units_cached(files: tuple, stamp: tuple, attr: str, page_rows: int) -> Optional[tuple]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out = []
+    for f in files:
+        pf = pq.ParquetFile(f)
+        for g in range(pf.num_row_groups):
+            col = pf.read_row_group(g, columns=[attr]).column(0).combine_chunks()
+            n, nulls = len(col), int(col.null_count)
+            if nulls and col.slice(0, nulls).null_count != nulls:
+                return None  # NULLs not first: not the layout's order
+            vals = col.slice(nulls)
+            if len(vals) > 1 and not pc.all(pc.less_equal(vals.slice(0, len(vals) - 1), vals.slice(1))).as_py():
+                return None
+            first = max(page_rows, PAGE_CHECK_MIN)
+            starts = np.concatenate([[0], np.arange(first, n, page_rows, dtype=np.int64)]) if n else np.zeros(0, np.int64)
+            ends = np.append(starts[1:], n)
+            k = np.clip(np.minimum(ends, nulls) - starts, 0, None)  # the page's NULLs: they lead the group
+            has = k < ends - starts
+            lo = iter(vals.take(pa.array(np.maximum(starts, nulls)[has] - nulls)).to_pylist())
+            hi = iter(vals.take(pa.array(ends[has] - 1 - nulls)).to_pylist())
+            for r, kn, h in zip((ends - starts).tolist(), k.tolist(), has.tolist()):
+                out.append(ReadUnit(r, next(lo), next(hi), kn) if h else ReadUnit(r, None, None, kn))
+    return tuple(out)
+
+
 def _stat_values(st) -> tuple:
     """(min, max) of a column chunk; decimals stored as INT32/INT64 (Spark's choice up to 18 digits)
     come back from pyarrow only as raw integers, scaled here."""
@@ -259,7 +309,7 @@ def read_units(catalog, table: str, attr: str, version: int, layout: bool = True
     ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version (files),
     else (or with ``layout=False``) the base files' row groups; batch inserts since are always read."""
     from advisor.layout import find_layout
-    from advisor.partitions import decode_value
+    from advisor.partitions import decode_value, kind_of
 
     dtype = catalog.column_type(table, attr)
     lay = find_layout(catalog.store, table, layout_attr or attr, version) if layout else None
@@ -267,11 +317,15 @@ def read_units(catalog, table: str, attr: str, version: int, layout: bool = True
     if lay is not None:
         # row groups of the layout files (1 MiB each): Spark prunes those inside the files it opens
         files = sorted(str(f) for f in Path(lay["path"]).glob("*.parquet"))
-        units = _footer_units(files, attr) if files else [
+        page_rows = lay["manifest"][0].get("page_rows") if lay["manifest"] else None
+        pages = (_page_units(files, attr, page_rows) if files and page_rows and lay["attr"] == attr
+                 and kind_of(dtype) in PAGE_KINDS else None)
+        units = pages if pages is not None else _footer_units(files, attr) if files else [
             ReadUnit(int(m["rows"]), decode_value(m["min"], dtype), decode_value(m["max"], dtype),
                      int(m.get("nulls", 0))) if lay["attr"] == attr else ReadUnit(int(m["rows"]), always=True)
             for m in lay["manifest"]]
-        since, source = lay["table_version"], f"layout {lay['id']} ({len(files)} files, {len(units)} row groups)"
+        since = lay["table_version"]
+        source = f"layout {lay['id']} ({len(files)} files, {len(units)} {'pages' if pages is not None else 'row groups'})"
     else:
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         files = sorted(str(f) for f in Path(base.base_path).glob("*.parquet"))

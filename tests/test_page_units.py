@@ -1,0 +1,95 @@
+"""Page-level read units of a clustered layout (``skipping._page_units``), checked against Spark.
+
+Differential: for sketches of random fragment sets on integer, date and string attributes (NULLs
+included), the rows the model predicts a sketched scan of the layout reads must equal the rows
+Spark's Parquet reader actually returns after skipping row groups and pages by the column index.
+Small pages (50 rows, below parquet-mr's first size check at 100 rows, so each row group starts
+with a 100-row page) and small row groups make every row group end in a short page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from advisor import layout
+from advisor.context import Context
+from advisor.metrics import collect_scan_metrics
+from advisor.select import fine_partition
+from advisor.skipping import _page_units, boundary_values, read_fraction_of, read_units
+from advisor.use import range_condition, read_set
+
+ATTRS = ("k", "d", "s")
+
+
+@pytest.fixture(scope="module")
+def ctx(spark, tmp_path_factory):
+    rng = np.random.default_rng(11)
+    n = 6000
+    k = pd.array(rng.integers(0, 3000, n), dtype="Int64")
+    k[rng.random(n) < 0.03] = pd.NA
+    s = pd.Series([f"s{v:04d}" for v in rng.integers(0, 500, n)], dtype=object)
+    s[rng.random(n) < 0.02] = None
+    pdf = pd.DataFrame({"k": k, "d": [dt.date(2020, 1, 1) + dt.timedelta(days=int(v)) for v in rng.integers(0, 400, n)],
+                        "s": s, "x": rng.random(n)})
+    c = Context(tmp_path_factory.mktemp("pages"), spark=spark)
+    c.catalog.create_table("pg", spark.createDataFrame(pdf).selectExpr("CAST(k AS BIGINT) AS k", "d", "s", "x"), "test")
+    saved = layout.PAGE_ROWS, layout.ROW_GROUP_BYTES
+    layout.PAGE_ROWS, layout.ROW_GROUP_BYTES = 50, 16 << 10
+    try:
+        lays = {a: layout.build_layout(c.catalog, "pg", a, rows_per_file=2500) for a in ATTRS}
+    finally:
+        layout.PAGE_ROWS, layout.ROW_GROUP_BYTES = saved
+    return c, lays
+
+
+@pytest.mark.parametrize("attr", ATTRS)
+def test_units_are_pages_of_the_layouts_own_attribute(ctx, attr):
+    c, lays = ctx
+    v = c.catalog.current_version("pg")
+    units = read_units(c.catalog, "pg", attr, v)
+    assert "pages" in units.source and units.rows == 6000
+    sizes = [u.rows for u in units.units]
+    assert sizes.count(100) >= 3 and all(r <= 50 or r == 100 for r in sizes)
+    assert sum(r < 50 for r in sizes) >= 3  # row groups end in short pages
+    other = read_units(c.catalog, "pg", "x", v, layout_attr=attr)  # not the sort column: row groups
+    assert "row groups" in other.source
+
+
+@pytest.mark.parametrize("attr", ATTRS)
+def test_predicted_rows_read_equal_sparks(ctx, spark, attr):
+    c, lays = ctx
+    cat = c.catalog
+    v = cat.current_version("pg")
+    part = fine_partition(cat, "pg", attr, 40, v)
+    units = read_units(cat, "pg", attr, v)
+    rng = np.random.default_rng(len(attr))
+    ids = list(range(len(part.boundaries) + 1))
+    cases = [frozenset(rng.choice(ids, size=m, replace=False).tolist()) for m in (1, 2, 3, 5, 8)]
+    cases.append(frozenset({part.null_id, int(rng.integers(0, len(ids)))}))
+    for frags in cases:
+        want = read_fraction_of(units.units, boundary_values(part), read_set(frags, part), part.null_id) * 6000
+        df = spark.read.parquet(lays[attr]["path"]).where(range_condition(part, frags, attr))
+        df.collect()
+        assert collect_scan_metrics(df).rows_read == round(want), (attr, sorted(frags))
+
+
+def test_an_unsorted_column_gives_no_page_units(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = str(tmp_path / "u.parquet")
+    pq.write_table(pa.table({"a": [3, 1, 2, 5]}), f)
+    assert _page_units([f], "a", 2) is None
+    g = str(tmp_path / "n.parquet")
+    pq.write_table(pa.table({"a": [1, None, 2, 5]}), g)  # NULLs not first
+    assert _page_units([g], "a", 2) is None
+    h = str(tmp_path / "ok.parquet")
+    pq.write_table(pa.table({"a": [None] * 98 + [1, 2, 2, 7, 9] + [10] * 150}), h)
+    assert [(u.rows, u.lo, u.hi, u.nulls) for u in _page_units([h], "a", 120)] == \
+        [(120, 1, 10, 98), (120, 10, 10, 0), (13, 10, 10, 0)]
+    assert [(u.rows, u.lo, u.hi, u.nulls) for u in _page_units([h], "a", 30)][:3] == \
+        [(100, 1, 2, 98), (30, 2, 10, 0), (30, 10, 10, 0)]
