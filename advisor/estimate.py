@@ -364,8 +364,8 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
 
 def _prefetch_replicates(B: int, seed: int) -> Callable:
     """The ``on_layout`` of a fresh draw: start drawing the sample's bootstrap replicates on the
-    helper thread (``estimators.prefetch``) while this one picks the rows and evaluates the query
-    over them.  A fresh sample has no cached group statistics, so the replicates will be drawn."""
+    helper thread (``estimators.prefetch``) while this one evaluates the query over the sample.  A
+    fresh sample has no cached group statistics, so the replicates will be drawn."""
     from estimators import prefetch
     from estimators.aggregates import BLOCK_CELLS
 

@@ -1,15 +1,15 @@
 """Work handed to the estimators' one helper thread: bootstrap replicates drawn ahead while the
-driver picks a fresh sample's rows and evaluates the query over them.
+driver evaluates the query over a sample it has just drawn.
 
 The replicate weights depend only on the sample's strata layout, ``N_h``, ``B``, the block size,
-``fpc`` and the seed (``bootstrap.blocks_key``), all known as soon as a draw has counted its strata
-(``sampling_local.draw(on_layout=...)``), whereas the estimate then spends tens of milliseconds
-picking rows, writing the sample and running the query's filters over it
-(``advisor.estimate.sample_frame``).  Drawing the replicates meanwhile on the machine's other core
-(numpy releases the GIL in its array loops) takes them off a cold estimate's critical path.
-``replicate_blocks`` claims a prefetched result only under the key it would draw with itself, so
-the numbers are bit for bit those of drawing inline; a layout that turns out different (a join
-that repeats sample rows, say) is simply not claimed.
+``fpc`` and the seed (``bootstrap.blocks_key``), all known once a stratified sample is drawn and
+written (``samples.get_sample(on_layout=...)``), whereas the estimate then spends tens of
+milliseconds running the query's filters and joins over it (``advisor.estimate.sample_frame``).
+Drawing the replicates meanwhile on the machine's other core (numpy releases the GIL in its array
+loops) takes them off a cold estimate's critical path.  ``replicate_blocks`` claims a prefetched
+result only under the key it would draw with itself, so the numbers are bit for bit those of
+drawing inline; a layout that turns out different (a join that repeats sample rows, say) is
+simply not claimed.
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ class LocalSample:
     n_strata: int
     sample_size: int
     uniform_fallback: bool
+    # a stratified draw's (label, sample size, population size) per stratum (``prefetch.layout``)
+    strata_layout: tuple | None = None
 
 
 def _smallest(u: np.ndarray, k: int) -> np.ndarray:
@@ -90,11 +92,9 @@ def _by_stratum_then_key(code: np.ndarray, u: np.ndarray, G: int) -> np.ndarray:
 
 
 def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_rid",
-         max_strata: int | None = None, reserve: bool = True, on_layout=None) -> LocalSample:
+         max_strata: int | None = None, reserve: bool = True) -> LocalSample:
     """Draw the sample of ``table`` (a pyarrow Table with the unique id column ``id_col``); the
-    arguments mean what they mean for ``sampling.stratified_sample``.  ``on_layout(labels, k_g,
-    n_g)``, if given, learns each stratum's label, sample size and population size as soon as they
-    are known, before the rows are picked (a stratified draw only)."""
+    arguments mean what they mean for ``sampling.stratified_sample``."""
     import pyarrow as pa
 
     if not (0.0 < float(theta) <= 1.0):
@@ -132,8 +132,6 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
         out = _with(_take(base, rows), _n_g=(n_g[c], pa.int64()), _stratum=(label[c], pa.string()))
         return LocalSample(out, N, G, quota(N, theta), True)
 
-    if on_layout is not None:
-        on_layout(label, k_g, n_g)
     lim = reserve_sizes(k_g) if reserve else k_g
     # only keys under a per-stratum threshold can rank within the limit; a stratum with fewer
     # candidates than it needs is ranked in full, so the result is exact either way
@@ -159,7 +157,7 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
                     _stratum=(label[c], pa.string()), _in=(rank <= k_g[c], pa.bool_()))
     else:
         out = _with(out, _n_g=(n_g[c], pa.int64()), _stratum=(label[c], pa.string()))
-    return LocalSample(out, N, G, int(k_g.sum()), False)
+    return LocalSample(out, N, G, int(k_g.sum()), False, (label, k_g, n_g))
 
 
 def write(sample_table, path: str) -> None:
