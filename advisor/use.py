@@ -30,8 +30,12 @@ def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
 # 1.6-2.0 s at 32 ranges, 3.0 s at 77, 11-13 s at 128 (the plain query: 1.6-1.8 s); ``range_condition``'s
 # search tree tests O(log ranges) bounds per row and took 1.2-1.5 s at 32, 0.8-1.2 s at 77-105, and
 # 3.1-3.3 s at 128 (BENCHMARKS.md, session 24). Replays meet a fresh filter at every capture and every
-# maintained version, so the first run is the common case.
-MAX_RUNS = 64
+# maintained version, so the first run is the common case.  With layouts in 1,000-row pages the cap
+# became the larger cost: bridging a scattered sketch to 64 runs fills the gaps' pages.  SF1
+# big_orders at c = 290 (203 fragments of 10,001): 64 runs read 2.08M rows in 0.72-0.76 s, 200 runs
+# 322k rows in 0.34-0.38 s (fresh filters in a warm JVM; 2.25 s and 1.30 s as the JVM's very first
+# query); at c = 293-296, 0.36-0.62 s against 0.27-0.36 s (BENCHMARKS.md, session 36).
+MAX_RUNS = 256
 
 
 def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:
