@@ -8,12 +8,10 @@ another aggregate) must not reuse an entry.
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 
 import advisor.estimate as estimate_mod
-from advisor.context import Context
+from estimate_helpers import grouped_table_context
 from advisor.estimate import analyze, estimate
 from advisor.plan.parse import parse_sql
 
@@ -22,13 +20,7 @@ REUSED = "group estimates of this sample and aggregation reused"
 
 @pytest.fixture(scope="module")
 def ctx(spark, tmp_path_factory):
-    rng = np.random.default_rng(5)
-    n = 5000
-    pdf = pd.DataFrame({"g": rng.integers(0, 60, n), "k": rng.integers(0, 4000, n),
-                        "v": np.round(rng.gamma(2.0, 10.0, n), 2)})
-    c = Context(tmp_path_factory.mktemp("gc"), spark=spark)
-    c.catalog.create_table("t", spark.createDataFrame(pdf).selectExpr("CAST(g AS INT) AS g", "k", "v"), "test")
-    return c
+    return grouped_table_context(spark, tmp_path_factory.mktemp("gc"), seed=5, n=5000, groups=60, keys=4000)
 
 
 def _run(ctx, sql):

@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 
 import advisor.estimate as estimate_mod
-from advisor.context import Context
 from advisor.estimate import analyze, estimate
 from advisor.plan.parse import parse_sql
 from estimators import bootstrap as bs
 from estimators import prefetch
 from estimators.aggregates import estimate_groups
+from estimate_helpers import grouped_table_context
 
 
 def _sample(seed: int, n: int = 3000):
@@ -120,13 +120,7 @@ def test_a_prefetch_for_another_layout_or_seed_is_not_served():
 
 @pytest.fixture(scope="module")
 def ctx(spark, tmp_path_factory):
-    rng = np.random.default_rng(8)
-    n = 6000
-    pdf = pd.DataFrame({"g": rng.integers(0, 50, n), "k": rng.integers(0, 3000, n),
-                        "v": np.round(rng.gamma(2.0, 10.0, n), 2)})
-    c = Context(tmp_path_factory.mktemp("pf"), spark=spark)
-    c.catalog.create_table("t", spark.createDataFrame(pdf).selectExpr("CAST(g AS INT) AS g", "k", "v"), "test")
-    return c
+    return grouped_table_context(spark, tmp_path_factory.mktemp("pf"), seed=8, n=6000, groups=50, keys=3000)
 
 
 def _fresh_estimate(ctx, sql):
