@@ -27,9 +27,10 @@ ROW_GROUP_BYTES = 1 << 20
 # one page per row group).  Spark's reader skips pages by the column index (their min/max) as well:
 # with 1,000-row pages a big_orders sketch of 57 orders at SF1 read 57,000 rows instead of the
 # 390,894 of its 57 row groups (BENCHMARKS.md, session 35).  parquet-mr cuts the sorted column's
-# pages at exactly this many rows from each row group's start, which ``skipping`` models as the
-# read units of the layout's own attribute (it matched Spark's rows read exactly for 1k, 2k and 4k
-# pages; ``tests/test_page_units.py``).  The manifest records it per file.
+# pages every this many rows from each row group's start (the first after at least 100), which
+# ``skipping._page_units`` models as the read units of the layout's own attribute: the predicted
+# rows equal Spark's for 1k, 2k and 4k pages at SF1 and in ``tests/test_page_units.py``.  The
+# manifest records it per file.
 PAGE_ROWS: int | None = 1000
 
 

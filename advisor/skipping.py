@@ -1,9 +1,9 @@
 """How much of a table a sketch lets Spark skip, predicted from the physical layout.
 
-A sketch only saves what the scan can prune: whole files of a clustered layout (its min/max
-manifest) or, without one, Parquet row groups of the base files (their footer statistics).  A
-sketch covering 5% of lineitem's rows on an attribute every row group spans end to end saves
-nothing.  The cost model therefore charges the *read fraction*, not the sketch's selectivity:
+A sketch only saves what the scan can prune: the pages of a clustered layout's own attribute
+(Parquet column index; ``_page_units``), row groups of its other columns (footer statistics) or,
+without a layout, Parquet row groups of the base files.  A sketch covering 5% of lineitem's rows on
+an attribute every row group spans end to end saves nothing.  The cost model therefore charges the *read fraction*, not the sketch's selectivity:
 
     E[rows read] = sum over read units u of rows_u * (1 - prod_{r in frags(u)} (1 - P_r))
 
