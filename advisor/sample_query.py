@@ -82,11 +82,6 @@ def prime(path: str, table) -> None:
         _DRAWN.popitem(last=False)
 
 
-def drawn(path: str):
-    """The Arrow table just drawn and written under ``path`` (``prime``), or None."""
-    return _DRAWN.get((path, os.path.getmtime(path)))
-
-
 def local_rows(path: str, columns: list) -> pd.DataFrame:
     """The sampled rows (not the reserve) of the stored sample at ``path``: ``_rid`` and ``columns``
     in the engine's nullable dtypes, read with pyarrow (or taken from the table just drawn,

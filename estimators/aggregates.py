@@ -53,8 +53,8 @@ from typing import Sequence, Union
 import numpy as np
 import pandas as pd
 
-from estimators.bootstrap import (GroupIndex, aggregate_weighted, group_exists, normalize_agg,
-                                  group_sums, point_weights, replicate_blocks, replicate_stderr,
+from estimators.bootstrap import (GroupIndex, aggregate_weighted, block_size, group_exists, group_sums,
+                                  normalize_agg, point_weights, replicate_blocks, replicate_stderr,
                                   stratum_sizes)
 from estimators.clt import (compare, normal_interval_probability, normal_pass_probability,
                             normalize_op, stratified_clt, z_value)
@@ -297,7 +297,7 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
     boot_exists = None
     if boot_names or method == "bootstrap":
         # replicates in blocks so that the (block, n) weight matrices stay small for big samples
-        block = max(1, int(block_cells) // max(len(si), 1))
+        block = block_size(len(si), block_cells)
         parts: dict = {n: [] for n in boot_names}
         ex_parts = []
         for wt, drawn in replicate_blocks(si, N_h, B, block, rng, fpc=fpc):

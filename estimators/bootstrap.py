@@ -253,6 +253,11 @@ def blocks_key(s: np.ndarray, N: np.ndarray, B: int, block: int, fpc: bool, rng:
     return digest, int(B), int(block), bool(fpc), repr(rng.bit_generator.state)
 
 
+def block_size(n: int, block_cells: int) -> int:
+    """Replicates per block for ``n`` sample rows: about ``block_cells`` weights at a time."""
+    return max(1, int(block_cells) // max(int(n), 1))
+
+
 def draw_blocks(s: np.ndarray, N: np.ndarray, B: int, block: int, rng: np.random.Generator,
                 fpc: bool) -> list:
     """The ``(weights_t, drawn)`` blocks of ``replicate_blocks``, drawn afresh and made read-only."""

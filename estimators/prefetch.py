@@ -20,7 +20,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-ENABLED = True  # the advice harness switches it off to measure the single-threaded cold estimate
+ENABLED = True  # off: every replicate is drawn inline (tests compare the two)
 _POOL: Optional[ThreadPoolExecutor] = None
 _JOBS: list = []
 _LOCK = threading.Lock()
@@ -67,7 +67,7 @@ def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, 
     """Start drawing, on the helper thread, the replicate blocks of the layout ``make_layout()``
     returns (``layout``'s pair, or None to give up), as ``estimate_groups`` would draw them with
     ``B``, ``block_cells`` and ``seed``."""
-    from estimators.bootstrap import _BLOCKS, blocks_key, draw_blocks
+    from estimators.bootstrap import _BLOCKS, block_size, blocks_key, draw_blocks
 
     if not ENABLED:
         return
@@ -80,7 +80,7 @@ def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, 
                 return None
             s, N = np.ascontiguousarray(got[0], dtype=np.int64), np.ascontiguousarray(got[1], dtype=float)
             rng = np.random.default_rng(seed)
-            block = max(1, int(block_cells) // max(s.shape[0], 1))
+            block = block_size(s.shape[0], block_cells)
             key = blocks_key(s, N, B, block, fpc, rng)
             if key in _BLOCKS:  # drawn before and still cached: nothing to do ahead
                 return None
