@@ -193,7 +193,7 @@ class Catalog:
         vs = [x for x in self.versions(name) if x.version <= v.version]
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         later = [x for x in vs if x.version > base.version]
-        return self._assemble(self.spark.read.parquet(base.base_path), later, with_rid)
+        return self._assemble(self.spark.read.parquet(base.base_path), name, base.version, later, with_rid)
 
     def read_pandas(self, name: str, version: int | None = None):
         """Snapshot of `name` at `version` as a pandas frame (no `_rid`), read with pyarrow straight
@@ -230,14 +230,17 @@ class Catalog:
             tab = tab.filter(pc.invert(pc.is_in(tab.column(RID), value_set=d)))
         return tab.select(cols[1:] + [RID]) if with_rid else tab.drop_columns([RID])
 
-    def _assemble(self, base_df, batches: list[Version], with_rid: bool):
+    def _assemble(self, base_df, name: str, start: int, batches: list[Version], with_rid: bool):
+        """``base_df`` (the table at version ``start``) plus the inserts of ``batches`` minus their
+        deletes, with runs of batches read as net blocks (``advisor.netdelta``)."""
+        from advisor.netdelta import delta_files
+
         df = base_df
-        ins = [b.ins_path for b in batches if b.ins_path]
-        dels = [b.del_path for b in batches if b.del_path]
+        ins, dels = delta_files(self, name, start, [b for b in batches if b.kind == "batch"])
         if ins:
-            df = df.unionByName(self.spark.read.parquet(*ins).select(*base_df.columns))
+            df = df.unionByName(self.spark.read.schema(base_df.schema).parquet(*ins).select(*base_df.columns))
         if dels:
-            d = self.spark.read.parquet(*dels).select(RID)
+            d = self.spark.read.schema(base_df.select(RID).schema).parquet(*dels)
             df = df.join(d, on=RID, how="left_anti")
         return df if with_rid else df.drop(RID)
 
@@ -247,7 +250,7 @@ class Catalog:
         name = self.require(name)
         to = self.version(name, to_version).version
         later = [x for x in self.versions(name) if from_version < x.version <= to]
-        return self._assemble(base_df, later, with_rid)
+        return self._assemble(base_df, name, from_version, later, with_rid)
 
     def delta(self, name: str, v_from: int, v_to: int | None = None):
         """Net change between two versions: (inserted rows, deleted rows), both with `_rid`."""

@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS maint_rent (
 );
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS policy_state (chain TEXT PRIMARY KEY, spec TEXT NOT NULL, blob BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS net_deltas (
+  table_name TEXT NOT NULL, from_version INTEGER NOT NULL, to_version INTEGER NOT NULL,
+  ins_path TEXT, del_path TEXT, n_ins INTEGER NOT NULL, n_del INTEGER NOT NULL, created REAL NOT NULL,
+  PRIMARY KEY (table_name, from_version, to_version)
+);
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, sql TEXT, record_json TEXT NOT NULL,
   created REAL NOT NULL
