@@ -178,7 +178,7 @@ class Catalog:
     def drop(self, name: str) -> None:
         name = self.require(name)
         with self.store.tx() as c:
-            for t in ("versions", "colstats", "partitions", "layouts", "samples"):
+            for t in ("versions", "colstats", "partitions", "layouts", "samples", "net_deltas"):
                 c.execute(f"DELETE FROM {t} WHERE table_name=?", (name,))
             c.execute("DELETE FROM tables WHERE name=?", (name,))
         if getattr(self, "spark", None) is not None:

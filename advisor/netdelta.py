@@ -3,13 +3,14 @@ brought from a base or layout version to a later one opens a few files instead o
 
 A snapshot is its base (or a clustered layout) plus every later batch's inserts, minus every later
 batch's deletes (``catalog._assemble``).  After 40 batches that is 80 small files per scan; at TPC-H
-SF1 a sketched big_orders run over a layout took 0.85-1.07 s with them and 0.51-0.79 s with one
-merged pair, a plain run 1.8-2.0 s against 1.45-1.5 s (BENCHMARKS.md, session 37).
+SF1 a sketched big_orders run over a layout took 0.85-1.29 s with them and 0.51-0.79 s with one
+merged pair, a plain run 1.76-2.25 s against 1.44-1.50 s (BENCHMARKS.md, session 37).
 
 Which runs: the versions after ``from`` are cut like a binary counter into aligned blocks of
 1, 2, 4, ... batches counted from ``from`` (40 batches: a block of 32 and one of 8), so a block,
 once written, serves every later read from the same version and is never rewritten: storage grows
-as n log n in the batches, and a read opens at most two files per set bit of n.
+as n log n in the batches, and a read opens two delta files per set bit of n (a single batch
+written as several files, more).
 
 A block is net: its inserts minus the rows deleted later in the block, and its deletes minus those
 of rows it inserted.  Reading blocks side by side (union of inserts, anti-join on all deletes) is

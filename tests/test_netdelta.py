@@ -120,3 +120,5 @@ def test_a_deleted_insert_nets_out_and_fewer_files_are_opened(spark, tmp_path):
     r = cat.store.one("SELECT n_ins, n_del, del_path FROM net_deltas WHERE from_version=1 AND to_version=9")
     assert (r["n_ins"], r["n_del"], r["del_path"]) == (8, 0, None)
     assert cat.read("t", 9).count() == 28
+    cat.drop("t")                                        # dropping the table forgets its blocks
+    assert cat.store.query("SELECT * FROM net_deltas WHERE table_name='t'") == []
