@@ -216,15 +216,12 @@ class Catalog:
         later = [x for x in vs if x.version > base.version]
         cols = [RID] + (list(columns) if columns is not None else [c for c, _ in self.schema(name)])
 
-        def files(paths):
-            return sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
-
-        parts = [ds.dataset(files([base.base_path]), format="parquet").to_table(columns=cols)]
-        ins = files([b.ins_path for b in later if b.ins_path])
+        parts = [ds.dataset(parquet_files([base.base_path]), format="parquet").to_table(columns=cols)]
+        ins = parquet_files([b.ins_path for b in later])
         if ins:
             parts.append(ds.dataset(ins, format="parquet").to_table(columns=cols).cast(parts[0].schema))
         tab = pa.concat_tables(parts)
-        dels = files([b.del_path for b in later if b.del_path])
+        dels = parquet_files([b.del_path for b in later])
         if dels:
             d = ds.dataset(dels, format="parquet").to_table(columns=[RID]).column(RID)
             tab = tab.filter(pc.invert(pc.is_in(tab.column(RID), value_set=d)))
@@ -299,7 +296,7 @@ class Catalog:
         def load(paths):
             if not paths:
                 return None
-            files = sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
+            files = parquet_files(paths)
             if not files:
                 return None
             # file by file on this thread: for a few small batch files this is ~6x faster than a
@@ -420,6 +417,11 @@ class Catalog:
                       (name, new_v, "base", str(final), None, None, cur.rows, _dir_bytes(final), 0, 0,
                        time.time()))
         return self.version(name, new_v)
+
+
+def parquet_files(paths) -> list[str]:
+    """The Parquet files in the directories ``paths`` (None entries skipped), sorted."""
+    return sorted(str(f) for p in paths if p for f in Path(p).glob("*.parquet"))
 
 
 def _version(r) -> Version:

@@ -27,7 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
-RID = "_rid"
+from advisor.catalog import RID, parquet_files
+
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 
 
@@ -45,7 +46,7 @@ def blocks(start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _files(path: str | None) -> list[str]:
-    return sorted(str(f) for f in Path(path).glob("*.parquet")) if path else []
+    return parquet_files([path])
 
 
 def delta_files(catalog, name: str, start: int, batches: list) -> tuple[list[str], list[str]]:
