@@ -124,7 +124,7 @@ def revisit(store, template: str, strategy: str, rows: float, step: str | None =
     """Turn a remembered go that this store's measurements contradict into a no-go (``measured_loss``)
     and retire the template's live sketches; returns the reason, or None when the go stands.
     ``rows``: rows a plain run reads (for the fitted line when the template never ran plain)."""
-    from advisor.calibrate import calibrate, predicted_seconds
+    from advisor.calibrate import calibrate, plain_proxy
     from advisor.sketches import latest_versions, retire
 
     memo = recall(store, template, strategy)
@@ -132,10 +132,7 @@ def revisit(store, template: str, strategy: str, rows: float, step: str | None =
         return None
     cal = calibrate(store)
     plain = cal.query_s.get(template, ([], []))[0]
-    # never run plain here: its captures read what a plain run reads (by value, about one run); the
-    # fitted line comes last -- fitted on sketched runs it put a 1.7 s SF1 scan at 6.1 s (session 16)
-    proxy = cal.recapture_s.get(template) or predicted_seconds(cal, rows)
-    why = measured_loss(plain, cal.use_s.get(template, []), proxy)
+    why = measured_loss(plain, cal.use_s.get(template, []), plain_proxy(cal, template, rows))
     if why is None:
         return None
     remember(store, template, strategy, go=False, reason=f"{why}; was go on {memo.table}.{memo.attr}",

@@ -67,3 +67,29 @@ def test_cheap_operator_state_is_bought_even_when_a_recapture_would_not_pay(spar
     declined: list[str] = []
     done = before_use(cat, q, declined)
     assert declined == [] and [(r.old_id, r.how) for r in done] == [(sk.id, "incremental")]
+
+
+def test_a_template_never_run_plain_is_judged_against_its_captures(spark, tmp_path):
+    """Only sketched runs logged (1.1-2.0 s), spread so that the fitted line (about 1 ms a row) puts a
+    plain run of the 500-row table far above them, while the template's capture, which reads what a
+    plain run reads, took 1.0 s: the sketch saves nothing, so its 1.0 s recapture is declined
+    (SF1 big_orders: line 9.0 s, captures 1.57 s, sketched runs 2.0 s; session 37)."""
+    cat = Catalog(spark, Store(tmp_path))
+    cat.create_table("facts", spark.createDataFrame(make_facts(5, 500)))
+    build_layout(cat, "facts", "g1", rows_per_file=50)
+    q = parse_sql(SQL, lambda t: cat.schema(t))
+    parts = {"facts": build_partition(cat, "facts", "g1", 6)}
+    sk = capture(cat, q, {"facts": "g1"}, 6, check=False, partitions=parts).sketch
+    for rows, secs in ((100, 1.1), (1000, 2.0)) * 3:
+        cat.store.log_run("run", SQL, {"template": q.template, "seconds": secs, "sketch": {"id": sk.id},
+                                       "metrics": {"rows_read": rows}})
+    cat.store.log_run("maintain", SQL, {"template": q.template, "how": "recapture", "seconds": 1.0})
+    from advisor.calibrate import calibrate, plain_proxy, predicted_seconds
+
+    cal = calibrate(cat.store)
+    assert predicted_seconds(cal, 500) > 1.3 and plain_proxy(cal, q.template, 500) == 1.0
+    ins, dels = batch_frames(cat, "facts", 20, 10, 0)
+    cat.apply_frames("facts", ins, dels)
+    declined: list[str] = []
+    assert before_use(cat, q, declined) == []
+    assert len(declined) == 1 and "saving ~0.00 s (plain 1.00 s vs sketched 1.55 s" in declined[0]
