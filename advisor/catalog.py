@@ -153,7 +153,8 @@ class Catalog:
         df = df.withColumn(RID, F.monotonically_increasing_id())
         tdir = self.root / name
         final = tdir / f"v{1:06d}_base"
-        tmp = tdir / f".tmp-{uuid.uuid4().hex}"
+        # staged beside the table directories, not in this one: replacing a table removes its directory
+        tmp = self.root / f".tmp-{name}-{uuid.uuid4().hex}"
         tmp.parent.mkdir(parents=True, exist_ok=True)
         df.write.mode("overwrite").parquet(str(tmp))
         written = self.spark.read.parquet(str(tmp))

@@ -113,3 +113,16 @@ def test_delta_pandas_prefilters_only_large_batches(spark, cat, tmp_path):
     v2 = cat.apply_frames("t", spark.createDataFrame(small), None).version
     few, _ = cat.delta_pandas("t", v2 - 1, v2, where=where)
     assert sorted(few["g"]) == [0, 1, 2]   # a small batch is not pre-filtered: the engine filters it
+
+
+def test_replacing_a_table_reads_the_new_rows_and_forgets_the_old_versions(spark, cat, tmp_path):
+    """``create_table`` over an existing table (``replace``, the default): the old table directory
+    goes, the new write must survive that (it was staged inside it)."""
+    rows = [("insert", None, 1000 + i, 1, 1.0) for i in range(3)]
+    cat.apply_batch("t", write_batch(spark, tmp_path / "b1", rows))
+    new = spark.createDataFrame(pd.DataFrame({"k": [7, 8], "g": [1, 2], "v": [0.5, 1.5]}))
+    v = cat.create_table("t", new, "test")
+    assert v.version == 1 and [x.version for x in cat.versions("t")] == [1]
+    assert sorted(r["k"] for r in cat.read("t").collect()) == [7, 8]
+    with pytest.raises(BadInput, match="already exists"):
+        cat.create_table("t", new, "test", replace=False)
