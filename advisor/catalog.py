@@ -177,10 +177,20 @@ class Catalog:
         return self.version(name, 1)
 
     def drop(self, name: str) -> None:
+        """Forget a table and its files.  Sketches that read it are retired and decisions on it
+        forgotten: a table created again under the name starts at version 1, which an old sketch's
+        data version would otherwise match (wrong fragments, and partitions that no longer exist)."""
+        from advisor.sketches import latest_versions
+
         name = self.require(name)
+        readers = [s.id for s in latest_versions(self.store)
+                   if name in s.data_versions or any(p.table == name for p in s.parts)]
         with self.store.tx() as c:
             for t in ("versions", "colstats", "partitions", "layouts", "samples", "net_deltas"):
                 c.execute(f"DELETE FROM {t} WHERE table_name=?", (name,))
+            c.execute("DELETE FROM decisions WHERE table_name=?", (name,))
+            c.executemany("INSERT OR IGNORE INTO retired(sketch_id, reason, created) VALUES (?,?,?)",
+                          [(i, f"table {name} was dropped", time.time()) for i in readers])
             c.execute("DELETE FROM tables WHERE name=?", (name,))
         if getattr(self, "spark", None) is not None:
             self.drop_views(name)

@@ -93,3 +93,4 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(spark, tmp_pa
     declined: list[str] = []
     assert before_use(cat, q, declined) == []
     assert len(declined) == 1 and "saving ~0.00 s (plain 1.00 s vs sketched 1.55 s" in declined[0]
+
