@@ -4,29 +4,18 @@ are logged records with chosen seconds, so the decision does not depend on this 
 
 from __future__ import annotations
 
-from advisor.capture import capture
-from advisor.catalog import Catalog
 from advisor.finder import usable_sketches
-from advisor.layout import build_layout
 from advisor.maintain import rent
 from advisor.maintain.hooks import before_use
-from advisor.partitions import build_partition
-from advisor.plan.parse import parse_sql
-from advisor.store import Store
 from workloads.updates import batch_frames
 
-from diffgen import make_facts
+from sketch_helpers import clustered_sketch
 
 SQL = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) < 300"  # two small groups
 
 
 def _setup(spark, tmp_path, recapture_s: float):
-    cat = Catalog(spark, Store(tmp_path))
-    cat.create_table("facts", spark.createDataFrame(make_facts(5, 500)))
-    build_layout(cat, "facts", "g1", rows_per_file=50)  # clustered: the sketch's files hold ~20 %
-    q = parse_sql(SQL, lambda t: cat.schema(t))
-    parts = {"facts": build_partition(cat, "facts", "g1", 6)}
-    sk = capture(cat, q, {"facts": "g1"}, 6, check=False, partitions=parts).sketch
+    cat, q, _, sk = clustered_sketch(spark, tmp_path, SQL)  # the sketch's files hold ~20 %
     for secs, sketch in ((1.0, None), (1.0, None), (0.8, {"id": sk.id}), (0.8, {"id": sk.id})):
         cat.store.log_run("run", SQL, {"template": q.template, "seconds": secs, "sketch": sketch,
                                        "metrics": {"rows_read": 1000}})
@@ -74,12 +63,7 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(spark, tmp_pa
     plain run of the 500-row table far above them, while the template's capture, which reads what a
     plain run reads, took 1.0 s: the sketch saves nothing, so its 1.0 s recapture is declined
     (SF1 big_orders: line 9.0 s, captures 1.57 s, sketched runs 2.0 s; session 37)."""
-    cat = Catalog(spark, Store(tmp_path))
-    cat.create_table("facts", spark.createDataFrame(make_facts(5, 500)))
-    build_layout(cat, "facts", "g1", rows_per_file=50)
-    q = parse_sql(SQL, lambda t: cat.schema(t))
-    parts = {"facts": build_partition(cat, "facts", "g1", 6)}
-    sk = capture(cat, q, {"facts": "g1"}, 6, check=False, partitions=parts).sketch
+    cat, q, _, sk = clustered_sketch(spark, tmp_path, SQL)
     for rows, secs in ((100, 1.1), (1000, 2.0)) * 3:
         cat.store.log_run("run", SQL, {"template": q.template, "seconds": secs, "sketch": {"id": sk.id},
                                        "metrics": {"rows_read": rows}})

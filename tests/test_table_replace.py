@@ -3,15 +3,11 @@ store and Spark): a table created again restarts at version 1, which old sketche
 
 from __future__ import annotations
 
-from advisor.capture import capture
-from advisor.catalog import Catalog
 from advisor.finder import usable_sketches
 from advisor.layout import build_layout
-from advisor.partitions import build_partition
-from advisor.plan.parse import parse_sql
-from advisor.store import Store
 
 from diffgen import make_facts
+from sketch_helpers import clustered_sketch
 
 SQL = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) < 300"
 
@@ -22,12 +18,7 @@ def test_a_replaced_table_retires_the_sketches_and_decisions_that_read_it(spark,
     from advisor.decisions import recall, remember
     from advisor.execute import run_query
 
-    cat = Catalog(spark, Store(tmp_path))
-    cat.create_table("facts", spark.createDataFrame(make_facts(5, 500)))
-    build_layout(cat, "facts", "g1", rows_per_file=50)
-    q = parse_sql(SQL, lambda t: cat.schema(t))
-    parts = {"facts": build_partition(cat, "facts", "g1", 6)}
-    sk = capture(cat, q, {"facts": "g1"}, 6, check=False, partitions=parts).sketch
+    cat, q, parts, sk = clustered_sketch(spark, tmp_path, SQL)
     remember(cat.store, q.template, "CB-OPT-GB", go=True, reason="go", table="facts", attr="g1",
              partition_id=parts["facts"].id, horizon=5.0, step="1")
     assert [s.id for s in usable_sketches(cat, q, {"facts": 1})[0]] == [sk.id]
