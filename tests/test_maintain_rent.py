@@ -178,3 +178,26 @@ def test_a_purchase_skips_the_rent_and_stays_correct(spark, tmp_path, monkeypatc
         (fresh,), _ = capture_batch(cat, [(q, {"facts": "g1"}, parts)], {"facts": cat.current_version("facts")})
         assert sk.parts[0].fragments == fresh.parts[0].fragments
     assert hows == ["recapture", "incremental", "incremental"], hows
+
+
+def test_state_too_big_for_the_driver_is_never_bought(spark, tmp_path, monkeypatch):
+    """A plan whose state would hold more than ``MAX_STATE_GROUPS`` groups is recaptured even when the
+    worth rule asks for a purchase (``buy=True``): no state is written, and the sketch stays exact."""
+    cat = Catalog(spark, Store(tmp_path))
+    cat.create_table("facts", spark.createDataFrame(make_facts(6, 400)))
+    monkeypatch.setattr(rent, "MAX_STATE_GROUPS", 5.0)
+    monkeypatch.setattr(rent, "state_groups", lambda store, root: 6.0)
+    sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
+    q = parse_sql(sql, lambda t: cat.schema(t))
+    parts = {"facts": build_partition(cat, "facts", "g1", 6)}
+    sk = capture(cat, q, {"facts": "g1"}, 6, check=False, partitions=parts).sketch
+    ins, dels = batch_frames(cat, "facts", 20, 10, 0)
+    cat.apply_frames("facts", ins, dels)
+    res = maintain_sketch(cat, sk.id, buy=True)
+    assert res.how == "recapture" and cat.store.one("SELECT 1 FROM states") is None
+    (fresh,), _ = capture_batch(cat, [(q, {"facts": "g1"}, parts)], {"facts": cat.current_version("facts")})
+    assert load_sketch(cat.store, res.new_id).parts[0].fragments == fresh.parts[0].fragments
+    monkeypatch.setattr(rent, "MAX_STATE_GROUPS", 6.0)  # at the cap, the purchase goes ahead
+    ins, dels = batch_frames(cat, "facts", 20, 10, 1)
+    cat.apply_frames("facts", ins, dels)
+    assert maintain_sketch(cat, res.new_id, buy=True).how == "incremental"

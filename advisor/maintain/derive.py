@@ -146,7 +146,7 @@ def _bought_state(catalog, query, want: dict, heads: list[Sketch],
     spent = sum(s for s, _ in paid)
     nxt = max((last for _, last in paid), default=0.0) or rows / rent.RECAPTURE_ROWS_PER_S
     init = rent.predict_init(catalog.store, query.root, rows, bulk=True)
-    if rent.should_rent(spent, nxt, init):
+    if rent.too_big(catalog.store, query.root) or rent.should_rent(spent, nxt, init):
         return None
     t0 = time.perf_counter()
     sk = Sketch(0, query.template, tuple(query.bindings), query.sql,

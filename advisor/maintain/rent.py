@@ -29,6 +29,11 @@ MIN_INIT_SECONDS = 2.0
 # big_orders: 1.5M groups added ~4.5-5 s to a 6M-row initialisation; SF0.1: 150k groups, 0.74 s
 # load + ~0.5 s transfer (BENCHMARKS.md session 23)
 GROUPS_PER_S = 300_000.0
+# State predicted to hold more groups than this is never bought (the chain is recaptured instead):
+# the groups are loaded on the driver.  TPC-H SF1 GROUP BY l_orderkey, l_partkey (~6M groups) took a
+# replay process to 5.2 GB resident and the kernel killed it beside four JVMs; GROUP BY l_orderkey
+# (1.5M groups) ran through 40 batches (BENCHMARKS.md, session 38).
+MAX_STATE_GROUPS = 3_000_000.0
 
 def should_rent(spent: float, next_recapture: float, init_cost: float,
                 min_init: float = MIN_INIT_SECONDS) -> bool:
@@ -82,6 +87,11 @@ def state_groups(store, root) -> float:
             g *= float(ndv)
         total += min(g, rows)
     return total
+
+
+def too_big(store, root) -> bool:
+    """Whether the plan's operator state would hold more than ``MAX_STATE_GROUPS`` groups."""
+    return state_groups(store, root) > MAX_STATE_GROUPS
 
 
 def predict_init(store, root, rows: float, bulk: bool) -> float:
