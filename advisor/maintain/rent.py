@@ -35,6 +35,7 @@ GROUPS_PER_S = 300_000.0
 # (1.5M groups) ran through 40 batches (BENCHMARKS.md, session 38).
 MAX_STATE_GROUPS = 3_000_000.0
 
+
 def should_rent(spent: float, next_recapture: float, init_cost: float,
                 min_init: float = MIN_INIT_SECONDS) -> bool:
     """Recapture instead of initialising state: the purchase is worth considering and the rent paid

@@ -174,8 +174,9 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
         spent, last = rent.rent_of(catalog.store, sk.id)
         is_bulk = bulk.supports(query.root)
-        if rent.too_big(catalog.store, query.root) or not buy and rent.should_rent(
-                spent, last or rows / rent.RECAPTURE_ROWS_PER_S, rent.predict_init(catalog.store, query.root, rows, is_bulk)):
+        nxt = last or rows / rent.RECAPTURE_ROWS_PER_S
+        renting = not buy and rent.should_rent(spent, nxt, rent.predict_init(catalog.store, query.root, rows, is_bulk))
+        if renting or rent.too_big(catalog.store, query.root):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
             return _recapture(catalog, sk, query, new, t0, None, spent, n, answer)
         t_init = time.perf_counter()
