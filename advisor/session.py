@@ -27,6 +27,9 @@ DEFAULT_CONF: dict[str, str] = {
     # layout's 1,035 row groups that was 1.0-1.2 s of a 1.6-1.8 s scan (0.6-1.0 s without; SF1,
     # BENCHMARKS.md session 14).  Range filters on a sorted column gain nothing from it.
     "spark.hadoop.parquet.filter.dictionary.enabled": "false",
+    # A sketch filter's IN list of one-value runs (``advisor.use.MAX_POINTS``) reaches Parquet as a
+    # value set; above this many values Spark would push only its [min, max] and skip nothing.
+    "spark.sql.parquet.pushdown.inFilterThreshold": "1024",
 }
 
 

@@ -80,6 +80,33 @@ def read_set(fragments, part: RangePartition, max_runs: int = MAX_RUNS) -> froze
 
 # Runs OR'd flat at the leaves of ``range_condition``'s search tree.
 TREE_LEAF = 4
+# A bounded run over an integer or date column holding at most POINT_WIDTH values is written as those
+# values, all such runs in one IN list (at most MAX_POINTS values; the rest stay ranges).  Spark
+# tests an IN list per row in a hash set, and pushes it to Parquet as a value set when it holds at
+# most ``spark.sql.parquet.pushdown.inFilterThreshold`` values (``advisor.session`` sets it to
+# MAX_POINTS).  A sketch on l_suppkey at 10,002 fragments is mostly one-value runs: at SF1, 216 of
+# them as a search tree took 0.73-1.5 s per sketched run, as one IN list 0.64-0.75 s, and counting
+# the layout's rows 0.34-0.50 s against 0.17-0.22 s (BENCHMARKS.md, session 39).
+POINT_WIDTH = 4
+MAX_POINTS = 1024
+
+
+def _points(part: RangePartition, i: int, j: int) -> list | None:
+    """The values of run [i, j] if it is a bounded run of at most ``POINT_WIDTH`` integer or date values."""
+    import datetime as dt
+
+    from advisor.partitions import decode_value, encode_value
+
+    kind = kind_of(part.dtype)
+    if kind not in ("int", "date") or i == 0 or j >= len(part.boundaries):
+        return None
+    lo, hi = (decode_value(part.boundaries[k], part.dtype) for k in (i - 1, j))
+    width = (hi - lo).days if kind == "date" else int(hi) - int(lo)
+    if width > POINT_WIDTH:
+        return None
+    if kind == "date":  # encoded like the boundaries, for ``sql_literal``
+        return [encode_value(lo + dt.timedelta(days=d)) for d in range(width)]
+    return list(range(int(lo), int(hi)))
 
 
 def range_condition(part: RangePartition, fragments: frozenset, column: str, max_runs: int = MAX_RUNS) -> str:
@@ -103,8 +130,15 @@ def range_condition(part: RangePartition, fragments: frozenset, column: str, max
     def branch(rs: list[tuple[int, int]]) -> str:
         return " OR ".join(leaf(i, j) for i, j in rs) if len(rs) <= TREE_LEAF else tree(rs)
 
-    rs = capped_runs(fragments, part, max_runs)
-    terms = [branch(rs)] if rs else []
+    points, ranged = [], []
+    for i, j in capped_runs(fragments, part, max_runs):
+        vals = _points(part, i, j)
+        if vals is not None and len(points) + len(vals) <= MAX_POINTS:
+            points += vals
+        else:
+            ranged.append((i, j))
+    terms = [f"{col} IN ({', '.join(sql_literal(v, part.dtype) for v in points)})"] if points else []
+    terms += [branch(ranged)] if ranged else []
     if part.null_id in fragments:
         nulls = f"{col} IS NULL"
         if kind_of(part.dtype) == "float":

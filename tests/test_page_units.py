@@ -93,3 +93,34 @@ def test_an_unsorted_column_gives_no_page_units(tmp_path):
         [(120, 1, 10, 98), (120, 10, 10, 0), (13, 10, 10, 0)]
     assert [(u.rows, u.lo, u.hi, u.nulls) for u in _page_units([h], "a", 30)][:3] == \
         [(100, 1, 2, 98), (30, 2, 10, 0), (30, 10, 10, 0)]
+
+
+@pytest.mark.parametrize("attr,n", [("k", 3000), ("d", 400)])
+def test_one_value_runs_as_an_in_list_skip_pages_like_ranges(ctx, spark, attr, n):
+    """At about one value per fragment a sketch's runs become one IN list (``use.POINT_WIDTH``):
+    Spark must still skip exactly the pages the model predicts, which needs the session's
+    ``inFilterThreshold`` (``advisor.session``); at Spark's default of 10 values only the list's
+    [min, max] reaches Parquet and the scan reads more."""
+    c, lays = ctx
+    cat = c.catalog
+    v = cat.current_version("pg")
+    part = fine_partition(cat, "pg", attr, n, v)
+    units = read_units(cat, "pg", attr, v)
+    rng = np.random.default_rng(n)
+    frags = frozenset(rng.choice(range(1, len(part.boundaries)), size=12, replace=False).tolist())
+    cond = range_condition(part, frags, attr)
+    assert " IN (" in cond and " OR " not in cond, cond
+    want = read_fraction_of(units.units, boundary_values(part), read_set(frags, part), part.null_id) * 6000
+
+    def rows_read():
+        df = spark.read.parquet(lays[attr]["path"]).where(cond)
+        df.collect()
+        return collect_scan_metrics(df).rows_read
+
+    assert rows_read() == round(want) < 3000
+    old = spark.conf.get("spark.sql.parquet.pushdown.inFilterThreshold")
+    spark.conf.set("spark.sql.parquet.pushdown.inFilterThreshold", "10")
+    try:
+        assert rows_read() > round(want)
+    finally:
+        spark.conf.set("spark.sql.parquet.pushdown.inFilterThreshold", old)

@@ -200,3 +200,29 @@ def test_jvm_bucketizer_equals_pyspark_wrapper(spark):
     assert g == r
     assert g[len(vals) - 6] == len(splits) - 1 and g[len(vals) - 5] is None  # NaN kept, NULL stays NULL
     assert len({v for v in g.values() if v is not None}) > 9_000
+
+
+@pytest.mark.parametrize("name", ["int", "date"])
+def test_short_runs_become_one_in_list_that_parquet_receives(spark, cat, name):
+    """On an integer or date column, runs of at most ``POINT_WIDTH`` values are written as one IN
+    list (wider runs stay ranges): the filter must still admit exactly the chosen fragments' rows,
+    and the list must reach the Parquet reader as a value set, not as its [min, max]."""
+    from advisor.use import POINT_WIDTH
+
+    part = build_partition(cat, f"t_{name}", "a", 1000)  # ~one value per fragment
+    rows = assign_column(cat.read(f"t_{name}"), "a", part, "f").collect()
+    single = [f for f in range(1, part.n_ranges - 1) if f % 7 == 3]
+    wide = set(range(200, 200 + 3 * POINT_WIDTH))  # one run wider than POINT_WIDTH values
+    chosen = frozenset(single) | wide | {part.null_id}
+    cond = range_condition(part, chosen, "a", max_runs=10_000)
+    assert " IN (" in cond and ">=" in cond, cond
+    cat.read(f"t_{name}").createOrReplaceTempView("pv")
+    got = spark.sql(f"SELECT count(*) FROM pv WHERE {cond}").first()[0]
+    assert got == sum(1 for r in rows if r["f"] in chosen)
+    spark.conf.set("spark.sql.maxMetadataStringLength", "1000000")
+    try:
+        plan = spark.sql(f"SELECT a FROM pv WHERE {cond}")._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset("spark.sql.maxMetadataStringLength")
+    pushed = plan.split("PushedFilters: ", 1)[1].split(", ReadSchema", 1)[0]
+    assert "In(a, [" in pushed, pushed[:500]
