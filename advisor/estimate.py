@@ -56,6 +56,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from advisor import memory
 from advisor.errors import BadInput
 from advisor.plan import ir
 from advisor.plan.to_sql import esql, q
@@ -64,6 +65,7 @@ from advisor.select import derive_partition, fine_partition
 SID, U = "__sid", "__u"
 from advisor.samples import SampleInfo, _complete, _in_sample, get_sample  # noqa: F401 - re-exported
 from advisor.shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
+from estimators import bootstrap as _bootstrap
 from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
 
 COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
@@ -98,6 +100,7 @@ def _keep_groups(key: tuple, entry: tuple) -> None:
     _GROUPS[key] = entry + (size,)
     while len(_GROUPS) > _GROUPS_KEEP or sum(e[-1] for e in _GROUPS.values()) > _GROUPS_BYTES:
         _GROUPS.popitem(last=False)
+    memory.relieve()
 
 
 def split_key(key: str, fact: str) -> tuple[str, str]:
@@ -142,6 +145,9 @@ def _spj_sql(node: ir.Node, fact_id: int, fact_view: str, other: Callable[[ir.Sc
 
 
 _FRAGS: "OrderedDict[tuple, dict]" = OrderedDict()  # (sample path, mtime) -> base frame + id columns
+memory.register("group estimates", memory.lru_shrinker(_GROUPS))
+memory.register("sample fragment ids", memory.lru_shrinker(_FRAGS))
+memory.register("bootstrap blocks", memory.lru_shrinker(_bootstrap._BLOCKS))
 _FRAGS_KEEP = 16  # samples; an entry is a few arrays of the sample's length
 
 

@@ -4,7 +4,8 @@ After an action we walk `queryExecution().executedPlan()` over py4j, through AQE
 query stages, and sum `numFiles`, `filesSize` and `numOutputRows` of each FileSourceScanExec.
 With record-level Parquet filtering off (Spark's default), `numOutputRows` counts the rows of the
 row groups and pages that survived min/max pruning (footer statistics and the column index), i.e.
-rows actually read.
+rows actually read.  The final aggregations' output rows are the groups the query formed
+(``groups``): on a plain run, what operator state for it would hold (``maintain.rent``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ class ScanMetrics:
     bytes_read: int = 0
     rows_read: int = 0
     scans: list = field(default_factory=list)  # per scan: {table, files, bytes, rows}
+    groups: int = 0  # rows out of the final (post-shuffle) aggregations: the groups the query formed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,5 +73,10 @@ def collect_scan_metrics(df) -> ScanMetrics:
             res.rows_read += r
             res.scans.append({"relation": str(node.relation().location().rootPaths().head().getName()),
                               "files": f, "bytes": b, "rows": r})
+        elif cls in _AGGREGATES and node.requiredChildDistributionExpressions().isDefined():
+            res.groups += _metric(node, "numOutputRows")  # a partial aggregation has no required distribution
         stack.extend(_children(node))
     return res
+
+
+_AGGREGATES = ("HashAggregateExec", "ObjectHashAggregateExec", "SortAggregateExec")

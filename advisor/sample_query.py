@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from advisor import memory
 from advisor.errors import Unsupported
 from advisor.plan import ir
 
@@ -44,6 +45,7 @@ def _cached(cache: OrderedDict, keep: int, key: tuple, make) -> Optional[pd.Data
     cache[key] = got
     while len(cache) > keep:
         cache.popitem(last=False)
+    memory.relieve()
     return got
 
 
@@ -80,6 +82,7 @@ def prime(path: str, table) -> None:
     _DRAWN[(path, os.path.getmtime(path))] = table
     while len(_DRAWN) > _DRAWN_KEEP:
         _DRAWN.popitem(last=False)
+    memory.relieve()
 
 
 def local_rows(path: str, columns: list) -> pd.DataFrame:
@@ -107,6 +110,8 @@ def local_rows(path: str, columns: list) -> pd.DataFrame:
 _DIMS: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (table, version, scan columns) -> scan frame
 _DIMS_KEEP = 4
 DIM_ROWS_MAX = 3_000_000  # a joined table read in full on the driver; larger ones go through Spark
+for _name, _c in (("sample rows", _SAMPLES), ("drawn samples", _DRAWN), ("joined tables", _DIMS)):
+    memory.register(_name, memory.lru_shrinker(_c))
 
 
 def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFrame]:

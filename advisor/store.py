@@ -69,6 +69,7 @@ CREATE TABLE IF NOT EXISTS net_deltas (
   ins_path TEXT, del_path TEXT, n_ins INTEGER NOT NULL, n_del INTEGER NOT NULL, created REAL NOT NULL,
   PRIMARY KEY (table_name, from_version, to_version)
 );
+CREATE TABLE IF NOT EXISTS observed_groups (template TEXT PRIMARY KEY, groups INTEGER NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, sql TEXT, record_json TEXT NOT NULL,
   created REAL NOT NULL
@@ -113,9 +114,21 @@ class Store:
         return rows[0] if rows else None
 
     def log_run(self, kind: str, sql: str | None, record: dict[str, Any]) -> None:
+        """Log a run; a plain query run (no sketch, not answered by another job) also records the
+        groups its aggregations formed for its template (``observed_groups``)."""
+        groups = int((record.get("metrics") or {}).get("groups") or 0)
+        plain = kind == "run" and record.get("template") and not record.get("sketch") and not record.get("answered")
         with self.tx() as c:
             c.execute("INSERT INTO runs(kind, sql, record_json, created) VALUES (?,?,?,?)",
                       (kind, sql, json.dumps(record, default=str), time.time()))
+            if plain and groups > 0:
+                c.execute("INSERT OR REPLACE INTO observed_groups VALUES (?,?,?)",
+                          (record["template"], groups, time.time()))
+
+    def observed_groups(self, template: str | None) -> int | None:
+        """Groups the newest plain run of ``template`` formed, if one was logged."""
+        r = self.one("SELECT groups FROM observed_groups WHERE template=?", (template,)) if template else None
+        return int(r["groups"]) if r else None
 
     def setting(self, key: str, default: str | None = None) -> str | None:
         r = self.one("SELECT value FROM settings WHERE key=?", (key,))

@@ -186,7 +186,7 @@ def test_state_too_big_for_the_driver_is_never_bought(spark, tmp_path, monkeypat
     cat = Catalog(spark, Store(tmp_path))
     cat.create_table("facts", spark.createDataFrame(make_facts(6, 400)))
     monkeypatch.setattr(rent, "MAX_STATE_GROUPS", 5.0)
-    monkeypatch.setattr(rent, "state_groups", lambda store, root: 6.0)
+    monkeypatch.setattr(rent, "state_groups", lambda store, root, template=None: 6.0)
     sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
     q = parse_sql(sql, lambda t: cat.schema(t))
     parts = {"facts": build_partition(cat, "facts", "g1", 6)}
@@ -201,3 +201,30 @@ def test_state_too_big_for_the_driver_is_never_bought(spark, tmp_path, monkeypat
     ins, dels = batch_frames(cat, "facts", 20, 10, 1)
     cat.apply_frames("facts", ins, dels)
     assert maintain_sketch(cat, res.new_id, buy=True).how == "incremental"
+
+
+def test_groups_a_plain_run_formed_replace_the_product_of_key_counts(spark, tmp_path):
+    """Two correlated group-by keys: the product of their distinct counts (capped by the rows)
+    overstates the groups.  A plain run's final aggregation counts them (``ScanMetrics.groups``, the
+    groups before HAVING), the run log keeps them per template, and the state prediction uses them;
+    a sketched run, which forms only the groups its filter keeps, does not overwrite them."""
+    import pandas as pd
+
+    from advisor.stats import column_stats
+
+    pdf = pd.DataFrame({"k": [i % 500 for i in range(6000)], "v": [float(i % 7) for i in range(6000)]})
+    pdf["j"] = pdf["k"] // 5 + 1000 * ((pdf.index // 500) % 2)  # 200 values, two per k: 1,000 pairs
+    cat = Catalog(spark, Store(tmp_path))
+    cat.create_table("corr", spark.createDataFrame(pdf))
+    column_stats(cat, "corr", cat.current_version("corr"))
+    sql = "SELECT k, j, sum(v) AS a FROM corr GROUP BY k, j HAVING sum(v) > 25"
+    q = parse_sql(sql, lambda t: cat.schema(t))
+    want = len(pdf.groupby(["k", "j"]))
+    assert want == 1000 and rent.state_groups(cat.store, q.root, q.template) == 6000.0  # 500 * 200 > rows
+    res = run_query(cat, q)
+    assert res.metrics.groups == want
+    cat.store.log_run("run", sql, res.to_json() | {"template": q.template})
+    assert rent.state_groups(cat.store, q.root, q.template) == float(want)
+    assert rent.state_groups(cat.store, q.root) == 6000.0  # no template: the product as before
+    cat.store.log_run("run", sql, {"template": q.template, "sketch": {"id": 1}, "metrics": {"groups": 10}})
+    assert cat.store.observed_groups(q.template) == want

@@ -91,13 +91,13 @@ def _heads(catalog, query, want: dict) -> list[Sketch]:
                    and {p.table: (p.attr, p.partition_id) for p in s.parts} == want), key=lambda s: -s.id)
 
 
-def _init_record(catalog, root, t0: float, versions: dict[str, int]) -> dict:
+def _init_record(catalog, root, t0: float, versions: dict[str, int], template: str | None = None) -> dict:
     """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``rent.init_rate``)."""
     from .rent import state_groups
 
     return {"init_seconds": round(time.perf_counter() - t0, 4),
             "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
-            "init_groups": state_groups(catalog.store, root), "bulk": True}
+            "init_groups": state_groups(catalog.store, root, template), "bulk": True}
 
 
 def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
@@ -115,7 +115,7 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
             t0 = time.perf_counter()
             hq = parse_sql(head.sql, lambda t: catalog.schema(t))
             st = init_state(catalog, head, hq, _sketched(catalog, hq, head))
-            save_state(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions))
+            save_state(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template))
         elif not current(head):
             res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)
             if res.how != "incremental":
@@ -145,15 +145,15 @@ def _bought_state(catalog, query, want: dict, heads: list[Sketch],
     rows = sum(catalog.version(t, v).rows for t, v in versions.items())
     spent = sum(s for s, _ in paid)
     nxt = max((last for _, last in paid), default=0.0) or rows / rent.RECAPTURE_ROWS_PER_S
-    init = rent.predict_init(catalog.store, query.root, rows, bulk=True)
-    if rent.too_big(catalog.store, query.root) or rent.should_rent(spent, nxt, init):
+    init = rent.predict_init(catalog.store, query.root, rows, bulk=True, template=query.template)
+    if rent.too_big(catalog.store, query.root, query.template) or rent.should_rent(spent, nxt, init):
         return None
     t0 = time.perf_counter()
     sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
                 [SketchPart(t, a, pid, frozenset()) for t, (a, pid) in sorted(want.items())], dict(versions))
     st = init_state(catalog, sk, query, _sketched(catalog, query, sk))
     bought = {"spent": round(spent, 4), "next": round(nxt, 4), "predicted": round(init, 4)}
-    return st, _init_record(catalog, query.root, t0, versions) | {"bought": bought}
+    return st, _init_record(catalog, query.root, t0, versions, query.template) | {"bought": bought}
 
 
 def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions: dict[str, int]):

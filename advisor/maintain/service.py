@@ -21,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor import memory
 from advisor.errors import BadInput
 from advisor.partitions import load_partition
 from advisor.plan.parse import parse_sql
@@ -78,6 +79,10 @@ def _cache_put(key: tuple[str, int], state: MaintState, size: int) -> None:
     _cache.move_to_end(key)
     while sum(n for _, n in _cache.values()) > STATE_CACHE_BYTES and len(_cache) > 1:
         _cache.popitem(last=False)
+    memory.relieve()
+
+
+memory.register("operator states", memory.lru_shrinker(_cache))
 
 
 def save_state(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:
@@ -175,14 +180,15 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
         spent, last = rent.rent_of(catalog.store, sk.id)
         is_bulk = bulk.supports(query.root)
         nxt = last or rows / rent.RECAPTURE_ROWS_PER_S
-        renting = not buy and rent.should_rent(spent, nxt, rent.predict_init(catalog.store, query.root, rows, is_bulk))
-        if renting or rent.too_big(catalog.store, query.root):
+        renting = not buy and rent.should_rent(
+            spent, nxt, rent.predict_init(catalog.store, query.root, rows, is_bulk, query.template))
+        if renting or rent.too_big(catalog.store, query.root, query.template):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
             return _recapture(catalog, sk, query, new, t0, None, spent, n, answer)
         t_init = time.perf_counter()
         state = init_state(catalog, sk, query, sketched, topk_buffer)
         init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk,
-                "init_groups": rent.state_groups(catalog.store, query.root)}
+                "init_groups": rent.state_groups(catalog.store, query.root, query.template)}
     deltas, n_delta = {}, 0
     for t in tables:
         if old[t] != new[t]:

@@ -25,6 +25,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from advisor import memory
 from advisor.capture import FRAG
 from advisor.execute import table_view
 from advisor.partitions import assign_column
@@ -78,6 +79,10 @@ def _cache_side(key: tuple, side: _Side) -> None:
     _sides.move_to_end(key)
     while sum(len(d) for d in _sides.values()) > SIDE_CACHE_ROWS and len(_sides) > 1:
         _sides.popitem(last=False)
+    memory.relieve()
+
+
+memory.register("join sides", memory.lru_shrinker(_sides))
 
 
 class SparkBase:

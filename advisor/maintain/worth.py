@@ -65,7 +65,7 @@ def _init_seconds(catalog, sk, rows: float) -> float:
     from advisor.plan.parse import parse_sql
 
     root = parse_sql(sk.sql, catalog.schema).root
-    return predict_init(catalog.store, root, rows, supports(root))
+    return predict_init(catalog.store, root, rows, supports(root), sk.template)
 
 
 def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:

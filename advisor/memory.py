@@ -1,0 +1,94 @@
+"""Driver memory valve for the in-process caches.
+
+Each cache (operator states, bootstrap replicate blocks, group estimates, sample rows, join sides)
+has its own bound, but together they took a replay's strategy process to 4.4 GB resident, and the
+kernel killed it beside four JVMs (TPC-H SF1, BENCHMARKS.md session 39).  Every cache registers a
+``shrink`` that drops its least recently used entry; ``relieve`` calls them round-robin while the
+process's resident set is above the budget.  Every cached value can be rebuilt (states are on disk,
+draws are seeded), so dropping costs time, never answers.
+
+Budget: ``ADVISOR_DRIVER_CACHE_MB`` (resident megabytes above which caches are dropped), else
+``DEFAULT_FRACTION`` of physical memory, at most ``DEFAULT_MAX_MB``.  Off where ``/proc`` does not
+give the resident set (not Linux).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+from typing import Callable
+
+ENV = "ADVISOR_DRIVER_CACHE_MB"
+DEFAULT_FRACTION = 0.1
+DEFAULT_MAX_MB = 2048
+
+_shrinkers: dict[str, Callable[[], bool]] = {}
+
+
+def register(name: str, shrink: Callable[[], bool]) -> None:
+    """Register a cache's ``shrink`` (drops one entry, False once the cache is empty)."""
+    _shrinkers[name] = shrink
+
+
+def registered() -> list[str]:
+    return sorted(_shrinkers)
+
+
+def lru_shrinker(cache) -> Callable[[], bool]:
+    """``shrink`` for an ``OrderedDict`` kept in least-recently-used-first order."""
+    def shrink() -> bool:
+        if not cache:
+            return False
+        cache.popitem(last=False)
+        return True
+    return shrink
+
+
+def rss_bytes() -> int:
+    """This process's resident set in bytes (0 where ``/proc/self/statm`` is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def budget_bytes() -> int:
+    """The resident set above which caches are dropped (module docstring)."""
+    env = os.environ.get(ENV, "").strip()
+    if env:
+        return int(float(env) * (1 << 20))
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        phys = 0
+    cap = DEFAULT_MAX_MB << 20
+    return min(cap, int(DEFAULT_FRACTION * phys)) if phys > 0 else cap
+
+
+def _trim_heap() -> None:
+    """Hand freed heap pages back to the system (glibc keeps them otherwise, and the resident set
+    would not show what dropping freed)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def relieve(budget: int | None = None) -> int:
+    """Drop cache entries round-robin while the resident set exceeds ``budget`` (default
+    ``budget_bytes()``) and something is left to drop; returns the number dropped."""
+    limit = budget_bytes() if budget is None else budget
+    if rss_bytes() <= limit:
+        return 0
+    dropped = 0
+    while True:
+        round_ = sum(bool(shrink()) for shrink in list(_shrinkers.values()))
+        if not round_:  # nothing left to drop: the rest is not ours to free
+            return dropped
+        dropped += round_
+        gc.collect()
+        _trim_heap()
+        if rss_bytes() <= limit:
+            return dropped

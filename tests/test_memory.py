@@ -1,0 +1,71 @@
+"""The driver memory valve (``advisor.memory``): caches are dropped while the process is over budget."""
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from advisor import memory
+
+
+@pytest.fixture
+def cache():
+    c = OrderedDict()
+    memory.register("test arrays", memory.lru_shrinker(c))
+    yield c
+    memory._shrinkers.pop("test arrays", None)
+
+
+def _fill(c, n=6, mb=64):
+    for i in range(n):
+        c[i] = np.ones(mb << 17)  # mb MB of float64, touched so it is resident
+
+
+@pytest.mark.skipif(memory.rss_bytes() == 0, reason="no /proc/self/statm on this platform")
+def test_over_budget_the_oldest_entries_go_until_the_process_fits(cache):
+    _fill(cache)
+    before = memory.rss_bytes()
+    limit = before - (200 << 20)  # needs about four of the six 64 MB arrays gone
+    dropped = memory.relieve(limit)
+    assert memory.rss_bytes() <= limit
+    assert 0 < len(cache) < 6 and dropped >= 6 - len(cache)
+    assert list(cache) == list(range(6 - len(cache), 6))  # the newest stay
+
+
+@pytest.mark.skipif(memory.rss_bytes() == 0, reason="no /proc/self/statm on this platform")
+def test_under_budget_nothing_is_dropped(cache):
+    _fill(cache, n=2)
+    assert memory.relieve(memory.rss_bytes() + (1 << 30)) == 0
+    assert list(cache) == [0, 1]
+
+
+def test_every_driver_cache_is_registered():
+    import advisor.estimate  # noqa: F401 - registers on import
+    import advisor.maintain.service  # noqa: F401
+    import advisor.maintain.spark_base  # noqa: F401
+    import advisor.sample_query  # noqa: F401
+
+    assert {"operator states", "bootstrap blocks", "group estimates", "sample rows", "join sides",
+            "joined tables", "drawn samples", "sample fragment ids"} <= set(memory.registered())
+
+
+def test_the_budget_follows_the_environment(monkeypatch):
+    monkeypatch.setenv(memory.ENV, "300")
+    assert memory.budget_bytes() == 300 << 20
+    monkeypatch.delenv(memory.ENV)
+    assert 0 < memory.budget_bytes() <= memory.DEFAULT_MAX_MB << 20
+
+
+def test_a_state_put_over_budget_leaves_the_cache_empty(monkeypatch):
+    """The caches call the valve themselves: with a budget below what the process already holds,
+    a state put into the in-process cache is dropped again at once (disk stays authoritative)."""
+    from advisor.maintain import service
+
+    monkeypatch.setenv(memory.ENV, "1")
+    service._cache.clear()
+    service._cache_put(("w", 1), object(), 10)
+    assert not service._cache
+    monkeypatch.setenv(memory.ENV, str(1 << 20))  # a terabyte: nothing to relieve
+    service._cache_put(("w", 2), object(), 10)
+    assert list(service._cache) == [("w", 2)]
+    service._cache.clear()
