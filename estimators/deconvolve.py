@@ -110,16 +110,20 @@ def posterior_draws(m: np.ndarray, mu: np.ndarray, n: np.ndarray, N: np.ndarray,
         w = w * (fit.T @ (1.0 / (fit @ w))) / len(fit)
     # a floor keeps every support point alive for groups outside the fitted subset, whose
     # likelihood may sit where the fit left no weight
-    post = like * np.maximum(w.astype(float), 1e-12)
+    # in place from here on: at 250k groups each (groups, GRID) array is 400 MB; fresh copies took
+    # 4.2-6.5 s and a 2.1 GB peak, in place 1.5-1.9 s and 1.0 GB, with the same draws (session 39)
+    post = like
+    post *= np.maximum(w.astype(float), 1e-12)
     post /= post.sum(axis=1, keepdims=True)
     mean[idx] = mu[idx] + post @ grid
     # inverse-CDF draws for all groups at once: row g's cumulative weights shifted by g are one
     # increasing array (each row ends at 1); sorted needles make the search one sequential pass,
     # and shuffling each group's draws afterwards keeps replicates independent across groups
     rows = np.arange(len(idx))
-    cum = np.cumsum(post, axis=1)
+    cum = np.cumsum(post, axis=1, out=post)
     cum[:, -1] = 1.0
-    flat = (cum + rows[:, None]).ravel()
+    cum += rows[:, None]
+    flat = cum.ravel()
     u = np.sort(rng.random((len(idx), draws)) * (1.0 - 1e-12), axis=1) + rows[:, None]
     pick = np.searchsorted(flat, u.ravel(), side="right").reshape(u.shape) - rows[:, None] * len(grid)
     pick = rng.permuted(np.clip(pick, 0, len(grid) - 1), axis=1).T
