@@ -145,9 +145,9 @@ def _spj_sql(node: ir.Node, fact_id: int, fact_view: str, other: Callable[[ir.Sc
 
 
 _FRAGS: "OrderedDict[tuple, dict]" = OrderedDict()  # (sample path, mtime) -> base frame + id columns
-memory.register("group estimates", memory.lru_shrinker(_GROUPS))
-memory.register("sample fragment ids", memory.lru_shrinker(_FRAGS))
-memory.register("bootstrap blocks", memory.lru_shrinker(_bootstrap._BLOCKS))
+memory.register("group estimates", memory.lru_shrinker(_GROUPS), rank=0)  # a replay's samples change: seldom hit
+memory.register("sample fragment ids", memory.lru_shrinker(_FRAGS), rank=1)
+memory.register("bootstrap blocks", memory.lru_shrinker(_bootstrap._BLOCKS), rank=2)
 _FRAGS_KEEP = 16  # samples; an entry is a few arrays of the sample's length
 
 

@@ -110,8 +110,8 @@ def local_rows(path: str, columns: list) -> pd.DataFrame:
 _DIMS: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (table, version, scan columns) -> scan frame
 _DIMS_KEEP = 4
 DIM_ROWS_MAX = 3_000_000  # a joined table read in full on the driver; larger ones go through Spark
-for _name, _c in (("sample rows", _SAMPLES), ("drawn samples", _DRAWN), ("joined tables", _DIMS)):
-    memory.register(_name, memory.lru_shrinker(_c))
+for _rank, _name, _c in ((3, "drawn samples", _DRAWN), (4, "sample rows", _SAMPLES), (5, "joined tables", _DIMS)):
+    memory.register(_name, memory.lru_shrinker(_c), _rank)
 
 
 def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFrame]:

@@ -11,9 +11,12 @@ from advisor import memory
 @pytest.fixture
 def cache():
     c = OrderedDict()
+    saved = dict(memory._shrinkers)
+    memory._shrinkers.clear()  # this process's real caches stay out of the count
     memory.register("test arrays", memory.lru_shrinker(c))
     yield c
-    memory._shrinkers.pop("test arrays", None)
+    memory._shrinkers.clear()
+    memory._shrinkers.update(saved)
 
 
 def _fill(c, n=6, mb=64):
@@ -37,6 +40,19 @@ def test_under_budget_nothing_is_dropped(cache):
     _fill(cache, n=2)
     assert memory.relieve(memory.rss_bytes() + (1 << 30)) == 0
     assert list(cache) == [0, 1]
+
+
+@pytest.mark.skipif(memory.rss_bytes() == 0, reason="no /proc/self/statm on this platform")
+def test_lower_ranked_caches_are_emptied_first(cache):
+    keep = OrderedDict()
+    memory.register("kept", memory.lru_shrinker(keep), rank=9)
+    _fill(cache, n=3)
+    _fill(keep, n=3)
+    limit = memory.rss_bytes() - (100 << 20)  # two 64 MB arrays are enough
+    memory.relieve(limit)
+    assert len(keep) == 3 and len(cache) < 3  # the rank-5 cache paid first
+    memory.relieve(memory.rss_bytes() - (250 << 20))  # more than the rank-5 cache has left
+    assert not cache and len(keep) < 3
 
 
 def test_every_driver_cache_is_registered():

@@ -82,7 +82,7 @@ def _cache_put(key: tuple[str, int], state: MaintState, size: int) -> None:
     memory.relieve()
 
 
-memory.register("operator states", memory.lru_shrinker(_cache))
+memory.register("operator states", memory.lru_shrinker(_cache), rank=9)  # used every maintenance step
 
 
 def save_state(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:

@@ -82,7 +82,7 @@ def _cache_side(key: tuple, side: _Side) -> None:
     memory.relieve()
 
 
-memory.register("join sides", memory.lru_shrinker(_sides))
+memory.register("join sides", memory.lru_shrinker(_sides), rank=6)
 
 
 class SparkBase:
