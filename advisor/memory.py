@@ -4,8 +4,8 @@ Each cache (operator states, bootstrap replicate blocks, group estimates, sample
 has its own bound, but together they took a replay's strategy process to 4.4 GB resident, and the
 kernel killed it beside four JVMs (TPC-H SF1, BENCHMARKS.md session 39).  Every cache registers a
 ``shrink`` that drops its least recently used entry, with a rank; ``relieve`` empties caches in
-rank order while the process's resident set is above the budget.  Every cached value can be rebuilt (states are on disk,
-draws are seeded), so dropping costs time, never answers.
+rank order while the process's resident set is above the budget.  Every cached value can be
+rebuilt (states are on disk, draws are seeded), so dropping costs time, never answers.
 
 Budget: ``ADVISOR_DRIVER_CACHE_MB`` (resident megabytes above which caches are dropped), else
 ``DEFAULT_FRACTION`` of physical memory, at most ``DEFAULT_MAX_MB``.  Off where ``/proc`` does not
@@ -60,7 +60,15 @@ def budget_bytes() -> int:
     """The resident set above which caches are dropped (module docstring)."""
     env = os.environ.get(ENV, "").strip()
     if env:
-        return int(float(env) * (1 << 20))
+        try:
+            mb = float(env)
+        except ValueError:
+            mb = -1.0
+        if not mb > 0:
+            from advisor.errors import BadInput
+
+            raise BadInput(f"{ENV} must be a positive number of megabytes, got {env!r}")
+        return int(mb * (1 << 20))
     try:
         phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (OSError, ValueError):

@@ -1,7 +1,8 @@
 """Using a sketch: merged range conditions on the sketched attribute, pushed into every scan.
 
-Adjacent fragments are merged into one `a >= lo AND a < hi` run (an infinite end drops its bound);
-the NULL fragment adds `a IS NULL` (and NaN for floating columns). An empty sketch becomes `false`.
+Adjacent fragments are merged into one `a >= lo AND a < hi` run (an infinite end drops its bound),
+and runs of a few integer or date values are listed in one `a IN (...)` instead; the NULL fragment
+adds `a IS NULL` (and NaN for floating columns). An empty sketch becomes `false`.
 When a clustered layout pays (``layout_pays``) the scan reads it instead of the base files; Spark
 skips its row groups by their min/max.
 """

@@ -66,8 +66,14 @@ def test_every_driver_cache_is_registered():
 
 
 def test_the_budget_follows_the_environment(monkeypatch):
+    from advisor.errors import BadInput
+
     monkeypatch.setenv(memory.ENV, "300")
     assert memory.budget_bytes() == 300 << 20
+    for bad in ("lots", "0", "-5"):
+        monkeypatch.setenv(memory.ENV, bad)
+        with pytest.raises(BadInput, match=memory.ENV):
+            memory.budget_bytes()
     monkeypatch.delenv(memory.ENV)
     assert 0 < memory.budget_bytes() <= memory.DEFAULT_MAX_MB << 20
 
