@@ -98,8 +98,10 @@ def test_capture_then_run_uses_sketch(wh, capsys):
     assert sorted(map(tuple, used["rows"])) == sorted(map(tuple, plain["rows"]))
     # sum over g=k is 40k + 3900: g=3 gives 4020, g=4 gives 4060, so only g=4 passes 4040
     assert [r[0] for r in used["rows"]] == [4]
-    assert set(used["metrics"]) == {"files_read", "bytes_read", "rows_read"}
+    assert set(used["metrics"]) == {"files_read", "bytes_read", "rows_read", "groups"}
     assert plain["metrics"]["rows_read"] == 200 and used["metrics"]["rows_read"] == 40
+    # groups formed before HAVING: the 5 values of g plain, the one file's g with the sketch
+    assert plain["metrics"]["groups"] == 5 and used["metrics"]["groups"] == 1
 
 
 def test_unsupported_query_runs_plain_with_note(wh, capsys):
