@@ -28,10 +28,12 @@ STATE: dict = {}
 def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="Warehouse directory (default ./.advisor or $ADVISOR_HOME)."),
              master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default $SPARK_MASTER or local[*])."),
              conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable).")):
+    from advisor.memory import budget_bytes
     from advisor.session import parse_conf
 
     STATE.clear()  # in-process callers (tests) may invoke the app several times
     STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf))
+    budget_bytes()  # a malformed $ADVISOR_DRIVER_CACHE_MB fails here, before any work
 
 
 def ctx():

@@ -118,3 +118,10 @@ def test_explain_reports_verdicts(wh, capsys):
     verdicts = {c["attr"]: c for c in info["tables"][0]["candidates"]}
     assert verdicts["g"]["safe"] and not verdicts["v"]["safe"]
     assert "avg" in verdicts["v"]["reason"]
+
+
+def test_a_malformed_driver_cache_budget_is_bad_input_before_any_work(wh, capsys, monkeypatch):
+    monkeypatch.setenv("ADVISOR_DRIVER_CACHE_MB", "plenty")
+    code, out, err = cli(["--warehouse", wh, "run", "SELECT g, sum(v) AS s FROM t GROUP BY g"], capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "ADVISOR_DRIVER_CACHE_MB" in err
