@@ -86,3 +86,41 @@ def test_bad_batch_leaves_sketch_and_state(cat, tmp_path):
         cat.apply_batch("facts", str(p))
     assert (cat.current_version("facts"), len(stale_heads(cat))) == before
     assert load_sketch(cat.store, sk.id).parts == sk.parts
+
+
+def test_superseded_and_retired_states_are_deleted_heads_keep_theirs(cat):
+    """Each maintained version writes its own state file; once a newer version (or retirement)
+    supersedes it, the file goes, the row stays (its initialisation record feeds rent), and the
+    chain keeps maintaining from the head's file alone."""
+    from pathlib import Path
+
+    from advisor.maintain import service
+    from advisor.sketches import retire
+
+    sql, attr = QUERIES[0]
+    q = parse_sql(sql, lambda t: cat.schema(t))
+    parts = {"facts": cat.parts[(attr, 30)]}
+    sk = capture(cat, q, {"facts": attr}, 30, check=False, partitions=parts).sketch
+    chain = [sk.id]
+    for seed in (1, 2, 3):
+        ins, dels = batch_frames(cat, "facts", 20, 5, seed)
+        cat.apply_frames("facts", ins, dels)
+        service._cache.clear()  # the next step must read the head's file from disk
+        res = maintain_sketch(cat, chain[-1], buy=True)
+        assert res.how == "incremental", res.how
+        chain.append(res.new_id)
+        rows = {r["sketch_id"]: r for r in cat.store.query("SELECT * FROM states")}
+        head = rows[chain[-1]]
+        assert head["path"] and Path(head["path"]).is_file()
+        for old in chain[1:-1]:  # versions that had state and were superseded
+            assert rows[old]["path"] == ""
+        assert not any(Path(p).exists() for p in {str(Path(head["path"]).parent / f"sketch_{i}.state")
+                                                   for i in chain[:-1]})
+        assert service.has_state(cat.store, chain[-1]) and not service.has_state(cat.store, chain[-2])
+    init = cat.store.one("SELECT meta_json FROM states WHERE sketch_id=?", (chain[1],))["meta_json"]
+    assert '"init_seconds"' in init  # the purchase's record survives its file
+    fresh = capture_batch(cat, [(q, {"facts": attr}, parts)], {"facts": cat.current_version("facts"), "dims": 1})
+    assert load_sketch(cat.store, chain[-1]).parts[0].fragments == fresh[0][0].parts[0].fragments
+    retire(cat.store, chain[-1], "test")
+    assert service.prune_states(cat) == 1
+    assert not service.has_state(cat.store, chain[-1]) and service.load_state(cat, chain[-1]) is None

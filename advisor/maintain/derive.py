@@ -106,9 +106,9 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
     initialised now (one Spark aggregation, about a capture), else None."""
     from advisor.plan.parse import parse_sql
 
-    from .service import _sketched, init_state, maintain_sketch, save_state
+    from .service import _sketched, has_state as stored, init_state, maintain_sketch, save_state
 
-    has_state = {h.id for h in heads if catalog.store.one("SELECT 1 FROM states WHERE sketch_id=?", (h.id,))}
+    has_state = {h.id for h in heads if stored(catalog.store, h.id)}
     current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
     for head in [h for h in heads if h.id in has_state] + [h for h in heads if h.id not in has_state and current(h)]:
         if head.id not in has_state:
@@ -124,7 +124,7 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
             if not current(head):
                 continue
         row = catalog.store.one("SELECT path FROM states WHERE sketch_id=?", (head.id,))
-        if row is not None and Path(row["path"]).exists():
+        if row is not None and row["path"] and Path(row["path"]).is_file():
             return MaintState.from_bytes(Path(row["path"]).read_bytes()), head.id  # a copy: the head keeps its own
     return None
 

@@ -77,7 +77,7 @@ def before_use(catalog, query, declined: list | None = None, answer: bool = Fals
     from advisor.execute import versions_now
     from advisor.finder import usable_sketches
 
-    from .service import maintain_sketch
+    from .service import has_state as stored, maintain_sketch
     from .worth import buy_now, decline_reason, evidence
 
     spec = policy_spec(catalog.store)
@@ -89,7 +89,7 @@ def before_use(catalog, query, declined: list | None = None, answer: bool = Fals
             continue
         buy = False
         if declined is not None:
-            has_state = catalog.store.one("SELECT 1 FROM states WHERE sketch_id=?", (sk.id,)) is not None
+            has_state = stored(catalog.store, sk.id)
             ev = evidence(catalog, sk, has_state)
             why = decline_reason(ev)
             if why:

@@ -107,12 +107,37 @@ def load_state(catalog, sketch_id: int) -> MaintState | None:
     if hit is not None:
         return hit[0]
     r = catalog.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
-    if r is None or not Path(r["path"]).exists():
+    if r is None or not r["path"] or not Path(r["path"]).is_file():
         return None
     try:
         return MaintState.from_bytes(Path(r["path"]).read_bytes())
     except (ValueError, pickle.UnpicklingError, EOFError):
         return None  # damaged state: fall back to re-initialisation
+
+
+def has_state(store, sketch_id: int) -> bool:
+    """Whether the sketch has operator state on disk (pruned states keep their row, path emptied)."""
+    return store.one("SELECT 1 FROM states WHERE sketch_id=? AND path != ''", (sketch_id,)) is not None
+
+
+def prune_states(catalog) -> int:
+    """Delete the state files of sketches that are no longer live heads (superseded by a newer
+    version of their chain, or retired): state is only ever read at a head, and each maintained
+    version writes a new file (tens of MB at SF1), so without this the states directory grows with
+    every batch.  Rows stay, path emptied, for their initialisation records (``rent.init_rate``).
+    Returns the number of files deleted."""
+    store = catalog.store
+    dead = store.query("SELECT sketch_id, path FROM states s WHERE path != '' AND ("
+                       "EXISTS (SELECT 1 FROM sketches c WHERE c.parent_id = s.sketch_id) "
+                       "OR s.sketch_id IN (SELECT sketch_id FROM retired))")
+    if not dead:
+        return 0
+    with store.tx() as c:  # rows first: a crash before the unlink leaves an orphan file, never a dangling row
+        c.executemany("UPDATE states SET path='' WHERE sketch_id=?", [(r["sketch_id"],) for r in dead])
+    for r in dead:
+        _cache.pop((str(store.path), r["sketch_id"]), None)
+        Path(r["path"]).unlink(missing_ok=True)
+    return len(dead)
 
 
 def _pandas_tables(catalog, tables: list[str], versions: dict[str, int]) -> dict:
@@ -153,6 +178,7 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, ans
     ``advisor.calibrate``."""
     res = _maintain(catalog, sketch_id, topk_buffer, answer, buy)
     if res.how != "current":
+        prune_states(catalog)
         sk = load_sketch(catalog.store, sketch_id)
         catalog.store.log_run("maintain", sk.sql, {"template": sk.template, "how": res.how,
                                                    "seconds": round(res.seconds - res.init_seconds, 4),
