@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -21,7 +20,6 @@ class RunResult:
     sketch: Optional[dict] = None
     note: Optional[str] = None
     files_considered: dict = field(default_factory=dict)
-    whole_stage: bool = True   # ran with whole-stage codegen (off for big sketch filters: ``use.WSCG_MAX_RANGES``)
 
     def to_json(self) -> dict:
         return {"columns": self.columns, "rows": [list(r) for r in self.rows],
@@ -56,7 +54,7 @@ def plain_source(catalog, versions: dict[str, int]):
 def run_query(catalog, query: ir.Query, versions: Optional[dict[str, int]] = None, sketch=None,
               use_layout: bool = True) -> RunResult:
     """Execute query (with `sketch` applied to its scans if given); rows, scan metrics, seconds."""
-    from advisor.use import WSCG_MAX_RANGES, ranged_terms, sketch_source
+    from advisor.use import sketch_source
 
     versions = versions or versions_now(catalog, query)
     if sketch is None:
@@ -64,34 +62,12 @@ def run_query(catalog, query: ir.Query, versions: Optional[dict[str, int]] = Non
     else:
         source = sketch_source(catalog, sketch, versions, use_layout=use_layout)
     sql = query_sql(query, source)
-    whole_stage = sketch is None or ranged_terms(catalog, sketch) <= WSCG_MAX_RANGES
     t0 = time.perf_counter()
-    with _codegen(catalog.spark, whole_stage):
-        df = catalog.spark.sql(sql)
-        rows = [tuple(r) for r in df.collect()]
+    df = catalog.spark.sql(sql)
+    rows = [tuple(r) for r in df.collect()]
     secs = time.perf_counter() - t0
     return RunResult(list(query.output_names), rows, collect_scan_metrics(df), secs,
-                     sketch.to_json() if sketch is not None else None, whole_stage=whole_stage)
-
-
-WSCG = "spark.sql.codegen.wholeStage"
-
-
-@contextmanager
-def _codegen(spark, whole_stage: bool):
-    """Whole-stage codegen as asked for the duration (the session's own setting restored after)."""
-    if whole_stage:
-        yield
-        return
-    before = spark.conf.get(WSCG, None)
-    spark.conf.set(WSCG, "false")
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(WSCG)
-        else:
-            spark.conf.set(WSCG, before)
+                     sketch.to_json() if sketch is not None else None)
 
 
 def run_plain_sql(catalog, sql: str, note: str) -> RunResult:

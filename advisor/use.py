@@ -110,19 +110,6 @@ def _points(part: RangePartition, i: int, j: int) -> list | None:
     return list(range(int(lo), int(hi)))
 
 
-def split_runs(part: RangePartition, fragments: frozenset, max_runs: int = MAX_RUNS) -> tuple[list, list]:
-    """(IN-list values, ranged runs) of the sketch's filter on ``part``: short integer/date runs
-    as values (up to ``MAX_POINTS``), the rest as [i, j] fragment runs for the search tree."""
-    points, ranged = [], []
-    for i, j in capped_runs(fragments, part, max_runs):
-        vals = _points(part, i, j)
-        if vals is not None and len(points) + len(vals) <= MAX_POINTS:
-            points += vals
-        else:
-            ranged.append((i, j))
-    return points, ranged
-
-
 def range_condition(part: RangePartition, fragments: frozenset, column: str, max_runs: int = MAX_RUNS) -> str:
     """SQL condition selecting the rows in the given fragments of `part` (exactly, unless more than
     `max_runs` runs forced bridging of small gaps, which only adds rows)."""
@@ -144,7 +131,13 @@ def range_condition(part: RangePartition, fragments: frozenset, column: str, max
     def branch(rs: list[tuple[int, int]]) -> str:
         return " OR ".join(leaf(i, j) for i, j in rs) if len(rs) <= TREE_LEAF else tree(rs)
 
-    points, ranged = split_runs(part, fragments, max_runs)
+    points, ranged = [], []
+    for i, j in capped_runs(fragments, part, max_runs):
+        vals = _points(part, i, j)
+        if vals is not None and len(points) + len(vals) <= MAX_POINTS:
+            points += vals
+        else:
+            ranged.append((i, j))
     terms = [f"{col} IN ({', '.join(sql_literal(v, part.dtype) for v in points)})"] if points else []
     terms += [branch(ranged)] if ranged else []
     if part.null_id in fragments:
@@ -156,22 +149,6 @@ def range_condition(part: RangePartition, fragments: frozenset, column: str, max
 
 
 LAYOUT_GAIN = 0.8
-
-
-# Ranged terms above which a sketched query runs without whole-stage codegen.  A new filter is new
-# generated code, and inside whole-stage codegen it sits in the stage's one loop method, which HotSpot
-# compiles late when it is huge; outside it the filter is its own predicate class, compiled per call
-# early.  TPC-H SF1 big_orders, fresh filters at version 41 (medians, BENCHMARKS.md session 40):
-# 79 ranges 1.33 -> 1.15 s, 101 1.63 -> 1.31 s, 144 2.41 -> 1.86 s, 256 5.19 -> 3.96 s; an l_suppkey
-# IN list with 16 ranges 0.49 vs 0.47 s.
-WSCG_MAX_RANGES = 32
-
-
-def ranged_terms(catalog, sketch) -> int:
-    """Range terms (runs not listed as IN values) over all parts of the sketch's filters."""
-    from advisor.partitions import load_partition
-
-    return sum(len(split_runs(load_partition(catalog.store, p.partition_id), p.fragments)[1]) for p in sketch.parts)
 
 
 def scan_units(catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
