@@ -35,7 +35,6 @@ capture, and the first state initialisation 6.5 s (session 13).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from advisor.plan import ir
 from advisor.stats import stored_ndv
@@ -106,7 +105,7 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
     initialised now (one Spark aggregation, about a capture), else None."""
     from advisor.plan.parse import parse_sql
 
-    from .service import _sketched, has_state as stored, init_state, maintain_sketch, save_state
+    from .service import _sketched, has_state as stored, init_state, maintain_sketch, save_state, state_file
 
     has_state = {h.id for h in heads if stored(catalog.store, h.id)}
     current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
@@ -123,9 +122,9 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
             head = load_sketch(catalog.store, res.new_id)
             if not current(head):
                 continue
-        row = catalog.store.one("SELECT path FROM states WHERE sketch_id=?", (head.id,))
-        if row is not None and row["path"] and Path(row["path"]).is_file():
-            return MaintState.from_bytes(Path(row["path"]).read_bytes()), head.id  # a copy: the head keeps its own
+        path = state_file(catalog.store, head.id)
+        if path is not None:
+            return MaintState.from_bytes(path.read_bytes()), head.id  # a copy: the head keeps its own
     return None
 
 

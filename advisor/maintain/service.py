@@ -106,13 +106,19 @@ def load_state(catalog, sketch_id: int) -> MaintState | None:
     hit = _cache.pop((str(catalog.store.path), sketch_id), None)
     if hit is not None:
         return hit[0]
-    r = catalog.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
-    if r is None or not r["path"] or not Path(r["path"]).is_file():
+    path = state_file(catalog.store, sketch_id)
+    if path is None:
         return None
     try:
-        return MaintState.from_bytes(Path(r["path"]).read_bytes())
+        return MaintState.from_bytes(path.read_bytes())
     except (ValueError, pickle.UnpicklingError, EOFError):
         return None  # damaged state: fall back to re-initialisation
+
+
+def state_file(store, sketch_id: int) -> Path | None:
+    """The sketch's state file, if it has one on disk (a pruned state's row has an empty path)."""
+    r = store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
+    return Path(r["path"]) if r is not None and r["path"] and Path(r["path"]).is_file() else None
 
 
 def has_state(store, sketch_id: int) -> bool:
@@ -127,9 +133,8 @@ def prune_states(catalog) -> int:
     every batch.  Rows stay, path emptied, for their initialisation records (``rent.init_rate``).
     Returns the number of files deleted."""
     store = catalog.store
-    dead = store.query("SELECT sketch_id, path FROM states s WHERE path != '' AND ("
-                       "EXISTS (SELECT 1 FROM sketches c WHERE c.parent_id = s.sketch_id) "
-                       "OR s.sketch_id IN (SELECT sketch_id FROM retired))")
+    live = {s.id for s in latest_versions(store)}
+    dead = [r for r in store.query("SELECT sketch_id, path FROM states WHERE path != ''") if r["sketch_id"] not in live]
     if not dead:
         return 0
     with store.tx() as c:  # rows first: a crash before the unlink leaves an orphan file, never a dangling row
