@@ -238,13 +238,17 @@ class Catalog:
             tab = tab.filter(pc.invert(pc.is_in(tab.column(RID), value_set=d)))
         return tab.select(cols[1:] + [RID]) if with_rid else tab.drop_columns([RID])
 
-    def _assemble(self, base_df, name: str, start: int, batches: list[Version], with_rid: bool):
+    def _assemble(self, base_df, name: str, start: int, batches: list[Version], with_rid: bool,
+                  map_ins=None):
         """``base_df`` (the table at version ``start``) plus the inserts of ``batches`` minus their
-        deletes, with runs of batches read as net blocks (``advisor.netdelta``)."""
+        deletes, with runs of batches read as net blocks (``advisor.netdelta``).  ``map_ins`` turns
+        each insert file into the file to read instead (a layout's copy with its block ids)."""
         from advisor.netdelta import delta_files
 
         df = base_df
         ins, dels = delta_files(self, name, start, [b for b in batches if b.kind == "batch"])
+        if ins and map_ins is not None:
+            ins = [map_ins(f) for f in ins]
         if ins:
             df = df.unionByName(self.spark.read.schema(base_df.schema).parquet(*ins).select(*base_df.columns))
         if dels:
@@ -253,12 +257,13 @@ class Catalog:
         return df if with_rid else df.drop(RID)
 
     def read_on_top(self, base_df, name: str, from_version: int, to_version: int | None = None,
-                    with_rid: bool = False):
-        """`base_df` is a snapshot at `from_version` (e.g. a clustered layout copy); bring it to `to_version`."""
+                    with_rid: bool = False, map_ins=None):
+        """`base_df` is a snapshot at `from_version` (e.g. a clustered layout copy); bring it to
+        `to_version` (``map_ins``: see ``_assemble``)."""
         name = self.require(name)
         to = self.version(name, to_version).version
         later = [x for x in self.versions(name) if from_version < x.version <= to]
-        return self._assemble(base_df, name, from_version, later, with_rid)
+        return self._assemble(base_df, name, from_version, later, with_rid, map_ins)
 
     def delta(self, name: str, v_from: int, v_to: int | None = None):
         """Net change between two versions: (inserted rows, deleted rows), both with `_rid`."""

@@ -15,6 +15,9 @@ import shutil
 import time
 import uuid
 
+import pandas as pd  # module level: pandas_udf reads the type hints from the module's globals
+
+from advisor import blocks
 from advisor.catalog import RID
 from advisor.partitions import encode_value, kind_of
 
@@ -55,10 +58,15 @@ def build_layout(catalog, table: str, attr: str, version: int | None = None,
     if then is not None:
         catalog.column_type(table, then.lower())  # an unknown column is bad input
     order = [attr] + ([then.lower()] if then else []) + [RID]
+    starts = None
+    if blocks.supported(dtype):
+        df, starts = with_blocks(df, attr, dtype, min(PAGE_ROWS or blocks.BLOCK_ROWS, max(1, rows_per_file // 4)))
     (df.repartition(1).sortWithinPartitions(*order)
        .write.option("maxRecordsPerFile", rows_per_file)
        .option("parquet.block.size", ROW_GROUP_BYTES)
        .options(**({"parquet.page.row.count.limit": PAGE_ROWS} if PAGE_ROWS else {})).parquet(str(tmp)))
+    if starts is not None:
+        blocks.save_starts(tmp, starts)
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
@@ -81,6 +89,23 @@ def build_layout(catalog, table: str, attr: str, version: int | None = None,
         lid = cur.lastrowid
     return {"id": lid, "table": table, "attr": attr, "table_version": v.version, "path": str(out),
             "manifest": manifest}
+
+
+def with_blocks(df, attr: str, dtype: str, rows: int):
+    """``df`` with its value-aligned block id column (``advisor.blocks``) and the block starts: the
+    starts come from the attribute's value counts (one aggregation, collected as Arrow), the ids
+    from ``blocks.assign`` in a vectorized UDF, the function that also numbers later inserts."""
+    from pyspark.sql import functions as F
+
+    key = F.expr(blocks.key_sql(f"`{attr}`", dtype))
+    counts = df.select(key.alias("k")).where("k IS NOT NULL").groupBy("k").count().toArrow()
+    starts = blocks.starts_from_counts(counts.column("k").to_numpy(), counts.column("count").to_numpy(), rows)
+
+    @F.pandas_udf("int")
+    def block_of(k: pd.Series, null: pd.Series) -> pd.Series:
+        return pd.Series(blocks.assign(starts, k.to_numpy(dtype="int64"), null.to_numpy(dtype=bool)))
+
+    return df.withColumn(blocks.BLK, block_of(F.coalesce(key, F.lit(0).cast("bigint")), key.isNull())), starts
 
 
 def find_layout(store, table: str, attr: str, max_version: int | None = None) -> dict | None:

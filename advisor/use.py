@@ -155,15 +155,23 @@ def scan_units(catalog, table: str, attr: str, version: int, part: RangePartitio
     """(units, read fraction, layout?) of the files a sketched scan opens: the clustered layout only
     when it skips clearly more than the base files do (reads at most ``LAYOUT_GAIN`` of their
     rows), since a layout is more files to open and list than the base files' few large ones.
-    Read fractions are those of the bridged filter (``read_set``), which is what a scan reads."""
+    Read fractions are those of what the scan filters on: the layout's block list
+    (``block_condition``), else the bridged ranges (``read_set``)."""
+    from advisor import blocks
+    from advisor.layout import find_layout
     from advisor.skipping import boundary_values, read_fraction_of, read_units
 
     b = boundary_values(part)
-    fragments = read_set(fragments, part)
+    exact, fragments = fragments, read_set(fragments, part)
     units = read_units(catalog, table, attr, version)
     frac = read_fraction_of(units.units, b, fragments, part.null_id)
     if not units.source.startswith("layout"):
         return units, frac, False
+    lay = find_layout(catalog.store, table, attr, version)
+    starts = blocks.load_starts(lay["path"]) if lay is not None and lay["attr"] == attr else None
+    ids = None if starts is None else blocks.sketch_blocks(starts, part, exact)
+    if ids is not None and len(ids) <= blocks.MAX_IDS:  # read as its blocks (``block_condition``)
+        frac = blocks.read_fraction(units.units, starts, part.dtype, ids)
     base = read_units(catalog, table, attr, version, layout=False)
     base_frac = read_fraction_of(base.units, b, fragments, part.null_id)
     return (units, frac, True) if frac <= LAYOUT_GAIN * base_frac else (base, base_frac, False)
@@ -180,9 +188,24 @@ def layout_view(catalog, lay: dict, version: int) -> str:
     layout and the batches since is file listing, 0.5-0.8 s per query at SF1 when it was per sketch."""
     from advisor.execute import registered
 
+    from advisor import blocks
+
     name = catalog.view_name(lay["table"], version, f"_l{lay['id']}")
+    starts = blocks.load_starts(lay["path"])
+    dtype = catalog.column_type(lay["table"], lay["attr"])
+    numbered = None if starts is None else (  # later inserts get their block ids too
+        lambda f: blocks.ontop_file(lay, f, lay["attr"], dtype, starts))
     return registered(catalog, name, lambda: catalog.read_on_top(
-        catalog.spark.read.parquet(lay["path"]), lay["table"], lay["table_version"], version))
+        catalog.spark.read.parquet(lay["path"]), lay["table"], lay["table_version"], version, map_ins=numbered))
+
+
+def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:
+    """The sketch as the layout's block ids (``advisor.blocks``: one code text for every sketch),
+    or None when the layout has no blocks or the ids are too many."""
+    from advisor import blocks
+
+    starts = blocks.load_starts(lay["path"]) if lay["attr"] == part.attr else None
+    return None if starts is None else blocks.condition(starts, part, fragments)
 
 
 def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
@@ -205,6 +228,7 @@ def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = 
         lay = find_layout(catalog.store, p.table, p.attr, v) if use_layout else None
         if lay is not None and layout_pays(catalog, p.table, p.attr, v, part, p.fragments):
             views[p.table] = layout_view(catalog, lay, v)
+            conds[p.table] = block_condition(lay, part, p.fragments) or cond
         else:
             views[p.table] = table_view(catalog, p.table, v)
 
