@@ -119,9 +119,10 @@ def read_fraction(units, starts: np.ndarray, dtype: str, ids) -> float:
     the block partition's interior boundaries are the starts after the first."""
     from advisor.skipping import read_fraction_of
 
-    null_id = len(starts)  # a partition with len(starts) - 1 boundaries puts NULLs here
+    bounds = typed_starts(starts, dtype)[1:]
+    null_id = len(bounds) + 1  # a partition's NULL fragment follows its ranges
     frags = {null_id if i == NULL_BLOCK else i for i in ids}
-    return read_fraction_of(units, typed_starts(starts, dtype)[1:], frags, null_id)
+    return read_fraction_of(units, bounds, frags, null_id)
 
 
 def load_starts(layout_path: str) -> np.ndarray | None:

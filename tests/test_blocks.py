@@ -51,6 +51,20 @@ def test_date_sketches_use_day_numbers():
     assert blocks.sketch_blocks(starts, part, {0}) == [0]           # before Jan 5
 
 
+def test_predicted_reads_follow_the_blocks():
+    from advisor.skipping import ReadUnit
+
+    starts = np.array([0, 10, 20])
+    units = [ReadUnit(100, 0, 9), ReadUnit(100, 10, 19), ReadUnit(100, 15, 25), ReadUnit(50, None, None, 50),
+             ReadUnit(30, always=True)]
+    total = 380
+    assert blocks.read_fraction(units, starts, "bigint", [0]) == pytest.approx(130 / total)
+    assert blocks.read_fraction(units, starts, "bigint", [1]) == pytest.approx(230 / total)
+    assert blocks.read_fraction(units, starts, "bigint", [blocks.NULL_BLOCK]) == pytest.approx(80 / total)
+    assert blocks.read_fraction(units, np.array([], dtype=np.int64), "bigint", [blocks.NULL_BLOCK]) == \
+        pytest.approx(80 / total)
+
+
 @settings(max_examples=60, deadline=None)
 @given(values=st.lists(st.integers(-50, 50), min_size=1, max_size=300),
        cuts=st.lists(st.integers(-60, 60), min_size=1, max_size=8, unique=True),
