@@ -11,7 +11,8 @@ With too little spread in the logged rows the intercept is not identifiable from
 The store's job-cost probe (``advisor.probe``: the same query shape over a 64-row file) then
 supplies it: its (rows, seconds) joins the points, and it is the fixed cost whenever the line still
 cannot be fitted.  Without a probe the prior is no fixed cost at all (the paper's rows-proportional
-model).
+model).  Advice (sampling + estimation, or a sizing's partitions and the rest) is predicted from the
+records made warm when there are any (``warm_first``): a process's first one also pays one-time costs.
 """
 
 from __future__ import annotations
@@ -130,12 +131,13 @@ def calibrate(store, limit: int = 400) -> Calibration:
             cap = rec.get("captured") or {}
             # the capture of a sizing without sampling is its exact job (counted once)
             spent = s.get("total", 0.0) - s.get("oracle", 0.0) - s.get("exact", cap.get("seconds") or 0.0)
+            cold = bool(rec.get("cold"))
             if "sampling" in s and spent > 0:
-                advice.append(spent)
+                advice.append((spent, cold))
             elif "partitions" in s and ("exact" in s or "oracle" in s):
                 if rec.get("partitions_built"):
-                    parts.append(s["partitions"] / rec["partitions_built"])
-                rest.append(max(0.0, spent - s["partitions"]))
+                    parts.append((s["partitions"] / rec["partitions_built"], cold))
+                rest.append((max(0.0, spent - s["partitions"]), cold))
             if cap.get("seconds") and rec.get("template"):
                 recap.setdefault(rec["template"], []).append(cap["seconds"])
     runs_only = fit_line(pts)
@@ -153,8 +155,17 @@ def calibrate(store, limit: int = 400) -> Calibration:
     else:
         a, b, how = runs_only
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
-    return Calibration(a, b, how, med(maint), med(recap), advice_s=advice[:20], query_s=queries, use_s=uses,
-                       partition_s=parts[:20], overhead_s=rest[:20], answered=answered, identified=identified)
+    return Calibration(a, b, how, med(maint), med(recap), advice_s=warm_first(advice), query_s=queries,
+                       use_s=uses, partition_s=warm_first(parts), overhead_s=warm_first(rest), answered=answered,
+                       identified=identified)
+
+
+def warm_first(timed: list, keep: int = 20) -> list:
+    """The newest ``keep`` seconds of advice recorded warm, or of all when none was: a process's
+    first sampling or sizing also pays its imports and first compilations, once
+    (``recommend._note_warmth``), so it overstates what the next advice will cost."""
+    warm = [t for t, cold in timed if not cold]
+    return (warm or [t for t, _ in timed])[:keep]
 
 
 def rows_for(cal: Calibration, per_template: dict, template: str | None) -> float | None:

@@ -35,6 +35,7 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
                  "seconds": float} | null,
       "estimation_notes": [str],              # e.g. the uniform fallback, a covariate prior (estimators.shrinkage)
       "template": str | null,                 # the query with its constants as parameters
+      "cold": bool,                           # the process's first sampling / sizing (one-time costs)
       "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
       "partitions_built": int,                # OPT / exact: partitions this sizing had to build
       "workload": {"predicted_reuses": float, "updates_per_use": float, "scan_rows_per_s": float,
@@ -95,6 +96,20 @@ def bridged(se, part) -> frozenset:
     prob = se.fragment_probability
     likely = frozenset(int(f) for f, p in (prob.items() if prob is not None else ()) if p >= 0.5)
     return read_set(likely, part) - likely
+
+
+# set once this process has sampled or sized for advice: its imports (z3, the estimators) and the
+# first compilation of its Spark jobs are paid, and later advice does not pay them again
+_advised = False
+
+
+def _note_warmth(rec: dict) -> None:
+    """Mark the record ``cold`` when it is the process's first to sample or size (``calibrate``
+    predicts advice from warm records when it has them: in session 42's SF1 replay the first
+    sizing's rest took 2.9 s and the next 0.5 s, and their median declined three templates)."""
+    global _advised
+    rec["cold"] = not _advised
+    _advised = _advised or any(k in rec["seconds"] for k in ("sampling", "partitions", "oracle"))
 
 
 def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:
@@ -272,6 +287,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     elif capture:
         rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + "nothing captured: the decision is no-go"
     rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
+    _note_warmth(rec)
     ctx.store.log_run("recommend", sql, rec)
     return rec
 

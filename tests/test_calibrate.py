@@ -251,3 +251,30 @@ def test_a_probe_alone_gives_the_fixed_cost_and_the_prior_row_rate(tmp_path):
     # the probe's 64 rows say nothing about the per-row cost: dividing its time by them priced a
     # row at 2 ms and a job's fixed cost at 640 rows
     assert cal.fixed_s == pytest.approx(0.14) and cal.per_row_s == pytest.approx(1.0 / PRIOR_ROWS_PER_S)
+
+
+def test_advice_is_predicted_from_warm_records_when_there_are_any(tmp_path):
+    """Session 42, SF1: a replay process's first sizing spent 2.9 s beyond its partition and capture
+    job (imports, first compilations), the next 0.5 s.  Their median (1.7 s) made the next
+    template's advice look like 1.8 scans and declined it before sizing; the warm record alone does
+    not.  A store holding only cold records (every CLI call is a new process) still uses them."""
+    store = Store(tmp_path / "wh")
+    for r in (1_000_000, 2_000_000, 4_000_000, 6_000_000, 500_000, 3_000_000):
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": 2.5e-7 * r, "template": "t"})
+    T = 6_000_000.0  # a scan: 1.5 s
+    store.log_run("recommend", "q", {"template": "a", "partitions_built": 1, "captured": {"seconds": 3.5},
+                                     "cold": True, "seconds": {"partitions": 1.1, "exact": 3.5, "total": 7.5}})
+    only_cold = calibrate(store)
+    assert only_cold.overhead_s == [pytest.approx(2.9)] and only_cold.partition_s == [pytest.approx(1.1)]
+    store.log_run("recommend", "q", {"template": "b", "partitions_built": 1, "captured": {"seconds": 8.1},
+                                     "cold": False, "seconds": {"partitions": 0.3, "exact": 8.1, "total": 8.9}})
+    store.log_run("recommend", "s", {"template": "c", "cold": True, "seconds": {"sampling": 4.0, "total": 9.0}})
+    store.log_run("recommend", "s", {"template": "d", "cold": False, "seconds": {"sampling": 1.0, "total": 2.0}})
+    cal = calibrate(store)
+    assert cal.overhead_s == [pytest.approx(0.5)] and cal.partition_s == [pytest.approx(0.3)]
+    assert cal.advice_s == [pytest.approx(2.0)]
+    assert cal.sizing_rows(1, T) == pytest.approx(0.8 / 2.5e-7)
+    w = Workload(3, capture_rows=1.4 * T, calibration=cal)
+    assert cannot_pay(T, w, CostParams(), w.sizing_rows(1, T)) is None
+    both = (1.1 + 0.3) / 2 + (2.9 + 0.5) / 2  # the median of the two, as before
+    assert cannot_pay(T, w, CostParams(), cal.rows(both)) is not None

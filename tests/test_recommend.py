@@ -207,3 +207,20 @@ def test_a_covariate_prior_is_named_in_the_estimation_notes(ctx, spark):
     rec = recommend(ctx, "SELECT g, avg(val) AS a FROM t2 GROUP BY g HAVING avg(val) > 25", fragments=100)
     assert rec["estimable"] and cands(rec)["g"]["estimated"]
     assert any("alike in g" in n for n in rec["estimation_notes"]), rec["estimation_notes"]
+
+
+def test_the_first_advice_of_a_process_is_marked_cold(ctx, monkeypatch):
+    """Only the process's first sampling or sizing is ``cold`` (``calibrate.warm_first``); a
+    recommendation that neither samples nor sizes (NO-PS) warms nothing."""
+    import advisor.recommend as r
+
+    monkeypatch.setattr(r, "_advised", False)
+    none = recommend(ctx, HAVING, "NO-PS")
+    first = recommend(ctx, HAVING, "CB-OPT-GB", method="exact", fragments=100)
+    second = recommend(ctx, HAVING, "CB-OPT-GB", method="exact", fragments=100)
+    assert none["cold"] and "partitions" not in none["seconds"]
+    assert first["cold"] and "partitions" in first["seconds"]
+    assert second["cold"] is False
+    logged = [json.loads(x["record_json"])["cold"] for x in
+              ctx.store.query("SELECT record_json FROM runs WHERE kind='recommend' ORDER BY id DESC LIMIT 2")]
+    assert logged == [False, True]
