@@ -89,12 +89,13 @@ def test_bad_batch_leaves_sketch_and_state(cat, tmp_path):
 
 
 def test_superseded_and_retired_states_are_deleted_heads_keep_theirs(cat):
-    """Each maintained version writes its own state file; once a newer version (or retirement)
-    supersedes it, the file goes, the row stays (its initialisation record feeds rent), and the
-    chain keeps maintaining from the head's file alone."""
+    """Each maintained version has its own state; once a newer version (or retirement) supersedes
+    it, the state goes, the row stays (its initialisation record feeds rent), and the chain keeps
+    maintaining from the head's file alone.  States are written behind: a head's file appears only
+    when it is flushed or evicted, and a superseded head's never."""
     from pathlib import Path
 
-    from advisor.maintain import service
+    from advisor.maintain import states
     from advisor.sketches import retire
 
     sql, attr = QUERIES[0]
@@ -105,22 +106,25 @@ def test_superseded_and_retired_states_are_deleted_heads_keep_theirs(cat):
     for seed in (1, 2, 3):
         ins, dels = batch_frames(cat, "facts", 20, 5, seed)
         cat.apply_frames("facts", ins, dels)
-        service._cache.clear()  # the next step must read the head's file from disk
+        states.evict_all()  # written, then dropped: the next step must read the head's file from disk
         res = maintain_sketch(cat, chain[-1], buy=True)
         assert res.how == "incremental", res.how
         chain.append(res.new_id)
         rows = {r["sketch_id"]: r for r in cat.store.query("SELECT * FROM states")}
         head = rows[chain[-1]]
-        assert head["path"] and Path(head["path"]).is_file()
+        assert head["path"] and not Path(head["path"]).exists()  # kept in memory, not yet written
+        assert states.has(cat.store, chain[-1])
         for old in chain[1:-1]:  # versions that had state and were superseded
             assert rows[old]["path"] == ""
         assert not any(Path(p).exists() for p in {str(Path(head["path"]).parent / f"sketch_{i}.state")
                                                    for i in chain[:-1]})
-        assert service.has_state(cat.store, chain[-1]) and not service.has_state(cat.store, chain[-2])
+        assert not states.has(cat.store, chain[-2])
+        written, _ = states.flush()
+        assert written == 1 and Path(head["path"]).is_file()
     init = cat.store.one("SELECT meta_json FROM states WHERE sketch_id=?", (chain[1],))["meta_json"]
     assert '"init_seconds"' in init  # the purchase's record survives its file
     fresh = capture_batch(cat, [(q, {"facts": attr}, parts)], {"facts": cat.current_version("facts"), "dims": 1})
     assert load_sketch(cat.store, chain[-1]).parts[0].fragments == fresh[0][0].parts[0].fragments
     retire(cat.store, chain[-1], "test")
-    assert service.prune_states(cat) == 1
-    assert not service.has_state(cat.store, chain[-1]) and service.load_state(cat, chain[-1]) is None
+    assert states.prune(cat) == 1
+    assert not states.has(cat.store, chain[-1]) and states.load(cat, chain[-1]) is None

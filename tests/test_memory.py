@@ -80,14 +80,14 @@ def test_the_budget_follows_the_environment(monkeypatch):
 
 def test_a_state_put_over_budget_leaves_the_cache_empty(monkeypatch):
     """The caches call the valve themselves: with a budget below what the process already holds,
-    a state put into the in-process cache is dropped again at once (disk stays authoritative)."""
-    from advisor.maintain import service
+    a state put into the in-process cache is dropped again at once."""
+    from advisor.maintain import states
 
     monkeypatch.setenv(memory.ENV, "1")
-    service._cache.clear()
-    service._cache_put(("w", 1), object(), 10)
-    assert not service._cache
+    states._cache.clear()
+    states._put(("w", 1), object(), 10)
+    assert not states._cache
     monkeypatch.setenv(memory.ENV, str(1 << 20))  # a terabyte: nothing to relieve
-    service._cache_put(("w", 2), object(), 10)
-    assert list(service._cache) == [("w", 2)]
-    service._cache.clear()
+    states._put(("w", 2), object(), 10)
+    assert list(states._cache) == [("w", 2)]
+    states._cache.clear()

@@ -105,16 +105,17 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
     initialised now (one Spark aggregation, about a capture), else None."""
     from advisor.plan.parse import parse_sql
 
-    from .service import _sketched, has_state as stored, init_state, maintain_sketch, save_state, state_file
+    from . import states
+    from .service import _sketched, init_state, maintain_sketch
 
-    has_state = {h.id for h in heads if stored(catalog.store, h.id)}
+    has_state = {h.id for h in heads if states.has(catalog.store, h.id)}
     current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
     for head in [h for h in heads if h.id in has_state] + [h for h in heads if h.id not in has_state and current(h)]:
         if head.id not in has_state:
             t0 = time.perf_counter()
             hq = parse_sql(head.sql, lambda t: catalog.schema(t))
             st = init_state(catalog, head, hq, _sketched(catalog, hq, head))
-            save_state(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template))
+            states.save(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template))
         elif not current(head):
             res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)
             if res.how != "incremental":
@@ -122,9 +123,9 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
             head = load_sketch(catalog.store, res.new_id)
             if not current(head):
                 continue
-        path = state_file(catalog.store, head.id)
-        if path is not None:
-            return MaintState.from_bytes(path.read_bytes()), head.id  # a copy: the head keeps its own
+        st = states.copy(catalog, head.id)  # a copy: the head keeps its own
+        if st is not None:
+            return st, head.id
     return None
 
 
@@ -160,7 +161,8 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
     head of its template (``_head_state``), or from its own state bought now (``_bought_state``; head
     None), or None.  ``on``/``partitions``: the sketched attribute and partition per
     table, which the head must share."""
-    from .service import _sketched, save_state
+    from . import states
+    from .service import _sketched
 
     if not derivable(query):
         return None
@@ -200,5 +202,5 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
         frags[scan_table[sid]] |= set(fs)
     sk.parts = [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts]
     save_sketch(catalog.store, sk)
-    save_state(catalog, sk.id, new, meta)
+    states.save(catalog, sk.id, new, meta)
     return sk, time.perf_counter() - t0, head_id

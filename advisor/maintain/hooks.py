@@ -77,7 +77,8 @@ def before_use(catalog, query, declined: list | None = None, answer: bool = Fals
     from advisor.execute import versions_now
     from advisor.finder import usable_sketches
 
-    from .service import has_state as stored, maintain_sketch
+    from .service import maintain_sketch
+    from .states import has as stored
     from .worth import buy_now, decline_reason, evidence
 
     spec = policy_spec(catalog.store)

@@ -5,8 +5,8 @@ brings one sketch head from its versions V to the current versions V' in one ste
 how the lazy policy catches up): it loads the operator state persisted for that sketch (or
 initialises it by feeding the tables at V as one insert batch), feeds the net deltas V -> V'
 through the IMP engine (the non-delta join sides are evaluated by Spark, `SparkBase`), stores the
-result as a new sketch version whose parent is the old one, and persists the new state next to
-it (temp file + rename, then the SQLite row). If the engine cannot continue (a top-k buffer ran
+result as a new sketch version whose parent is the old one, and keeps the new state for it
+(``states``: the row now, the file when evicted or at exit). If the engine cannot continue (a top-k buffer ran
 dry), the sketch is recaptured instead. A chain without state is recaptured while initialising
 state does not pay yet (ski rental, `rent`). The previous version is never modified.
 """
@@ -14,20 +14,15 @@ state does not pay yet (ski rental, `rent`). The previous version is never modif
 from __future__ import annotations
 
 import json
-import pickle
 import time
-import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 
-from advisor import memory
 from advisor.errors import BadInput
 from advisor.partitions import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketches import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
-from . import bulk, rent
+from . import bulk, rent, states
 from .engine import Maintainer, MaintState
 from .ops_base import NeedsRecapture
 from .spark_base import SparkBase, warm_sides
@@ -60,89 +55,6 @@ def _sketched(catalog, query, sk: Sketch) -> dict:
             if s.table == p.table:
                 out[s.scan_id] = (next(c.name for c in s.cols if c.source == p.attr), part)
     return out
-
-
-def _state_dir(catalog) -> Path:
-    d = catalog.store.warehouse / "states"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-STATE_CACHE_BYTES = 1 << 30  # in-process budget for operator state kept unpickled (LRU, by pickled size)
-_cache: "OrderedDict[tuple[str, int], tuple[MaintState, int]]" = OrderedDict()
-
-
-def _cache_put(key: tuple[str, int], state: MaintState, size: int) -> None:
-    """Keep the state in memory (the disk copy stays authoritative); evict least recently used
-    entries beyond the budget, which a later maintenance reloads from disk."""
-    _cache[key] = (state, size)
-    _cache.move_to_end(key)
-    while sum(n for _, n in _cache.values()) > STATE_CACHE_BYTES and len(_cache) > 1:
-        _cache.popitem(last=False)
-    memory.relieve()
-
-
-memory.register("operator states", memory.lru_shrinker(_cache), rank=9)  # used every maintenance step
-
-
-def save_state(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:
-    """Persist the state (temp file + rename, then the row); ``init`` = {init_seconds, init_rows,
-    init_groups} when it was just initialised (the rate feeds ``rent.init_rate``)."""
-    data = state.to_bytes()
-    path = _state_dir(catalog) / f"sketch_{sketch_id}.state"
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
-    tmp.write_bytes(data)
-    tmp.rename(path)
-    with catalog.store.tx() as c:
-        c.execute("INSERT OR REPLACE INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
-                  (sketch_id, str(path), json.dumps({"bytes": len(data)} | (init or {})), time.time()))
-    _cache_put((str(catalog.store.path), sketch_id), state, len(data))
-    return len(data)
-
-
-def load_state(catalog, sketch_id: int) -> MaintState | None:
-    """The sketch's operator state, taken out of the in-process cache (the caller mutates it) or
-    read from its file."""
-    hit = _cache.pop((str(catalog.store.path), sketch_id), None)
-    if hit is not None:
-        return hit[0]
-    path = state_file(catalog.store, sketch_id)
-    if path is None:
-        return None
-    try:
-        return MaintState.from_bytes(path.read_bytes())
-    except (ValueError, pickle.UnpicklingError, EOFError):
-        return None  # damaged state: fall back to re-initialisation
-
-
-def state_file(store, sketch_id: int) -> Path | None:
-    """The sketch's state file, if it has one on disk (a pruned state's row has an empty path)."""
-    r = store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
-    return Path(r["path"]) if r is not None and r["path"] and Path(r["path"]).is_file() else None
-
-
-def has_state(store, sketch_id: int) -> bool:
-    """Whether the sketch has operator state on disk (pruned states keep their row, path emptied)."""
-    return store.one("SELECT 1 FROM states WHERE sketch_id=? AND path != ''", (sketch_id,)) is not None
-
-
-def prune_states(catalog) -> int:
-    """Delete the state files of sketches that are no longer live heads (superseded by a newer
-    version of their chain, or retired): state is only ever read at a head, and each maintained
-    version writes a new file (tens of MB at SF1), so without this the states directory grows with
-    every batch.  Rows stay, path emptied, for their initialisation records (``rent.init_rate``).
-    Returns the number of files deleted."""
-    store = catalog.store
-    live = {s.id for s in latest_versions(store)}
-    dead = [r for r in store.query("SELECT sketch_id, path FROM states WHERE path != ''") if r["sketch_id"] not in live]
-    if not dead:
-        return 0
-    with store.tx() as c:  # rows first: a crash before the unlink leaves an orphan file, never a dangling row
-        c.executemany("UPDATE states SET path='' WHERE sketch_id=?", [(r["sketch_id"],) for r in dead])
-    for r in dead:
-        _cache.pop((str(store.path), r["sketch_id"]), None)
-        Path(r["path"]).unlink(missing_ok=True)
-    return len(dead)
 
 
 def _pandas_tables(catalog, tables: list[str], versions: dict[str, int]) -> dict:
@@ -183,7 +95,7 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, ans
     ``advisor.calibrate``."""
     res = _maintain(catalog, sketch_id, topk_buffer, answer, buy)
     if res.how != "current":
-        prune_states(catalog)
+        states.prune(catalog)
         sk = load_sketch(catalog.store, sketch_id)
         catalog.store.log_run("maintain", sk.sql, {"template": sk.template, "how": res.how,
                                                    "seconds": round(res.seconds - res.init_seconds, 4),
@@ -205,7 +117,7 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
         return MaintResult(sk.id, sk.id, "current", 0.0, 0, {})
     t0 = time.perf_counter()
     sketched = _sketched(catalog, query, sk)
-    state, init = load_state(catalog, sk.id), None
+    state, init = states.load(catalog, sk.id), None
     if state is None:
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
         spent, last = rent.rent_of(catalog.store, sk.id)
@@ -241,7 +153,7 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
                     [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts],
                     dict(new), parent_id=sk.id, how="maintain")
     save_sketch(catalog.store, new_sk)
-    size = save_state(catalog, new_sk.id, state, init)
+    size = states.save(catalog, new_sk.id, state, init)
     return MaintResult(sk.id, new_sk.id, how, time.perf_counter() - t0, n_delta, _changes(sk, new_sk), size,
                        init["init_seconds"] if init else 0.0)
 
@@ -265,7 +177,7 @@ def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spen
         rent.record_rent(catalog.store, res.sketch.id, spent + res.seconds, res.seconds)
     else:
         state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, *init_with)
-        size = save_state(catalog, res.sketch.id, state)
+        size = states.save(catalog, res.sketch.id, state)
     return MaintResult(sk.id, res.sketch.id, "recapture", time.perf_counter() - t0, n_delta,
                        _changes(sk, load_sketch(catalog.store, res.sketch.id)), size, answer=res.answer)
 
