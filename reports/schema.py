@@ -38,6 +38,7 @@
                              "rows_read": int, "bytes_read": int, "files_read": int,
                              "captured": int, "reused": int, "no_go": int, "plain": int,
                              "mean_real_selectivity": float | null,
+                             "state_flush_seconds": s,  # the final write of the states still held
                              "seconds": {"sampling": s, "estimation": s, "capture": s,
                                          "maintenance": s, "query": s}}}}
     }

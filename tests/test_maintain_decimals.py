@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from advisor.capture import capture, capture_batch
 from advisor.catalog import Catalog
-from advisor.maintain.decimals import decimal_type, spark_avg, spark_sum, unscaled
+from advisor.maintain.decimals import decimal_type, spark_avg, spark_sum, spark_sums, unscaled
 from advisor.maintain.service import maintain_sketch
 from advisor.partitions import build_partition
 from advisor.plan.parse import parse_sql
@@ -42,6 +42,21 @@ def test_decimal_type_of_exact_expressions_only():
 def test_unscaled_recovers_the_decimal_behind_a_float(u, scale):
     f = float(D(u).scaleb(-scale))   # what the engine holds for the DECIMAL value u * 10^-scale
     assert unscaled([f, None], scale) == [u, None]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(us=st.lists(st.one_of(st.integers(-(2 ** 53) + 1, 2 ** 53 - 1), st.integers(-(10 ** 30), 10 ** 30)),
+                   min_size=0, max_size=40),
+       scale=st.integers(0, 25))
+def test_sums_at_once_equal_the_decimal_quotient_one_by_one(us, scale):
+    """The vectorised SUM (exact doubles, one division) is bit for bit the correctly rounded
+    quotient, which is also what ``float(Decimal)`` gives; past 2^53 or scale 22 it falls back."""
+    import numpy as np
+
+    got = spark_sums(np.array(us, dtype=object), scale).tolist()
+    want = [float(D(u).scaleb(-scale)) for u in us]
+    assert [x.hex() for x in got] == [x.hex() for x in want]
+    assert [x.hex() for x in got] == [spark_sum(u, scale).hex() for u in us]
 
 
 def _groups(seed: int) -> dict[int, list]:

@@ -254,6 +254,7 @@ def prepare_run(ctx, workload_path: str, out: str) -> None:
 def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
            fresh: bool = False, console=None, quiet: bool = False) -> Path:
     """Replay the workload; returns the run directory (with run.json)."""
+    from advisor.maintain import states
     from advisor.maintain.hooks import set_policy
     from advisor.select import STRATEGIES
 
@@ -277,6 +278,7 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
         env = environment(spark)
         queries = [r["record"] for r in log if r["type"] == "query"]
         maint = [m for r in log if r["type"] in ("query", "update") for m in r["maintenance"]]
+        flushes = {r["strategy"]: r["seconds"] for r in log if r["type"] == "flush"}
         done = {(r["strategy"], r["step"]) for r in log}
         steps = plan["steps"]
         n_q = sum(1 for s in steps if s["kind"] == "query")
@@ -314,18 +316,27 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                     maint.extend(ms)
                     logf.write(json.dumps(entry, default=str) + "\n")
                     logf.flush()
+                if s not in flushes:  # the live heads' operator states, written behind (``states``)
+                    if gate is not None and steps:
+                        gate.wait(steps[-1]["step"] + 1)  # alone, as a step: timed without the others
+                    files, secs = states.evict_all()
+                    flushes[s] = secs
+                    logf.write(json.dumps({"type": "flush", "strategy": s, "step": None, "files": files,
+                                           "seconds": round(secs, 4), "pid": os.getpid()}) + "\n")
+                    logf.flush()
                 sctx.store.close()
-                _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True))
+                _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True,
+                                                           flushes=flushes))
         if gate is not None:
             gate.end()
         env["finished"] = _now()
-        doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False)
+        doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False, flushes=flushes)
         _write_json(run_dir / "run.json", doc)
     return run_dir
 
 
 def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: list[dict], maint: list[dict],
-             partial: bool) -> dict:
+             partial: bool, flushes: dict[str, float] | None = None) -> dict:
     order = {s: i for i, s in enumerate(strats)}
     qs = sorted((q for q in queries if q["strategy"] in order), key=lambda q: (order[q["strategy"]], q["step"]))
     ms = [m for m in maint if m["strategy"] in order]
@@ -334,7 +345,7 @@ def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: li
                          "seed": wl.seed, "policy": wl.policy, "sample_rate": wl.sample_rate, "config": wl.raw},
             "environment": env, "datasets": plan["datasets"], "prepare_seconds": plan["prepare_seconds"],
             "strategies": strats, "steps": plan["steps"], "queries": qs, "maintenance": ms,
-            "summary": summarize(strats, qs, ms)}
+            "summary": summarize(strats, qs, ms, flushes)}
 
 
 class _Progress:

@@ -7,16 +7,19 @@ import statistics
 PHASES = ("sampling", "estimation", "capture", "maintenance", "query")
 
 
-def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict]) -> dict:
+def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict],
+              flushes: dict[str, float] | None = None) -> dict:
     """Per-strategy totals, the ratio of cumulative time to NO-PS (cumulative time = every query's
-    total plus the maintenance run eagerly at update steps), and whether every strategy
-    returned the same answer as NO-PS (or, without NO-PS, as the first strategy) at every step."""
+    total plus the maintenance run eagerly at update steps plus the strategy's final write of its
+    operator states, ``flushes``), and whether every strategy returned the same answer as NO-PS
+    (or, without NO-PS, as the first strategy) at every step."""
     per = {}
     for s in strategies:
         qs = [q for q in queries if q["strategy"] == s]
         sels = [q["selectivity"]["real"] for q in qs if q["selectivity"]["real"] is not None]
         acts = [q["decision"]["action"] for q in qs]
-        upd = sum(m["seconds"] for m in maintenance if m["strategy"] == s and m["trigger"] == "update")
+        flush = float((flushes or {}).get(s, 0.0))
+        upd = sum(m["seconds"] for m in maintenance if m["strategy"] == s and m["trigger"] == "update") + flush
         per[s] = {"queries": len(qs),
                   "cumulative_seconds": round(sum(q["seconds"]["total"] for q in qs) + upd, 4),
                   "vs_no_ps": None,
@@ -27,6 +30,7 @@ def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict
                   "no_go": acts.count("no-go"), "plain": acts.count("plain") + acts.count("unsupported"),
                   "mean_real_selectivity": round(statistics.mean(sels), 6) if sels else None,
                   "maintenance_events": sum(1 for m in maintenance if m["strategy"] == s and m["how"] != "current"),
+                  "state_flush_seconds": round(flush, 4),
                   "maintained_unequal": sum(1 for m in maintenance
                                             if m["strategy"] == s and m.get("equal_to_recapture") is False),
                   "seconds": {p: round(sum(q["seconds"].get(p, 0.0) for q in qs)

@@ -125,6 +125,24 @@ def spark_sum(u: int, scale: int) -> float:
     return u / 10 ** scale
 
 
+_EXACT = 1 << 53  # integers of smaller magnitude are exact doubles
+
+
+def spark_sums(u: np.ndarray, scale: int) -> np.ndarray:
+    """``spark_sum`` of every unscaled sum in ``u`` (an object array of ints), as float64.  Where
+    every |u| < 2^53 and 10^scale is an exact double (scale <= 22), one IEEE division of two exact
+    operands is the correctly rounded quotient, which is what Python's int division returns; else
+    element by element.  (A bulk initialisation or derivation at TPC-H SF1 ``GROUP BY l_orderkey``
+    spent 1.2 s of Python per 1.5M groups here, session 43.)"""
+    try:
+        ints = u.astype(np.int64)
+    except (OverflowError, TypeError, ValueError):
+        ints = None
+    if ints is not None and scale <= 22 and bool(((ints < _EXACT) & (ints > -_EXACT)).all()):
+        return ints.astype(np.float64) / 10.0 ** scale
+    return np.array([spark_sum(x, scale) for x in u.tolist()], dtype=np.float64)
+
+
 def spark_avg(u: int, n: int, p: int, s: int) -> float:
     """AVG of a DECIMAL(p, s) with unscaled sum ``u`` over ``n`` non-NULL rows, as Spark computes
     it: the exact quotient rounded HALF_UP once, to the AVG's type DECIMAL(p+4, s+4)

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import exprs
-from .decimals import unscaled, unscaled_exact
+from .decimals import spark_sums, unscaled, unscaled_exact
 from .frames import (M, column_values, empty_frame, fcol, fragment_ids, from_values, make_frame, py_scalar,
                      singleton_table)
 from .keyindex import DenseIntKeys, TupleKeys
@@ -156,7 +156,7 @@ class PlainAggOp(AggOp):
             has = nn != 0
             out = np.full(len(codes), None, dtype=object)
             if j in self.dec:  # exact unscaled sums: Spark's DECIMAL result (``decimals``)
-                out[has] = ([self._total(j, u) for u in sm[has].tolist()] if how == 2 else
+                out[has] = (spark_sums(sm[has], self.dec[j][1]).tolist() if how == 2 else
                             [self._mean(j, u, n) for u, n in zip(sm[has].tolist(), nn[has].tolist())])
             else:
                 out[has] = sm[has] if how == 2 else sm[has] / nn[has].astype(object)

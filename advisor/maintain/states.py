@@ -136,10 +136,13 @@ def flush() -> tuple[int, float]:
 atexit.register(flush)
 
 
-def evict_all() -> None:
-    """Write what is dirty and empty the cache (the next step reads its state from disk)."""
+def evict_all() -> tuple[int, float]:
+    """Write what is dirty and empty the cache (the next step reads its state from disk); returns
+    (files written, seconds)."""
+    t0, n = time.perf_counter(), sum(1 for e in _cache.values() if e[2] is not None)
     while _drop_oldest():
         pass
+    return n, time.perf_counter() - t0
 
 
 def prune(catalog) -> int:
