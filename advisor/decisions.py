@@ -9,7 +9,11 @@ a template does not pay for sampling and estimation again.
   the template.
 * **no-go by cost**: the decision weighed capture against ``horizon`` predicted uses; after that
   many further instances the evidence (the template's observed frequency) has changed, so the
-  template is estimated again.
+  template is estimated again.  A no-go *before sampling* (``select.cannot_pay``) cost nothing to
+  decide, and the count of predicted uses is all that moves it with the same measured costs, so it
+  is remembered exactly until that count could make it pay (``pays_after``): at TPC-H SF1 a top-k
+  template declined at a tie (3.00 scans of saving against 3.00) was remembered for 3 instances
+  where the next one would already have gone (session 43).
 * **go contradicted by measurement** (``revisit``): the cost model predicts time from rows read, but
   a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
   filter and for compiling each fresh filter text, and a template whose new bindings each need a
@@ -74,6 +78,20 @@ def skip(store, memo: Memo) -> bool:
     with store.tx() as c:
         c.execute("UPDATE decisions SET skips=skips+1 WHERE template=? AND strategy=?", (memo.template, memo.strategy))
     return True
+
+
+def pays_after(T: float, w, p, advice_rows: float | None, limit: int = 64) -> int | None:
+    """The fewest further predicted uses with which ``select.cannot_pay`` would pass, the measured
+    costs being the same (None if none up to ``limit``): a template seen once more predicts one use
+    more, so a no-go before sampling need be remembered for one instance fewer than this."""
+    from dataclasses import replace
+
+    from advisor.select import cannot_pay
+
+    for k in range(1, limit + 1):
+        if cannot_pay(T, replace(w, reuses=w.reuses + k), p, advice_rows) is None:
+            return k
+    return None
 
 
 def forget(store, template: str, strategy: str) -> None:

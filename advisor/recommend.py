@@ -37,6 +37,7 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
       "template": str | null,                 # the query with its constants as parameters
       "cold": bool,                           # the process's first sampling / sizing (one-time costs)
       "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
+      "pays_after": int | null,               # ... and how many more predicted uses would let it pass
       "partitions_built": int,                # OPT / exact: partitions this sizing had to build
       "workload": {"predicted_reuses": float, "updates_per_use": float, "scan_rows_per_s": float,
                    "steps_per_use": float,    # maintenance steps per use under the policy
@@ -78,6 +79,7 @@ import time
 from dataclasses import asdict, replace
 
 from advisor.candidates import enumerate_candidates
+from advisor.decisions import pays_after
 from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
 from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, candidate_costing, cannot_pay,
@@ -191,6 +193,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
               else w.sampled_advice_rows(T, p.advice_prior_scans) if p.measured else w.advice_rows)
     hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(T, w, p, advice)
     rec["cannot_pay"] = bool(hopeless)
+    rec["pays_after"] = pays_after(T, w, p, advice) if hopeless else None
     if hopeless:
         rec["reason"] = hopeless
         plan = {}

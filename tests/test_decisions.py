@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from advisor.decisions import MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, recall, remember, revisit
+from advisor.decisions import (MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, pays_after, recall, remember,
+                               revisit)
+from advisor.select import CostParams, Workload, cannot_pay
 from advisor.sketches import Sketch, SketchPart, latest_versions, save_sketch
 from advisor.store import Store
 
@@ -123,3 +125,20 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(tmp_path):
         _run(store, "v", 3.0, True)
     why = revisit(store, "v", "CB-OPT-GB", 6e6)
     assert why is not None and "1.80 s plain (predicted" in why
+
+
+def test_a_no_go_before_sampling_is_remembered_until_one_more_use_could_pay():
+    """Session 43's tie: 3 predicted uses, each saving at most a scan less 0.25 of maintenance,
+    against capture 1.49 + estimation 0.76 scans: 3 x 0.75 = 2.25 does not exceed 2.25; with a
+    fourth use (3.00) it would.  A dearer capture (3.00 scans) needs 3.76 / 0.75 = 5.01, so 6 uses,
+    3 more; maintenance of a whole scan per use never pays."""
+    T = 6e6
+    w = Workload(reuses=3.0, updates_per_use=1.0, fixed_rows=0.19 * T, capture_rows=1.49 * T, inc_rows=0.25 * T,
+                 steps_per_use=1.0)
+    p = CostParams()
+    assert cannot_pay(T, w, p, 0.76 * T) is not None
+    assert pays_after(T, w, p, 0.76 * T) == 1
+    w.capture_rows = 3.0 * T
+    assert pays_after(T, w, p, 0.76 * T) == 3
+    w.inc_rows = 1.0 * T
+    assert pays_after(T, w, p, 0.76 * T) is None

@@ -78,3 +78,19 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(spark, tmp_pa
     assert before_use(cat, q, declined) == []
     assert len(declined) == 1 and "saving ~0.00 s (plain 1.00 s vs sketched 1.55 s" in declined[0]
 
+
+
+def test_a_template_never_stepped_is_predicted_from_the_other_templates_steps(spark, tmp_path):
+    """Before its first incremental step a template's step is predicted as the other templates'
+    median step, not as a Spark job's fixed cost (a step without a join runs no job)."""
+    from advisor.calibrate import calibrate
+    from advisor.maintain.worth import evidence
+
+    cat, q, sk = _setup(spark, tmp_path, recapture_s=3.0)
+    fixed = calibrate(cat.store).fixed_s
+    assert evidence(cat, sk, has_state=True).inc_s == fixed  # nothing stepped yet
+    for secs in (0.02, 0.04, 0.09):
+        cat.store.log_run("maintain", "SELECT 1", {"template": "other", "how": "incremental", "seconds": secs})
+    assert evidence(cat, sk, has_state=True).inc_s == 0.04
+    cat.store.log_run("maintain", SQL, {"template": q.template, "how": "incremental", "seconds": 0.5})
+    assert evidence(cat, sk, has_state=True).inc_s == 0.5  # its own step, once measured

@@ -238,6 +238,8 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
         return _use_captured(cat, q, versions, sk, d, store, strategy, step)
     d["action"] = "no-go" if r["supported"] else "unsupported"
     structural = not r["supported"] or not (r.get("cannot_pay") or any(c["estimated"] for c in r["candidates"]))
+    if r.get("cannot_pay") and r.get("pays_after") is not None:
+        horizon = r["pays_after"] - 1  # the next instance counts one use more (``decisions.pays_after``)
     remember(store, q.template, strategy, go=False, reason=dec["reason"], structural=structural,
              horizon=horizon, step=where)
     return None
