@@ -85,6 +85,18 @@ def test_init_rate_takes_the_groups_time_out_but_at_most_half(tmp_path):
     assert rent.init_rate(b, bulk=True) == 6_000_000
 
 
+def test_initialisations_dominated_by_their_groups_do_not_set_the_row_rate(tmp_path):
+    """A 1.5M-group state (6 s, 5 s of it groups at the prior) beside a 2 s initialisation of few
+    groups over the same 6M rows: the rate is the latter's 3M rows/s, not the median with the
+    first clamped at half (6M / 3 s = 2M, median 2.5M)."""
+    store = Store(tmp_path)
+    with store.tx() as c:
+        _init_row(c, 1, {"init_seconds": 6.0, "init_rows": 6_000_000, "bulk": True,
+                         "init_groups": 5 * rent.GROUPS_PER_S}, 1.0)
+        _init_row(c, 2, {"init_seconds": 2.0, "init_rows": 6_000_000, "bulk": True, "init_groups": 0}, 2.0)
+    assert rent.init_rate(store, bulk=True) == 3_000_000
+
+
 def test_state_groups_come_from_the_keys_statistics(spark, tmp_path):
     """The groups a state will hold: the product of the group keys' distinct counts, capped by the
     rows under the aggregation; a top-k over an aggregation holds the aggregation's groups.  The
