@@ -140,8 +140,8 @@ def evict_all() -> tuple[int, float]:
     """Write what is dirty and empty the cache (the next step reads its state from disk); returns
     (files written, seconds)."""
     t0, n = time.perf_counter(), sum(1 for e in _cache.values() if e[2] is not None)
-    while _drop_oldest():
-        pass
+    while _cache:
+        _drop_oldest()
     return n, time.perf_counter() - t0
 
 
