@@ -25,6 +25,7 @@ import hashlib
 import math
 import os
 import uuid
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -119,16 +120,44 @@ def read_fraction(units, starts: np.ndarray, dtype: str, ids) -> float:
     the block partition's interior boundaries are the starts after the first."""
     from advisor.skipping import read_fraction_of
 
-    bounds = typed_starts(starts, dtype)[1:]
+    bounds = _typed_bounds(starts, dtype)
     null_id = len(bounds) + 1  # a partition's NULL fragment follows its ranges
     frags = {null_id if i == NULL_BLOCK else i for i in ids}
     return read_fraction_of(units, bounds, frags, null_id)
 
 
+def _typed_bounds(starts: np.ndarray, dtype: str) -> tuple:
+    """The block partition's interior boundaries (starts after the first) as a tuple, the same
+    tuple for the same (cached, read-only) starts, so read fractions convert them once."""
+    hit = _BOUNDS.get((id(starts), dtype))
+    if hit is not None and hit[0] is starts:
+        return hit[1]
+    if len(_BOUNDS) >= 32:
+        _BOUNDS.pop(next(iter(_BOUNDS)))
+    got = tuple(typed_starts(starts, dtype)[1:])
+    _BOUNDS[(id(starts), dtype)] = (starts, got)
+    return got
+
+
+_BOUNDS: dict = {}
+
+
 def load_starts(layout_path: str) -> np.ndarray | None:
-    """The layout's block starts, or None for a layout written without blocks."""
+    """The layout's block starts (read-only), or None for a layout written without blocks.  Cached
+    per file and modification time: layouts are written under a temporary name and renamed whole."""
     p = Path(layout_path) / STARTS_FILE
-    return np.load(p, allow_pickle=False) if p.is_file() else None
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return None
+    return _load_starts(str(p), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=32)
+def _load_starts(path: str, mtime_ns: int, size: int) -> np.ndarray:
+    arr = np.load(path, allow_pickle=False)
+    arr.setflags(write=False)
+    return arr
 
 
 def save_starts(directory: Path, starts: np.ndarray) -> None:

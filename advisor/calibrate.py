@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 PRIOR_FIXED_S = 0.0        # unidentifiable intercept: none (a small job on local[2] measured 0.18-0.4 s)
 PRIOR_ROWS_PER_S = 2e6
 MIN_POINTS = 6
+PRIOR_STEPS = 2            # pseudo-steps of the other templates behind a template's own (``inc_step_s``)
 MIN_SPREAD = 4.0           # max/min rows read among the points before the intercept is trusted
 
 
@@ -38,9 +39,22 @@ class Calibration:
     partition_s: list = field(default_factory=list)    # recent seconds per partition built (sizing without sampling)
     overhead_s: list = field(default_factory=list)     # recent rest of such a sizing: planning, candidates, saving
     query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
+    maint_inc_steps: dict = field(default_factory=dict)  # template -> incremental step seconds, newest first
     use_s: dict = field(default_factory=dict)          # template -> [(sketched run, the capture it needed)], newest first
     answered: dict = field(default_factory=dict)       # template -> uses answered by their capture job (run 0 in use_s)
     identified: bool = False                           # the logged runs alone identify the fixed cost
+
+    def inc_step_s(self, template: str | None) -> float | None:
+        """A template's incremental step (seconds): the median of its own steps, with the other
+        templates' median step standing in for ``PRIOR_STEPS`` of them.  One slow step (a garbage
+        collection, a state read back after eviction) otherwise decided every later "maintain or
+        not" alone: SF1 supp_line's one 1.12 s step (others 0.1 s) kept its sketch unmaintained for
+        its last 11 instances, and no step was taken that could have corrected it (session 44)."""
+        own = list(self.maint_inc_steps.get(template, ()))
+        others = [v for t, v in self.maint_inc_s.items() if t != template]
+        if others:
+            own += [statistics.median(others)] * PRIOR_STEPS
+        return statistics.median(own) if own else None
 
     @property
     def fixed_rows(self) -> float:
@@ -157,7 +171,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
     return Calibration(a, b, how, med(maint), med(recap), advice_s=warm_first(advice), query_s=queries,
                        use_s=uses, partition_s=warm_first(parts), overhead_s=warm_first(rest), answered=answered,
-                       identified=identified)
+                       identified=identified, maint_inc_steps={k: v for k, v in maint.items() if v})
 
 
 def warm_first(timed: list, keep: int = 20) -> list:

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from advisor.cli_bench import bench_app
 from advisor.errors import BadInput, CheckFailed
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -20,6 +21,7 @@ data_app = typer.Typer(no_args_is_help=True, help="Load datasets, list tables, a
 part_app = typer.Typer(no_args_is_help=True, help="Range partitions per table attribute.")
 app.add_typer(data_app, name="data")
 app.add_typer(part_app, name="partitions")
+app.add_typer(bench_app, name="bench")
 out = Console(width=None if sys.stdout.isatty() else 160)
 STATE: dict = {}
 
@@ -426,62 +428,6 @@ def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline"),
         return gate_command(str(run), str(baseline), max_regression, out, json_output=as_json)
     except ValueError as e:  # RunFormatError, GateInputError, a bad threshold
         raise BadInput(str(e)) from None
-
-
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side ratios and counters).")
-app.add_typer(bench_app, name="bench")
-
-
-@bench_app.command("use")
-def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.Option(1000, "--fragments"),
-                  reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out")):
-    """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
-    from workloads.bench_use import bench_use, render
-    from workloads.datasets import load_dataset
-    from workloads.suites import TPCH, TPCH_SF1
-
-    c = ctx()
-    if not c.catalog.exists("lineitem"):
-        load_dataset(c.catalog, "tpch", sf=sf)
-    res = bench_use(c, TPCH_SF1 if sf >= 1 else TPCH, fragments, reps, out)
-    render(out, res)
-    if out_json:
-        out_json.write_text(json.dumps(res, indent=2, default=str))
-
-
-@bench_app.command("advice")
-def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer.Option(300, "--queries"),
-                     datasets: List[str] = typer.Option(["tpch", "flights", "crimes"], "--dataset"),
-                     out_json: Optional[Path] = typer.Option(None, "--out")):
-    """Accuracy of the cost-based advice vs the exhaustive oracle (OPT) on generated queries."""
-    from workloads.bench_advice import bench_advice_command
-
-    bench_advice_command(ctx(), out, tuple(datasets), sf, queries, (0.05, 0.10), out_json)
-
-
-@bench_app.command("maintain")
-def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional[Path] = typer.Option(None, "--out"),
-                       dataset: str = typer.Option("tpch", "--dataset", help="tpch (lineitem) or flights."),
-                       sizes: List[str] = typer.Option(["10", "100", "1000", "10000", "1%", "5%"], "--size"),
-                       kinds: List[str] = typer.Option(["insert", "delete", "mixed"], "--kind"),
-                       repeat: int = typer.Option(1, "--repeat", min=1, help="Rounds of every size x kind."),
-                       query_names: List[str] = typer.Option([], "--query", help="having_orderkey | topk_supp | "
-                                                              "join_orders (repeatable; default all)."),
-                       row_init: bool = typer.Option(True, "--row-init/--no-row-init",
-                                                     help="Also time the row-path state initialisation."),
-                       profile: Optional[Path] = typer.Option(None, "--profile", help="Write a cProfile of the "
-                                                              "incremental steps (pstats file) and print its top."),
-                       order: str = typer.Option("phased", "--order", help="phased: all incremental steps of a "
-                                                 "query, then a recapture at each version; interleaved: recapture "
-                                                 "right after each step."),
-                       recaptures: int = typer.Option(1, "--recaptures", min=1,
-                                                      help="Recaptures per step; the fastest counts.")):
-    """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf, or flights, if missing)."""
-    from workloads.bench_maintain import bench_maintain_command
-
-    bench_maintain_command(ctx, out, dataset=dataset, sf=sf, sizes=sizes, kinds=kinds, repeat=repeat,
-                           query_names=query_names, row_init=row_init, profile=profile, order=order,
-                           recaptures=recaptures, out_json=out_json)
 
 
 @app.command("demo")

@@ -53,6 +53,23 @@ MAX_USE_SELECTIVITY = 0.9  # a sketch covering more than this reads nearly every
 MAX_USE_READ = 0.5
 
 
+# Reuse verdicts by (captured SQL, new SQL, schemas and statistics of the tables): a verdict is a
+# function of these alone, and a replay asks the same pairs on every query of a template (a parse
+# and a Z3 call per stored sketch otherwise).
+_VERDICTS: dict = {}
+_VERDICTS_MAX = 4096
+
+
+def _reuse_context(catalog, query: ir.Query, stats: dict) -> tuple:
+    """What a reuse verdict depends on besides the two SQL texts: column types and statistics."""
+    from advisor.safety import NOT_NULL
+
+    tables = sorted({sc.table for sc in query.scans()})
+    return (tuple((t, tuple(catalog.schema(t))) for t in tables),
+            tuple(sorted((k, repr(v)) for k, v in stats.items() if k != NOT_NULL)),
+            tuple(sorted(stats.get(NOT_NULL, ()))))
+
+
 def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
                     allow_stale: bool = False) -> tuple[list[Sketch], list[tuple[Sketch, str]]]:
     """(usable sketches, smallest first; [(rejected sketch, reason)])."""
@@ -61,7 +78,7 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
     from advisor.stats import stats_for_query
 
     good, bad = [], []
-    stats = None
+    stats, context = None, None
     for s in latest_versions(catalog.store):
         if s.template != query.template:
             continue
@@ -73,14 +90,21 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
         if tuple(s.bindings) == tuple(query.bindings):
             good.append(s)
             continue
-        try:
-            captured = parse_sql(s.sql, lambda t: catalog.schema(t))
-        except BadInput as e:
-            bad.append((s, f"its query no longer parses: {e}"))
-            continue
         if stats is None:
             stats = stats_for_query(catalog, query, versions)
-        v = check_reuse(captured.root, query.root, stats)
+            context = _reuse_context(catalog, query, stats)
+        key = (s.sql, query.sql, context)
+        v = _VERDICTS.get(key)
+        if v is None:
+            try:
+                captured = parse_sql(s.sql, lambda t: catalog.schema(t))
+            except BadInput as e:
+                bad.append((s, f"its query no longer parses: {e}"))
+                continue
+            v = check_reuse(captured.root, query.root, stats)
+            if len(_VERDICTS) >= _VERDICTS_MAX:
+                _VERDICTS.pop(next(iter(_VERDICTS)))
+            _VERDICTS[key] = v
         if v.safe:
             good.append(s)
         else:

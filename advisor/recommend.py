@@ -82,9 +82,10 @@ from advisor.candidates import enumerate_candidates
 from advisor.decisions import pays_after
 from advisor.errors import BadInput, Unsupported
 from advisor.partitions import MAX_FRAGMENTS
+from advisor.exact import exact_sizes, oracle
+from advisor.predict import predict_workload
 from advisor.select import (GRANULARITIES, STRATEGIES, CostParams, SizeSummary, candidate_costing, cannot_pay,
-                            choose, exact_sizes, granularities_for, oracle, pool_of,
-                            predict_workload)
+                            choose, granularities_for, pool_of)
 from advisor.skipping import sketch_read_fraction
 from advisor.use import read_set
 

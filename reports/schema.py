@@ -27,7 +27,9 @@
                                                       # answered by its capture job: that job's scan)
         "result": {"rows": int, "digest": str},       # sha1 of the sorted result rows
         "seconds": {"sampling": s, "estimation": s, "capture": s, "maintenance": s, "query": s,
-                    "oracle": s, "total": s}}],       # total excludes "oracle" (OPT's evaluation captures)
+                    "oracle": s, "total": s},         # total excludes "oracle" (OPT's evaluation captures)
+        "lookup_seconds": s}],                        # of "query": finding the stored sketch to use
+                                                      # (the finder's reuse tests); 0 for NO-PS
       "maintenance": [{                               # every maintenance event, eager or lazy
         "strategy": str, "step": int, "trigger": "update" | "query", "sketch_id": int,
         "new_sketch_id": int, "how": "incremental" | "recapture" | "current", "seconds": s,

@@ -77,6 +77,24 @@ def test_calibrate_reads_runs_maintenance_and_advice(tmp_path):
     assert cal.advice_rows() == pytest.approx(10.0 / 1e-7)
 
 
+def test_a_templates_step_leans_on_the_others_while_it_has_few(tmp_path):
+    """``inc_step_s``: the other templates' median step counts as two of the template's own steps."""
+    store = Store(tmp_path / "wh")
+    assert calibrate(store).inc_step_s("t") is None  # nothing measured anywhere
+    for secs in (0.1, 0.1, 0.3):
+        store.log_run("maintain", "q", {"template": "u", "how": "incremental", "seconds": secs})
+    assert calibrate(store).inc_step_s("t") == pytest.approx(0.1)  # never stepped: the others'
+    assert calibrate(store).inc_step_s("u") == pytest.approx(0.1)  # no other template: its own
+    store.log_run("maintain", "q", {"template": "t", "how": "incremental", "seconds": 1.2})
+    assert calibrate(store).inc_step_s("t") == pytest.approx(0.1)  # one slow step is outvoted
+    store.log_run("maintain", "q", {"template": "t", "how": "incremental", "seconds": 0.9})
+    assert calibrate(store).inc_step_s("t") == pytest.approx(0.5)  # median(1.2, 0.9, 0.1, 0.1)
+    store.log_run("maintain", "q", {"template": "t", "how": "recapture", "seconds": 9.0})
+    assert calibrate(store).inc_step_s("t") == pytest.approx(0.5)  # recaptures are not steps
+    store.log_run("maintain", "q", {"template": "t", "how": "incremental", "seconds": 1.0})
+    assert calibrate(store).inc_step_s("t") == pytest.approx(0.9)  # three own steps outweigh the two
+
+
 def test_a_use_answered_by_its_capture_is_a_use_without_a_run(tmp_path):
     """The replay logs a go whose capture job answered the query with ``answered``, seconds 0 and the
     job's seconds as its capture: a use (0, capture) for the measured verdict, counted for the

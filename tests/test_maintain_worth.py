@@ -4,6 +4,8 @@ are logged records with chosen seconds, so the decision does not depend on this 
 
 from __future__ import annotations
 
+import pytest
+
 from advisor.finder import usable_sketches
 from advisor.maintain import rent
 from advisor.maintain.hooks import before_use
@@ -92,5 +94,10 @@ def test_a_template_never_stepped_is_predicted_from_the_other_templates_steps(sp
     for secs in (0.02, 0.04, 0.09):
         cat.store.log_run("maintain", "SELECT 1", {"template": "other", "how": "incremental", "seconds": secs})
     assert evidence(cat, sk, has_state=True).inc_s == 0.04
+    # its own steps take over as they come: one slow step alone is not yet its cost
     cat.store.log_run("maintain", SQL, {"template": q.template, "how": "incremental", "seconds": 0.5})
-    assert evidence(cat, sk, has_state=True).inc_s == 0.5  # its own step, once measured
+    assert evidence(cat, sk, has_state=True).inc_s == 0.04
+    cat.store.log_run("maintain", SQL, {"template": q.template, "how": "incremental", "seconds": 0.6})
+    assert evidence(cat, sk, has_state=True).inc_s == pytest.approx(0.27)  # median of 0.5, 0.6, 0.04, 0.04
+    cat.store.log_run("maintain", SQL, {"template": q.template, "how": "incremental", "seconds": 0.7})
+    assert evidence(cat, sk, has_state=True).inc_s == 0.5  # median of 0.5, 0.6, 0.7 and two of 0.04

@@ -237,7 +237,7 @@ def test_unsupported_shapes_give_a_reason(sql, msg):
 def test_reuse_and_update_rate_are_predicted_from_the_store(tmp_path):
     import time
 
-    from advisor.select import predict_workload
+    from advisor.predict import predict_workload
     from advisor.store import Store
 
     store = Store(tmp_path)

@@ -94,3 +94,64 @@ def test_read_set_bridges_to_the_cap_and_keeps_nulls():
     assert read_set(frs, part, max_runs=4) == frs
     got = read_set(frs, part, max_runs=2)
     assert len(got) == 7 and got > frs and 10 in got  # two gaps of one fragment bridged; NULL kept
+
+
+# ---- the numeric fast path against the per-unit loop (hypothesis) ----
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from advisor.skipping import _keep_scalar, unit_keep_probability  # noqa: E402
+
+
+def _prob_tables(p, null_prob):
+    import numpy as np
+
+    p = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)
+    certain = np.concatenate([[0], np.cumsum(p >= 1.0)])
+    logmiss = np.concatenate([[0.0], np.cumsum(np.where(p >= 1.0, 0.0, np.log1p(-np.minimum(p, 0.999999))))])
+    return certain, logmiss
+
+
+_unit = st.one_of(
+    st.tuples(st.integers(1, 500), st.integers(-50, 50), st.integers(0, 30), st.integers(0, 5)).map(
+        lambda t: ReadUnit(t[0], t[1], t[1] + t[2], t[3])),
+    st.integers(1, 500).map(lambda r: ReadUnit(r, always=True)),
+    st.integers(1, 500).map(lambda r: ReadUnit(r, None, None, nulls=r)),
+    st.integers(1, 500).map(lambda r: ReadUnit(r, None, None)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(units=st.lists(_unit, min_size=1, max_size=40),
+       bounds=st.sets(st.integers(-60, 90), max_size=25).map(sorted),
+       probs=st.data(), null_prob=st.sampled_from([0.0, 0.3, 1.0]), as_dates=st.booleans())
+def test_fast_path_equals_the_per_unit_loop(units, bounds, probs, null_prob, as_dates):
+    if as_dates:  # dates take the fast path through their ordinals
+        day = lambda v: None if v is None else dt.date(2000, 1, 1) + dt.timedelta(days=v)  # noqa: E731
+        units = [ReadUnit(u.rows, day(u.lo), day(u.hi), u.nulls, u.always) for u in units]
+        bounds = [day(b) for b in bounds]
+    p = probs.draw(st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.999, 1.0]), min_size=len(bounds) + 1,
+                            max_size=len(bounds) + 1))
+    want = _keep_scalar(units, bounds, *_prob_tables(p, null_prob), null_prob)
+    got = unit_keep_probability(tuple(units), tuple(bounds), p, null_prob)
+    assert got.tolist() == pytest.approx(want.tolist(), abs=1e-12)
+    # called again on the same tuples (the memoised arrays) the answer does not change
+    assert unit_keep_probability(tuple(units), tuple(bounds), p, null_prob).tolist() == got.tolist()
+
+
+def test_strings_take_the_per_unit_loop():
+    units = (ReadUnit(10, "a", "c"), ReadUnit(10, "d", "f"), ReadUnit(10, always=True))
+    # fragments (-inf, "b") ["b", "e") ["e", inf): a sketch of fragment 0 keeps ["a", "c"] only
+    got = unit_keep_probability(units, ("b", "e"), [1.0, 0.0, 0.0])
+    assert got.tolist() == [1.0, 0.0, 1.0]
+
+
+def test_inserted_rows_unit_keeps_the_fast_path_exact():
+    from advisor.skipping import _keep_scalar, _with_inserts
+
+    files = tuple(ReadUnit(100, 100 * k, 100 * k + 99) for k in range(4)) + (ReadUnit(30, None, None, nulls=30),)
+    for added in (0, 250):
+        units = _with_inserts(files, added, "test").units
+        p = [0.0, 0.0, 1.0, 0.0, 0.0]
+        want = _keep_scalar(list(units), BOUNDS, *_prob_tables(p, 0.0), 0.0)
+        assert unit_keep_probability(units, tuple(BOUNDS), p).tolist() == want.tolist()
+        assert read_fraction_of(units, tuple(BOUNDS), {2}, null_id=5) == pytest.approx((100 + added) / (430 + added))

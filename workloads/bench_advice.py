@@ -63,7 +63,8 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, meth
     from advisor.execute import versions_now
     from advisor.plan.parse import parse_sql
     from advisor.candidates import enumerate_candidates
-    from advisor.select import fine_partition, oracle
+    from advisor.exact import oracle
+    from advisor.select import fine_partition
 
     cat = ctx.catalog
     rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}

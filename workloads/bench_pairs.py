@@ -23,7 +23,8 @@ def _query(ctx, gq, theta: float, seed: int) -> dict | None:
     from advisor.pairs import conjunction_rows, pair_keys
     from advisor.plan.parse import parse_sql
     from advisor.safety import check_safety
-    from advisor.select import exact_sizes, fine_partition
+    from advisor.exact import exact_sizes
+    from advisor.select import fine_partition
     from advisor.stats import stats_for_query
 
     cat = ctx.catalog

@@ -110,7 +110,7 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         res = run_plain_sql(cat, step["sql"], str(e))
         rec["decision"].update(action="unsupported", reason=f"ran without a sketch: {e}")
         return _finish(rec, res, secs), maint
-    sketch, answers = None, []
+    sketch, answers, lookup_s = None, [], 0.0
     if strategy == "NO-PS":
         rec["decision"]["reason"] = "NO-PS never uses sketches"
     elif wl.measured_costs and (lost := revisit(cat.store, q.template, strategy, _plain_rows(cat, q),
@@ -123,8 +123,10 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         secs["maintenance"] = time.perf_counter() - t0
         answers += [r.answer for r in done if r.answer is not None][:1]
         maint = [_maint_record(cat, strategy, step["step"], "query", r, wl.measure_recapture) for r in done]
+        t0 = time.perf_counter()
         versions = versions_now(cat, q)
         good, bad = usable_sketches(cat, q, versions)
+        lookup_s = time.perf_counter() - t0  # finding the sketch is part of using it (the query phase)
         if declined and not good:
             rec["decision"].update(action="no-go", reason=declined[0])
         elif good:
@@ -163,7 +165,7 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
                 "seconds": 0.0 if sketch is not None else job_s,
                 "capture_seconds": secs["capture"] or job_s if sketch is not None else 0.0}
     cat.store.log_run("run", step["sql"], log)
-    return _finish(rec, res, secs), maint
+    return _finish(rec, res, secs, lookup_s), maint
 
 
 def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, secs: dict, answers: list):
@@ -268,9 +270,10 @@ def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dic
     return None
 
 
-def _finish(rec: dict, res, secs: dict) -> dict:
+def _finish(rec: dict, res, secs: dict, lookup_s: float = 0.0) -> dict:
     m = res.metrics
-    secs["query"] = res.seconds
+    secs["query"] = res.seconds + lookup_s
+    rec["lookup_seconds"] = round(lookup_s, 4)
     rec["scan"] = {"files": int(m.files_read), "bytes": int(m.bytes_read), "rows": int(m.rows_read)}
     rec["result"] = {"rows": len(res.rows), "digest": digest(res.rows)}
     rec["seconds"] = {k: round(v, 4) for k, v in secs.items()}

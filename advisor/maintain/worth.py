@@ -82,7 +82,7 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     batches = sum(1 for t in tables for v in catalog.versions(t) if v.kind == "batch")
     n = len(plain) + len(sketched) + cal.answered.get(sk.template, 0)
     rows = sum(catalog.version(t).rows for t in tables)
-    inc = cal.maint_inc_s.get(sk.template)
+    inc = cal.inc_step_s(sk.template)  # own steps, the other templates' standing in while few
     if has_state:
         maint, init = inc, None
     else:
@@ -94,9 +94,5 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     # fitted line (9.0 s for a 1.5 s scan) SF1 big_orders kept maintaining a sketch whose runs took
     # 1.8-2.7 s against 1.5 s plain: 23 s of maintenance over the replay (session 37)
     plain_s = med(plain) if plain else plain_proxy(cal, sk.template, rows)
-    if inc is None and cal.maint_inc_s:
-        # never stepped: the other templates' steps (as ``select`` predicts them), not a Spark job's
-        # fixed cost -- a step without a join runs no job (0.03-0.05 s at SF1, session 43)
-        inc = statistics.median(cal.maint_inc_s.values())
     return Evidence(plain_s, med(sketched), n / max(1, batches), float(n), maint, init,
                     inc if inc is not None else cal.fixed_s)
