@@ -46,9 +46,9 @@ class Calibration:
 
     def inc_step_s(self, template: str | None) -> float | None:
         """A template's incremental step (seconds): the median of its own steps, with the other
-        templates' median step standing in for ``PRIOR_STEPS`` of them.  One slow step (a garbage
-        collection, a state read back after eviction) otherwise decided every later "maintain or
-        not" alone: SF1 supp_line's one 1.12 s step (others 0.1 s) kept its sketch unmaintained for
+        templates' median step standing in for ``PRIOR_STEPS`` of them.  One slow step (its cause
+        not established; the machine was short of memory) otherwise decided every later "maintain
+        or not" alone: SF1 supp_line's one 1.12 s step (others 0.1 s) kept its sketch unmaintained for
         its last 11 instances, and no step was taken that could have corrected it (session 44)."""
         own = list(self.maint_inc_steps.get(template, ()))
         others = [v for t, v in self.maint_inc_s.items() if t != template]
