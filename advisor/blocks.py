@@ -129,17 +129,9 @@ def read_fraction(units, starts: np.ndarray, dtype: str, ids) -> float:
 def _typed_bounds(starts: np.ndarray, dtype: str) -> tuple:
     """The block partition's interior boundaries (starts after the first) as a tuple, the same
     tuple for the same (cached, read-only) starts, so read fractions convert them once."""
-    hit = _BOUNDS.get((id(starts), dtype))
-    if hit is not None and hit[0] is starts:
-        return hit[1]
-    if len(_BOUNDS) >= 32:
-        _BOUNDS.pop(next(iter(_BOUNDS)))
-    got = tuple(typed_starts(starts, dtype)[1:])
-    _BOUNDS[(id(starts), dtype)] = (starts, got)
-    return got
+    from advisor.skipping import _memo
 
-
-_BOUNDS: dict = {}
+    return _memo(starts, lambda s: tuple(typed_starts(s, dtype)[1:]), name=f"_typed_bounds|{dtype}")
 
 
 def load_starts(layout_path: str) -> np.ndarray | None:

@@ -101,14 +101,14 @@ _MEMO: dict = {}
 _MEMO_MAX = 64
 
 
-def _memo(obj: tuple, make):
-    """``make(obj)`` cached by the (immutable) tuple's identity; the entry keeps the tuple alive, so
-    its id cannot be reused while cached."""
-    key = (make.__name__, id(obj))
-    hit = _MEMO.get(key)
+def _memo(obj, make, name: str | None = None):
+    """``make(obj)`` cached by the (immutable) object's identity under ``name`` (default: the
+    function's); the entry keeps the object alive, so its id cannot be reused while cached."""
+    name = name or make.__name__
+    hit = _MEMO.get((name, id(obj)))
     if hit is not None and hit[0] is obj:
         return hit[1]
-    return _remember(make.__name__, obj, make(obj))
+    return _remember(name, obj, make(obj))
 
 
 def _remember(name: str, obj: tuple, val):
@@ -436,20 +436,14 @@ def read_units(catalog, table: str, attr: str, version: int, layout: bool = True
     return _with_inserts(units, int(added), source)
 
 
-_UNITS: dict = {}
-
-
 def _with_inserts(units: tuple, added: int, source: str) -> Units:
     """``Units`` of the files' units plus one always-read unit for the rows inserted since; the same
     object while the files' (cached) units are, so the numeric fast path converts them once."""
-    key = (id(units), added, source)
-    hit = _UNITS.get(key)
-    if hit is not None and hit[0] is units:
-        return hit[1]
-    if len(_UNITS) >= _MEMO_MAX:
-        _UNITS.pop(next(iter(_UNITS)))
+    return _memo(units, lambda u: _units_plus(u, added, source), name=f"_with_inserts|{added}|{source}")
+
+
+def _units_plus(units: tuple, added: int, source: str) -> Units:
     got = Units(units + ((ReadUnit(added, always=True),) if added else ()), source)
-    _UNITS[key] = (units, got)
     if added:  # the files' arrays plus one always-read unit: no per-unit pass for each new version
         base = _memo(units, _unit_arrays)
         if base is not None:
