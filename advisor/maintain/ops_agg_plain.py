@@ -3,9 +3,9 @@
 Same rule and same state as ``ops_agg.AggOp`` (per group: row count, per aggregate the non-NULL
 count and the running sum, per sketched scan the rows per fragment), laid out by column: a group
 key maps to an integer code once (``keyindex``: an array indexed by the key for one integer key,
-else a dict), and counts and sums live in numpy arrays indexed by code. A
-batch is applied with a few vectorised ``np.add.at`` calls instead of a Python loop over
-per-group objects. Why: with a dict of 1.5M small objects (TPC-H SF1 grouped by ``l_orderkey``)
+packed integer keys in a sorted array for several, else a dict), and counts and sums live in
+numpy arrays indexed by code. A batch is applied with a few vectorised ``np.add.at`` calls
+instead of a Python loop over per-group objects. Why: with a dict of 1.5M small objects (TPC-H SF1 grouped by ``l_orderkey``)
 the same 1,000-row step ran 1.4-1.5x slower than with 150k, from memory latency alone
 (BENCHMARKS.md, session 9); arrays keep the touched state compact.
 
@@ -29,7 +29,7 @@ from . import exprs
 from .decimals import spark_sums, unscaled, unscaled_exact
 from .frames import (M, column_values, empty_frame, fcol, fragment_ids, from_values, make_frame, py_scalar,
                      singleton_table)
-from .keyindex import DenseIntKeys, TupleKeys
+from .keyindex import DenseIntKeys, PackedIntKeys, TupleKeys
 from .ops_agg import AggOp
 from .ops_base import Ctx, MaintenanceError
 
@@ -61,7 +61,8 @@ class PlainAggOp(AggOp):
             raise ValueError("PlainAggOp takes COUNT/SUM/AVG aggregates without DISTINCT only")
         self.groups = {}  # unused: AggOp's per-group objects
         n_a, n_s = len(self.aggs), len(self.sids)
-        self.index = DenseIntKeys() if len(self.keys) == 1 else TupleKeys()
+        n_k = len(self.keys)
+        self.index = DenseIntKeys() if n_k == 1 else PackedIntKeys(n_k) if n_k > 1 else TupleKeys()
         self.cnt = np.zeros(0, dtype=np.int64)
         self.nn = np.zeros((n_a, 0), dtype=np.int64)
         self.sums = [np.zeros(0, dtype=object) for _ in range(n_a)]
