@@ -190,7 +190,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     unsampled = strategy == "OPT" or (method == "exact" and _by_value(cat, q, table, plan))
     missing = _missing_partitions(cat, table, plan)
     # measured costs off (the paper's model, timing-free decisions): sampling is not charged
-    advice = (None if strategy == "OPT" else w.sizing_rows(missing, T) if unsampled
+    advice = (None if strategy == "OPT" else w.sizing_rows(missing, T, len(shape.read_columns())) if unsampled
               else w.sampled_advice_rows(T, p.advice_prior_scans) if p.measured else w.advice_rows)
     hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(T, w, p, advice)
     rec["cannot_pay"] = bool(hopeless)

@@ -186,10 +186,13 @@ class Workload:
             return self.advice_rows
         return prior_scans * (float(table_rows) + self.fixed_rows)
 
-    def sizing_rows(self, missing: int, table_rows: float) -> float:
-        """Predicted advice of a sizing without sampling (method exact, OPT) besides its capture job."""
+    def sizing_rows(self, missing: int, table_rows: float, columns: int = 1) -> float:
+        """Predicted advice of a sizing without sampling (method exact, OPT) besides its capture job
+        (``Calibration.sizing_rows``; ``columns``: how many of the table's columns a plain run reads)."""
         cal = self.calibration
-        return cal.sizing_rows(missing, table_rows) if cal is not None else missing * float(table_rows)
+        if cal is not None:
+            return cal.sizing_rows(missing, table_rows, columns)
+        return missing * float(table_rows) / max(1, columns)
 
 
 @dataclass

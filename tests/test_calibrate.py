@@ -122,6 +122,13 @@ def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
     T = 6_000_000.0  # a scan: 1.5 s
     fresh = calibrate(store)
     assert fresh.sizing_rows(2, T) == pytest.approx(2 * T)  # prior: one scan per partition to build
+    # a plain run reading 3 columns: a build reads one of them, a third of a scan (the prior)
+    assert fresh.sizing_rows(2, T, columns=3) == pytest.approx(2 * T / 3)
+    # SF1 part_line's first instance (session 44): 3 predicted uses, capture 1.41 scans, two
+    # partitions to build; a scan each declined it before sizing, a third of one each does not
+    first = Workload(3, capture_rows=1.41 * T, calibration=fresh)
+    assert cannot_pay(T, first, CostParams(), first.sizing_rows(2, T)) is not None
+    assert cannot_pay(T, first, CostParams(), first.sizing_rows(2, T, columns=3)) is None
     # a cold sizing: 2 partitions built in 2.0 s, its exact job (the capture) 6.4 s, 1.3 s of the rest;
     # a warm one that built none and declined
     store.log_run("recommend", "q", {"template": "a", "partitions_built": 2, "captured": {"seconds": 6.4},
