@@ -69,6 +69,26 @@ from advisor.partitions import RangePartition, build_partition
 STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
               "CB-OPT", "CB-OPT-GB", "CB-OPT-REL", "OPT")
 POOLS = {"ALL": None, "REL": "rel", "GB": "gb", "PK": "pk", "AGG": "agg"}
+_DRAW_SALT = 104_729  # a prime: draw k of a random strategy shifts its seeds by k times this
+
+
+def strategy_draw(name: str) -> tuple[str, int] | None:
+    """``RAND-GB@3`` -> ("RAND-GB", 3): the third independent draw of a random strategy (its picks
+    seeded apart), so a replay can average a random strategy over several draws instead of
+    judging it by one; a plain known name is draw 0.  None for an unknown name."""
+    base, at, k = str(name).strip().upper().partition("@")
+    if base not in STRATEGIES:
+        return None
+    if not at:
+        return base, 0
+    if not base.startswith("RAND") or not k.isdigit() or not 1 <= int(k) <= 99:
+        return None
+    return base, int(k)
+
+
+def draw_seed(seed: int, draw: int) -> int:
+    """The seed of draw ``draw`` of a random strategy (draw 0 keeps ``seed``)."""
+    return (seed + draw * _DRAW_SALT) % (2 ** 31)
 GRANULARITIES = (100, 1000, 10000)
 ADVICE_PRIOR_SCANS = 2.0  # a sample draw's passes over the table, charged until advice is measured
 

@@ -205,3 +205,26 @@ def test_a_strategys_final_state_write_counts_in_its_cumulative_time():
     assert per["CB-OPT-GB"]["cumulative_seconds"] == 3.0 and per["CB-OPT-GB"]["vs_no_ps"] == 0.75
     assert per["CB-OPT-GB"]["seconds"]["maintenance"] == 1.0 and per["CB-OPT-GB"]["state_flush_seconds"] == 0.75
     assert per["NO-PS"]["state_flush_seconds"] == 0.0
+
+
+def test_draws_of_a_random_strategy_replay_side_by_side(spark, tmp_path):
+    """``RAND-GB@2`` is RAND-GB with its picks seeded apart: replayed as a strategy of its own, on
+    the same steps, with the same answers, and its first decision weighs a group-by attribute that
+    not every draw picks."""
+    from workloads.replay import replay
+
+    wl = tmp_path / "draws.yaml"
+    wl.write_text(
+        "name: draws\nseed: 5\ndatasets: [{name: crimes, rows: 30000, seed: 7}]\n"
+        "strategies: [NO-PS, RAND-GB, RAND-GB@2, RAND-GB@3]\nmethod: exact\nmeasured_costs: false\n"
+        "layouts: [crimes.beat, crimes.year]\nlayout_rows_per_file: 1000\n"
+        "templates:\n  t:\n    sql: SELECT beat, year, count(*) AS n FROM crimes GROUP BY beat, year "
+        "HAVING count(*) > {c}\n    params: {c: {quantile: {sql: 'SELECT count(*) AS n FROM crimes GROUP BY beat, year', "
+        "between: [0.97, 0.995]}, integer: true}}\n"
+        "sequence:\n  - {query: t}\n  - {query: t}\n")
+    ctx = Context(tmp_path / "wh", spark=spark)
+    doc = json.loads((replay(ctx, str(wl), out=str(tmp_path / "run")) / "run.json").read_text())
+    assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
+    assert doc["strategies"] == ["NO-PS", "RAND-GB", "RAND-GB@2", "RAND-GB@3"]
+    picks = {q["strategy"]: q["decision"]["attr"] for q in doc["queries"] if q["step"] == 0 and q["strategy"] != "NO-PS"}
+    assert set(picks.values()) == {"crimes.beat", "crimes.year"}, picks  # the draws do not all pick alike

@@ -10,7 +10,7 @@ from advisor.estimate import CannotEstimate, analyze
 from advisor.partitions import RangePartition
 from advisor.plan.parse import parse_sql
 from advisor.select import (Candidate, CostParams, SizeSummary, Workload, best_granularity, cannot_pay, choose,
-                            cost, derive_partition, granularities_for, pool_of)
+                            cost, derive_partition, draw_seed, granularities_for, pool_of, strategy_draw)
 from estimators.aggregates import And, Cmp, Not, Or
 
 T = 1_000_000
@@ -146,6 +146,18 @@ def test_random_strategies_are_seeded_and_stay_in_their_pool():
     assert choose("RAND-ALL", CANDS, T, Workload(5), seed=7).attr == choose("RAND-ALL", CANDS, T, Workload(5), seed=7).attr
     assert choose("RAND-PK", CANDS, T, Workload(5)).attr == "id"
     assert choose("RAND-AGG", CANDS, T, Workload(5)).attr == "v"
+
+
+def test_draws_of_a_random_strategy_are_named_and_seeded_apart():
+    assert strategy_draw("rand-gb@3") == ("RAND-GB", 3) and strategy_draw("RAND-GB") == ("RAND-GB", 0)
+    assert strategy_draw("OPT") == ("OPT", 0)
+    for bad in ("CB-OPT-GB@2", "RAND-GB@0", "RAND-GB@x", "RAND-GB@", "RAND-XX@2", "RAND-GB@100"):
+        assert strategy_draw(bad) is None, bad
+    assert draw_seed(11, 0) == 11 and len({draw_seed(11, k) for k in range(10)}) == 10
+    # one step's seed, four draws: the draws do not all pick alike (a single draw picks one side)
+    for step_seed in (3, 40, 77):
+        picks = [choose("RAND-GB", CANDS, T, Workload(5), seed=draw_seed(step_seed, k)).attr for k in range(8)]
+        assert set(picks) == {"g", "h"}, picks
 
 
 def test_no_ps_and_empty_pools_are_no_go_with_a_reason():

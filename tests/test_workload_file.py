@@ -64,6 +64,7 @@ def test_order_is_seeded_and_updates_follow_every_n_queries(tmp_path):
 @pytest.mark.parametrize("old,new,where", [
     ("seed: 1", "seed: 1\nbogus: 3", ":3: key 'bogus'"),
     ("[NO-PS, CB-OPT-GB]", "[NO-PS, CB-BEST]", ":5: key 'strategies.1'"),
+    ("[NO-PS, CB-OPT-GB]", "[NO-PS, CB-OPT-GB@2]", ":5: key 'strategies.1'"),
     ("{name: crimes, rows: 1000}", "{name: crimez}", ":4: key 'datasets.0.name'"),
     ("HAVING count(*) > {c}", "HAVING count(*) > {d}", ":9: key 'templates.a.sql'"),
     ("{uniform: [1, 5], integer: true}", "{uniform: [5, 1]}", ":11: key 'templates.a.params.c.uniform'"),
@@ -104,3 +105,10 @@ def test_literals():
 
     assert literal(3) == "3" and literal(2.5) == "2.5" and literal("O'Hare") == "'O\\'Hare'"
     assert literal(dt.date(1995, 3, 15)) == "DATE '1995-03-15'" and literal(True) == "TRUE"
+
+
+def test_a_random_strategy_may_be_listed_as_several_draws(tmp_path):
+    wl = load_workload(_write(tmp_path, GOOD.replace("[NO-PS, CB-OPT-GB]", "[NO-PS, rand-gb, RAND-GB@2, RAND-GB@3]")))
+    assert wl.strategies == ["NO-PS", "RAND-GB", "RAND-GB@2", "RAND-GB@3"]
+    with pytest.raises(BadInput, match="listed twice"):
+        load_workload(_write(tmp_path, GOOD.replace("[NO-PS, CB-OPT-GB]", "[NO-PS, RAND-GB@2, rand-gb@2]")))

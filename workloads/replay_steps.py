@@ -211,10 +211,11 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
                      reason=f"template decided at step {memo.step} (go on {memo.table}.{memo.attr}, "
                             f"{part.n_fragments} fragments): {how} without re-estimating")
             return _use_captured(cat, q, versions, got[0], d, store, strategy, step)
-    from advisor.select import ADVICE_PRIOR_SCANS, CostParams
+    from advisor.select import ADVICE_PRIOR_SCANS, CostParams, draw_seed, strategy_draw
 
-    r = recommend(ctx, step["sql"], strategy, wl.sample_rate, capture=True, fragments=wl.fragments,
-                  method=wl.method, seed=(wl.seed * 1_000_003 + step["step"]) % (2 ** 31),
+    base, draw = strategy_draw(strategy)
+    r = recommend(ctx, step["sql"], base, wl.sample_rate, capture=True, fragments=wl.fragments,
+                  method=wl.method, seed=draw_seed(wl.seed * 1_000_003 + step["step"], draw),
                   params=CostParams(measured=wl.measured_costs, advice_prior_scans=ADVICE_PRIOR_SCANS),
                   pairs=False, answer=answers)
     s = r["seconds"]

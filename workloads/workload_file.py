@@ -12,6 +12,7 @@ and update batches interleave, the seed, the strategies to compare and the maint
     layouts: [lineitem.l_orderkey]    # optional clustered copies (TABLE.ATTR) built before replay
     layout_rows_per_file: 1000000     # rows per file of those copies (row groups stay small)
     strategies: [NO-PS, CB-OPT-GB]    # NO-PS is the reference; any of advisor.select.STRATEGIES
+                                      # RAND-GB@2: a random strategy's second draw (its picks seeded apart)
     policy: lazy                      # eager | lazy | batched:N | batched:Ns | arrival
     sample_rate: 0.05                 # theta for the stratified sample
     method: bootstrap                 # bootstrap | clt | exact (see advisor.recommend)
@@ -163,7 +164,7 @@ def _tn(types) -> str:
 
 def load_workload(path: str | Path) -> Workload:
     """Parse and validate a workload file; BadInput (file:line: key: problem) on any error."""
-    from advisor.select import STRATEGIES
+    from advisor.select import STRATEGIES, strategy_draw
 
     p = Path(path)
     try:
@@ -213,8 +214,9 @@ def load_workload(path: str | Path) -> Workload:
                             check=lambda v: None if 100 <= v <= 10_000_000 else "must be between 100 and 10000000")
     strategies = []
     for i, s in enumerate(c.typed(data, (), "strategies", list, ["NO-PS", "CB-OPT-GB"])):
-        if not isinstance(s, str) or s.strip().upper() not in STRATEGIES:
-            c.fail(("strategies", i), f"unknown strategy {s!r} (choose from: {', '.join(STRATEGIES)})")
+        if not isinstance(s, str) or strategy_draw(s) is None:
+            c.fail(("strategies", i), f"unknown strategy {s!r} (choose from: {', '.join(STRATEGIES)}; "
+                                      "a random one may name a draw, e.g. RAND-GB@2)")
         if s.strip().upper() in strategies:
             c.fail(("strategies", i), f"strategy {s} is listed twice")
         strategies.append(s.strip().upper())
