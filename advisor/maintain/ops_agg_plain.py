@@ -305,10 +305,11 @@ class PlainAggOp(AggOp):
                 del mu[f]
 
     # ----- bulk initialisation (``bulk``) -----
-    def load_bulk(self, keys: list[tuple], cnt: list, nn: dict, sums: dict, frags: list[list]) -> None:
-        """Add one Spark aggregation's rows: per (group, fragments) its row count, per aggregate
-        the non-NULL count and sum; `frags[s]` holds scan s's fragment per row (None: no fragment)."""
-        codes = self._codes(keys)
+    def load_bulk(self, keys: pd.DataFrame, cnt: np.ndarray, nn: dict, sums: dict, frags: list[pd.Series]) -> None:
+        """Add one Spark aggregation's rows: `keys` the group-key columns (engine value forms), per
+        row its row count `cnt`, per aggregate the non-NULL counts `nn[j]` and sums `sums[j]`;
+        `frags[s]` holds scan s's fragment per row (NULL: no fragment)."""
+        codes = self._frame_codes(keys) if self.keys else self._codes([()] * len(cnt))
         w = np.asarray(cnt, dtype=np.int64)
         np.add.at(self.cnt, codes, w)
         for j, col in nn.items():
@@ -321,10 +322,9 @@ class PlainAggOp(AggOp):
             arr[:] = [v for v in vals if v is not None]
             np.add.at(self.sums[j], codes[ok], arr)
         for s, col in enumerate(frags):
-            fl = [py_scalar(f) for f in col]
-            has = np.fromiter((f is not None for f in fl), dtype=bool, count=len(fl))
+            has = col.notna().to_numpy(dtype=bool)
             cs, ws = codes[has], w[has]
-            fs = np.fromiter((int(f) for f in fl if f is not None), dtype=np.int64, count=int(has.sum()))
+            fs = col[has].to_numpy(dtype=np.int64)
             uniq, inv, per = np.unique(cs, return_inverse=True, return_counts=True)
             once = (per[inv] == 1) & (self.f1[s][cs] == -1)   # a group's only fragment: vectorised
             self.f1[s][cs[once]] = fs[once]
