@@ -103,7 +103,7 @@ def test_packed_keys_that_do_not_fit_are_refused_so_the_caller_can_move():
 
 
 def test_state_of_a_two_key_aggregate_is_far_smaller_with_packed_keys():
-    """The state-size estimate the cache budgets by: 1.4M (part, line number) groups were sized
+    """The state-size estimate the cache budgets by: ~1.3M (part, line number) groups were sized
     at ~200 bytes each for the dict alone; the packed index must stay under 40."""
     p = PackedIntKeys(2)
     rng = np.random.default_rng(5)
