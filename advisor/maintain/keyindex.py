@@ -16,6 +16,7 @@ All hand out codes densely, reusing released ones, so the state's arrays stay co
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Iterator, Optional
 
 import numpy as np
@@ -92,7 +93,7 @@ class TupleKeys:
         return 200 * len(self.code)  # tuple, dict slot, list slot: estimated, not walked
 
 
-class _ArrayKeys:
+class _ArrayKeys(ABC):
     """What the array-backed indexes share: codes handed out densely (freed ones reused first, in
     the order `TupleKeys` reuses them), a live flag per code, and the move to `TupleKeys`."""
 
@@ -131,11 +132,13 @@ class _ArrayKeys:
         self.count += k
         return got
 
+    @abstractmethod
     def _grow_to(self, cap: int) -> None:
-        raise NotImplementedError
+        """Lengthen the per-code key storage to ``cap`` codes."""
 
+    @abstractmethod
     def key(self, c: int) -> tuple:
-        raise NotImplementedError
+        """The key tuple of code ``c``."""
 
     def to_tuples(self) -> TupleKeys:
         """The same codes in a `TupleKeys` (when a key stops fitting)."""
