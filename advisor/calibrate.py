@@ -76,9 +76,14 @@ class Calibration:
         one): priced at a whole scan each, two builds declined SF1's first two-attribute templates
         before any was measured, where builds then took 0.3-1.1 s against 2.5-4 s scans (session 45)."""
         part = (self.rows(statistics.median(self.partition_s)) if self.partition_s
-                else float(table_rows) / max(1, columns))
+                else partition_prior_rows(table_rows, columns))
         rest = self.rows(statistics.median(self.overhead_s)) if self.overhead_s else 0.0
         return missing * part + rest
+
+
+def partition_prior_rows(table_rows: float, columns: int = 1) -> float:
+    """An unmeasured partition build, in rows: it reads one of the ``columns`` a plain run reads."""
+    return float(table_rows) / max(1, columns)
 
 
 def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED_S,

@@ -86,6 +86,12 @@ def strategy_draw(name: str) -> tuple[str, int] | None:
     return base, int(k)
 
 
+def unknown_strategy(name) -> str:
+    """The one sentence for a strategy name ``strategy_draw`` rejects."""
+    return (f"unknown strategy {name!r} (choose from: {', '.join(STRATEGIES)}; "
+            "a random one may name a draw, e.g. RAND-GB@2)")
+
+
 def draw_seed(seed: int, draw: int) -> int:
     """The seed of draw ``draw`` of a random strategy (draw 0 keeps ``seed``)."""
     return (seed + draw * _DRAW_SALT) % (2 ** 31)
@@ -212,7 +218,9 @@ class Workload:
         cal = self.calibration
         if cal is not None:
             return cal.sizing_rows(missing, table_rows, columns)
-        return missing * float(table_rows) / max(1, columns)
+        from advisor.calibrate import partition_prior_rows
+
+        return missing * partition_prior_rows(table_rows, columns)
 
 
 @dataclass

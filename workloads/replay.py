@@ -256,14 +256,13 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
     """Replay the workload; returns the run directory (with run.json)."""
     from advisor.maintain import states
     from advisor.maintain.hooks import set_policy
-    from advisor.select import STRATEGIES, strategy_draw
+    from advisor.select import strategy_draw, unknown_strategy
 
     wl = load_workload(workload_path)
     strats = [s.strip().upper() for s in (strategies or wl.strategies)]
     for s in strats:
         if strategy_draw(s) is None:
-            raise BadInput(f"unknown strategy {s!r} (choose from: {', '.join(STRATEGIES)}; "
-                           "a random one may name a draw, e.g. RAND-GB@2)")
+            raise BadInput(unknown_strategy(s))
     run_dir = Path(out or (ctx.warehouse / "runs" / wl.name)).resolve()
     if fresh and run_dir.exists():
         shutil.rmtree(run_dir)

@@ -164,7 +164,7 @@ def _tn(types) -> str:
 
 def load_workload(path: str | Path) -> Workload:
     """Parse and validate a workload file; BadInput (file:line: key: problem) on any error."""
-    from advisor.select import STRATEGIES, strategy_draw
+    from advisor.select import strategy_draw, unknown_strategy
 
     p = Path(path)
     try:
@@ -215,8 +215,7 @@ def load_workload(path: str | Path) -> Workload:
     strategies = []
     for i, s in enumerate(c.typed(data, (), "strategies", list, ["NO-PS", "CB-OPT-GB"])):
         if not isinstance(s, str) or strategy_draw(s) is None:
-            c.fail(("strategies", i), f"unknown strategy {s!r} (choose from: {', '.join(STRATEGIES)}; "
-                                      "a random one may name a draw, e.g. RAND-GB@2)")
+            c.fail(("strategies", i), unknown_strategy(s))
         if s.strip().upper() in strategies:
             c.fail(("strategies", i), f"strategy {s} is listed twice")
         strategies.append(s.strip().upper())

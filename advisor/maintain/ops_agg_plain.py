@@ -5,9 +5,9 @@ count and the running sum, per sketched scan the rows per fragment), laid out by
 key maps to an integer code once (``keyindex``: an array indexed by the key for one integer key,
 packed integer keys in a sorted array for several, else a dict), and counts and sums live in
 numpy arrays indexed by code. A batch is applied with a few vectorised ``np.add.at`` calls
-instead of a Python loop over per-group objects. Why: with a dict of 1.5M small objects (TPC-H SF1 grouped by ``l_orderkey``)
-the same 1,000-row step ran 1.4-1.5x slower than with 150k, from memory latency alone
-(BENCHMARKS.md, session 9); arrays keep the touched state compact.
+instead of a Python loop over per-group objects. Why: with a dict of 1.5M small objects (TPC-H
+SF1 grouped by ``l_orderkey``) the same 1,000-row step ran 1.4-1.5x slower than with 150k, from
+memory latency alone (BENCHMARKS.md, session 9); arrays keep the touched state compact.
 
 Fragments: most groups lie in one fragment per scan (the sketch attribute is the group key or
 is determined by it), so each scan keeps ``f1`` (that fragment, -1 for none) and ``c1`` (its row
