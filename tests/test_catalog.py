@@ -126,3 +126,16 @@ def test_replacing_a_table_reads_the_new_rows_and_forgets_the_old_versions(spark
     assert sorted(r["k"] for r in cat.read("t").collect()) == [7, 8]
     with pytest.raises(BadInput, match="already exists"):
         cat.create_table("t", new, "test", replace=False)
+
+
+def test_tables_are_written_and_read_without_hadoop_checksum_files(spark, cat, tmp_path):
+    """Local files go through the raw local file system (``advisor.session``): no .crc side files
+    are written, and a stale one left by a checksummed writer is neither listed nor verified."""
+    files = [p for p in (tmp_path / "wh").rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in files)
+    assert not [p for p in files if p.name.endswith(".crc")]
+    part = next(p for p in files if p.suffix == ".parquet")
+    (part.parent / f".{part.name}.crc").write_bytes(b"crc\x00\x00\x02\x00" + b"\xde\xad\xbe\xef" * 64)
+    spark.catalog.clearCache()
+    assert cat.read("t").count() == 100
+    assert sorted(r["k"] for r in cat.read("t").where("k < 3").collect()) == [0, 1, 2]
