@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.partitions import kind_of
+from advisor.values import kind_of
 
 BLK = "__blk"
 NULL_BLOCK = -1

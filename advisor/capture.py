@@ -125,7 +125,7 @@ def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str
     """``value_lineage`` holds and no sketched attribute (Spark type per table in ``dtypes``) is a
     timestamp: collected timestamps come back in the session's time zone, fragment ids are
     computed on the stored instants."""
-    from advisor.partitions import kind_of
+    from advisor.values import kind_of
 
     return value_lineage(query, on) and all(kind_of(dtypes[t]) != "ts" for t in on)
 

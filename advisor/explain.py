@@ -4,7 +4,7 @@ and which stored sketches could serve the query (and why the others cannot)."""
 from __future__ import annotations
 
 from advisor.errors import Unsupported
-from advisor.partitions import kind_of
+from advisor.values import kind_of
 
 
 def candidate_columns(catalog, table: str) -> list[str]:

@@ -19,7 +19,7 @@ import pandas as pd  # module level: pandas_udf reads the type hints from the mo
 
 from advisor import blocks
 from advisor.catalog import RID
-from advisor.partitions import encode_value, kind_of
+from advisor.values import encode_value, kind_of
 
 # 1 MiB row groups (~7,200 lineitem rows).  Finer groups skip more rows but every scan parses every
 # group's footer entry: at TPC-H SF1 (files of 1M rows) 128 KiB groups made the replay's sketched

@@ -53,7 +53,7 @@ def _nulls(n: int, spark_type: str) -> pd.Series:
     """A column of ``n`` NULLs, already in the engine's dtype for ``spark_type`` (no conversion)."""
     from advisor.errors import BadInput
     from advisor.maintain.frames import _READY
-    from advisor.partitions import kind_of
+    from advisor.values import kind_of
 
     try:
         dtype = _READY.get(kind_of(spark_type), "object")

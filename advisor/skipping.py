@@ -230,7 +230,7 @@ def boundary_values(part) -> tuple:
 
 @lru_cache(maxsize=64)
 def _boundary_values(boundaries: tuple, dtype: str) -> tuple:
-    from advisor.partitions import decode_value
+    from advisor.values import decode_value
 
     return tuple(decode_value(b, dtype) for b in boundaries)
 
@@ -410,7 +410,7 @@ def read_units(catalog, table: str, attr: str, version: int, layout: bool = True
     ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version (files),
     else (or with ``layout=False``) the base files' row groups; batch inserts since are always read."""
     from advisor.layout import find_layout
-    from advisor.partitions import decode_value, kind_of
+    from advisor.values import decode_value, kind_of
 
     dtype = catalog.column_type(table, attr)
     lay = find_layout(catalog.store, table, layout_attr or attr, version) if layout else None

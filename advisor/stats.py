@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from advisor.partitions import decode_value, encode_value, kind_of
+from advisor.values import decode_value, encode_value, kind_of
 
 
 def column_stats(catalog, table: str, version: int | None = None) -> dict[str, tuple]:

@@ -9,7 +9,8 @@ skips its row groups by their min/max.
 
 from __future__ import annotations
 
-from advisor.partitions import RangePartition, kind_of, sql_literal
+from advisor.partitions import RangePartition
+from advisor.values import kind_of, sql_literal
 from advisor.plan.to_sql import q
 
 
@@ -96,7 +97,7 @@ def _points(part: RangePartition, i: int, j: int) -> list | None:
     """The values of run [i, j] if it is a bounded run of at most ``POINT_WIDTH`` integer or date values."""
     import datetime as dt
 
-    from advisor.partitions import decode_value, encode_value
+    from advisor.values import decode_value, encode_value
 
     kind = kind_of(part.dtype)
     if kind not in ("int", "date") or i == 0 or j >= len(part.boundaries):

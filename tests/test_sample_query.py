@@ -196,6 +196,6 @@ def test_driver_fragment_ids_equal_spark_assign_column(ctx, spark):
             assert ours.tolist() == want[f"__s{i}"].astype(np.int64).tolist(), k
             assert len(set(ours.tolist())) > 3, k  # the partition really splits the sample
         if table == "s":  # integer values sitting exactly on a boundary were among those compared
-            from advisor.partitions import decode_value
+            from advisor.values import decode_value
             bounds = {decode_value(b, parts[("g", 30)].dtype) for b in parts[("g", 30)].boundaries}
             assert df.filter(df.g.isin(list(bounds))).count() > 0

@@ -36,7 +36,7 @@ NUMERIC = ("int", "dec", "float", "date", "ts")
 
 
 def _harness_pool(catalog, cands: list) -> list:
-    from advisor.partitions import kind_of
+    from advisor.values import kind_of
 
     types = {}
     out = []

@@ -2,7 +2,7 @@
 
 Fragment id = `searchsorted(boundaries, value, side='right')`, i.e. range i is
 [b_i, b_{i+1}) with ids 0..m, and NULL (or NaN) goes to `part.null_id` = m+1. Boundaries are
-decoded with `advisor.partitions.decode_value`; dates/timestamps are compared as datetime64,
+decoded with `advisor.values.decode_value`; dates/timestamps are compared as datetime64,
 numbers as numbers, strings and anything else by Python comparison (object searchsorted).
 """
 
@@ -15,7 +15,8 @@ import functools
 import numpy as np
 import pandas as pd
 
-from advisor.partitions import RangePartition, decode_value, kind_of
+from advisor.partitions import RangePartition
+from advisor.values import decode_value, kind_of
 
 
 def _bounds_array(part: RangePartition, values: pd.Series):
