@@ -30,7 +30,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     from advisor.maintain.bulk import supports
     from advisor.maintain.hooks import policy_spec
     from advisor.maintain.policy import make_policy
-    from advisor.maintain.rent import predict_init
+    from advisor.maintain.rent import predict_init, too_big
     from advisor.plan.parse import templatize
 
     rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 1000")
@@ -66,7 +66,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
         predict_init(store, query.root, table_rows, supports(query.root), query.template))
     reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
     return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, steps_per_use=steps,
-                    fixed_rows=cal.fixed_rows,
+                    fixed_rows=cal.fixed_rows, state_buyable=not too_big(store, query.root, query.template),
                     capture_rows=rows_for(cal, cal.recapture_s, query.template),
                     inc_rows=_inc_rows(cal, query.template), init_rows=init,
                     advice_rows=cal.advice_rows(), calibration=cal)

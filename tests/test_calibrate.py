@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from advisor.calibrate import PRIOR_FIXED_S, calibrate, fit_line, predicted_seconds, rows_for
@@ -175,15 +177,34 @@ def test_maintenance_is_the_cheaper_of_renting_and_buying_state():
 
 def test_cannot_pay_when_maintenance_exceeds_any_saving():
     T, p = 1_000_000.0, CostParams()
-    # each use meets a batch whose recapture (1.3 scans) costs more than skipping everything saves
-    w = Workload(3, updates_per_use=1.0, init_rows=60 * T, inc_rows=0.2 * T, capture_rows=1.3 * T)
-    why = cannot_pay(T, w, p, advice_rows=8 * T)
-    assert why is not None and "no-go before sampling" in why
+    # each use meets a batch whose recapture (1.3 scans) costs more than skipping everything saves,
+    # and the operator state is too big ever to be bought, so no step is cheaper than a recapture
+    w = Workload(3, updates_per_use=1.0, init_rows=60 * T, inc_rows=0.2 * T, capture_rows=1.3 * T,
+                 state_buyable=False)
+    why = cannot_pay(T, w, p, advice_rows=0.5 * T)
+    assert why is not None and "no-go before sampling" in why and "maintenance 3.90" in why
     # read-only workload: a sketch that skips a lot can repay capture and estimation
     calm = Workload(20, capture_rows=1.3 * T)
     assert cannot_pay(T, calm, p, advice_rows=8 * T) is None
     # ...but not when the estimation alone costs more than 20 uses could save
     assert cannot_pay(T, calm, p, advice_rows=25 * T) is not None
+
+
+def test_cannot_pay_charges_maintenance_at_its_floor_and_the_full_model_the_purchase():
+    """Session 46's topk_receipt at SF1: capture 1.5 scans, estimation 0.78, an incremental step 0.05,
+    state initialisation 4.5 scans, 3 predicted uses with one batch each.  Amortised over 3 steps
+    the purchase makes every step as dear as a recapture (min(1.5, (4.5 + 3 * 0.05) / 3) = 1.5),
+    which would decline the template before sampling; the floor (0.05 a step) lets it be sized,
+    and the full model still charges the amortised purchase."""
+    T, p = 1000.0, CostParams()
+    w = Workload(3, updates_per_use=1.0, steps_per_use=1.0, capture_rows=1500.0, inc_rows=50.0,
+                 init_rows=4500.0)
+    assert maintenance_per_update(T, 1500.0, w, p) == pytest.approx(1500.0)
+    # 3 * (1000 - 50) - 1500 - 780 = 570 > 0
+    assert cannot_pay(T, w, p, advice_rows=780.0) is None
+    # a state too big to buy leaves recaptures only: 3 * (1000 - 1500) - 1500 - 780 < 0
+    why = cannot_pay(T, replace(w, state_buyable=False), p, advice_rows=780.0)
+    assert why is not None and "maintenance 4.50" in why
 
 
 def test_decline_maintenance_that_costs_more_than_it_saves():
