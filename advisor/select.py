@@ -309,11 +309,16 @@ def capture_rows(T: float, w: Workload, p: CostParams) -> float:
     return w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
 
 
+def incremental_step_rows(T: float, w: Workload, p: CostParams) -> float:
+    """One incremental maintenance step in rows: as measured for the template, else the prior."""
+    return w.inc_rows if w.inc_rows is not None else p.maint_fixed * T + p.maint_per_delta * w.delta_rows
+
+
 def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams) -> float:
     """Rows one maintenance step costs a used sketch: an incremental step once operator state exists,
     or a recapture (ski rental, ``maintain.rent``) while initialising the state does not pay over
     the predicted steps -- whichever is cheaper over the horizon."""
-    inc = w.inc_rows if w.inc_rows is not None else p.maint_fixed * T + p.maint_per_delta * w.delta_rows
+    inc = incremental_step_rows(T, w, p)
     updates = w.reuses * w.steps
     if w.init_rows is None or updates <= 0:
         return inc
@@ -323,7 +328,7 @@ def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams)
 def maintenance_floor(T: float, capture: float, w: Workload, p: CostParams) -> float:
     """The cheapest a maintenance step can be predicted to cost: an incremental step, as if operator
     state were already held, unless the state is too big ever to be bought (then a recapture)."""
-    inc = w.inc_rows if w.inc_rows is not None else p.maint_fixed * T + p.maint_per_delta * w.delta_rows
+    inc = incremental_step_rows(T, w, p)
     return min(capture, inc) if w.state_buyable else capture
 
 

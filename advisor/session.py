@@ -34,8 +34,8 @@ DEFAULT_CONF: dict[str, str] = {
     # index, so it makes many small reads (footer, column and offset indexes, pages), and through
     # the checksummed local file system each also opens and verifies the .crc file.  Measured on
     # SF1 sketches, quiet machine (BENCHMARKS.md, session 46): big_orders' sketched run 0.78-1.23 s
-    # against 1.38-2.62 s; agh_ship's sketched runs and all plain runs unchanged.  Spark's file listing already hides the .crc files left by
-    # earlier writes (their names start with a dot).
+    # against 1.38-2.62 s; agh_ship's sketched runs and all plain runs unchanged.  Spark's file
+    # listing already hides the .crc files left by earlier writes (their names start with a dot).
     "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
 }
 
