@@ -86,6 +86,18 @@ def _trim_heap() -> None:
         pass
 
 
+def empty_all() -> int:
+    """Empty every registered cache, lowest rank first; returns the entries dropped (a replay's
+    warm-up leaves the interpreter and the JVM warm, not the data it cached: ``workloads.warmup``)."""
+    dropped = 0
+    for _, shrink in sorted(_shrinkers.values(), key=lambda rs: rs[0]):
+        while shrink():
+            dropped += 1
+    gc.collect()
+    _trim_heap()
+    return dropped
+
+
 def relieve(budget: int | None = None) -> int:
     """Drop cache entries, lowest rank first and least recently used first within a cache, while
     the resident set exceeds ``budget`` (default ``budget_bytes()``) and something is left to drop;

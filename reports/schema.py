@@ -34,6 +34,8 @@
         "strategy": str, "step": int, "trigger": "update" | "query", "sketch_id": int,
         "new_sketch_id": int, "how": "incremental" | "recapture" | "current", "seconds": s,
         "delta_rows": int, "recapture_seconds": s | null}],     # null: recapture not measured
+      "warmup": {"steps": int, "seconds": {S: [s, ...]}},    # untimed, per process start (optional;
+                                                      # ``workloads.warmup``)
       "summary": {
         "answers_identical": bool, "mismatches": [{"step": int, "strategy": str}],
         "per_strategy": {S: {"queries": int, "cumulative_seconds": s, "vs_no_ps": float | null,

@@ -7,6 +7,7 @@ Run directory layout::
     RUN/strategies/<S>/      one sketch store per strategy (a copy of the data warehouse's SQLite
                              file: same tables, versions, partitions and layouts; its own sketches,
                              samples, maintenance state and run history)
+    RUN/warmup/<S>/          scratch stores of the untimed warm-up (``warmup: N``; deleted after it)
     RUN/log.jsonl            one line per finished step and strategy (the resume log)
     RUN/run.json             the run log of ``reports/schema.py``, rewritten after every strategy
 
@@ -36,6 +37,7 @@ from advisor.errors import BadInput
 from . import replay_steps
 from .lockstep import Gate
 from .run_summary import summarize
+from .warmup import ROUTINES, warm_up
 from .workload_file import Workload, load_workload
 
 
@@ -279,6 +281,10 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
         queries = [r["record"] for r in log if r["type"] == "query"]
         maint = [m for r in log if r["type"] in ("query", "update") for m in r["maintenance"]]
         flushes = {r["strategy"]: r["seconds"] for r in log if r["type"] == "flush"}
+        warmups: dict[str, list[float]] = {}
+        for r in log:
+            if r["type"] == "warmup":
+                warmups.setdefault(r["strategy"], []).append(r["seconds"])
         done = {(r["strategy"], r["step"]) for r in log}
         steps = plan["steps"]
         n_q = sum(1 for s in steps if s["kind"] == "query")
@@ -288,6 +294,15 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
             for s in strats:
                 sdir = run_dir / "strategies" / s
                 _clone_store(run_dir / "warehouse" / "advisor.db", sdir)
+                if wl.warmup and any((s, st["step"]) not in done for st in steps):
+                    # before the first gate: lockstep starts the children one after another, so each
+                    # warms up alone, and no strategy's timed step runs beside it
+                    prog.note(f"{s}: warming up (untimed: {wl.warmup} steps as {' and '.join(ROUTINES)})")
+                    w = warm_up(factory, run_dir, plan, wl, s)
+                    warmups.setdefault(s, []).append(w["seconds"])
+                    logf.write(json.dumps({"type": "warmup", "strategy": s, "step": None, **w,
+                                           "pid": os.getpid()}) + "\n")
+                    logf.flush()
                 sctx = factory(sdir)
                 set_policy(sctx.store, wl.policy)
                 cat = sctx.catalog
@@ -326,17 +341,18 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                     logf.flush()
                 sctx.store.close()
                 _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True,
-                                                           flushes=flushes))
+                                                           flushes=flushes, warmups=warmups))
         if gate is not None:
             gate.end()
         env["finished"] = _now()
-        doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False, flushes=flushes)
+        doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False, flushes=flushes, warmups=warmups)
         _write_json(run_dir / "run.json", doc)
     return run_dir
 
 
 def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: list[dict], maint: list[dict],
-             partial: bool, flushes: dict[str, float] | None = None) -> dict:
+             partial: bool, flushes: dict[str, float] | None = None,
+             warmups: dict[str, list[float]] | None = None) -> dict:
     order = {s: i for i, s in enumerate(strats)}
     qs = sorted((q for q in queries if q["strategy"] in order), key=lambda q: (order[q["strategy"]], q["step"]))
     ms = [m for m in maint if m["strategy"] in order]
@@ -345,6 +361,7 @@ def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: li
                          "seed": wl.seed, "policy": wl.policy, "sample_rate": wl.sample_rate, "config": wl.raw},
             "environment": env, "datasets": plan["datasets"], "prepare_seconds": plan["prepare_seconds"],
             "strategies": strats, "steps": plan["steps"], "queries": qs, "maintenance": ms,
+            "warmup": {"steps": wl.warmup, "seconds": {k: v for k, v in (warmups or {}).items() if k in order}},
             "summary": summarize(strats, qs, ms, flushes)}
 
 

@@ -20,6 +20,8 @@ and update batches interleave, the seed, the strategies to compare and the maint
     measure_recapture: true           # time a full recapture next to every maintenance, and compare
     measured_costs: true              # decide with costs measured during the replay (advisor.calibrate);
                                       # false keeps decisions independent of timing (CI gate baselines)
+    warmup: 0                         # untimed: each strategy's process first replays this many steps
+                                      # as NO-PS and as CB-OPT-GB in scratch stores (workloads.warmup)
     queries: 30                       # number of query steps drawn from the templates by weight
     templates:
       big_orders:
@@ -56,7 +58,7 @@ from advisor.errors import BadInput
 DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
             "fragments", "measure_recapture", "measured_costs", "queries", "templates", "updates", "sequence", "method",
-            "layout_rows_per_file"}
+            "layout_rows_per_file", "warmup"}
 PARAM_KINDS = {"uniform", "choice", "quantile"}
 
 
@@ -107,6 +109,7 @@ class Workload:
     sequence: list[dict] | None
     raw: dict = field(repr=False, default_factory=dict)
     measured_costs: bool = True
+    warmup: int = 0
 
 
 def _lines(node, path=(), out=None) -> dict:
@@ -228,6 +231,7 @@ def load_workload(path: str | Path) -> Workload:
                      check=lambda v: None if v in ("bootstrap", "clt", "exact") else "must be bootstrap, clt or exact")
     measure = c.typed(data, (), "measure_recapture", bool, True)
     measured_costs = c.typed(data, (), "measured_costs", bool, True)
+    warmup = c.typed(data, (), "warmup", int, 0, check=_non_negative)
     templates = {}
     tdata = c.typed(data, (), "templates", dict, check=lambda v: None if v else "define at least one template")
     for tname, t in tdata.items():
@@ -283,7 +287,7 @@ def load_workload(path: str | Path) -> Workload:
     return Workload(name, str(p.resolve()), hashlib.sha256(text.encode()).hexdigest(),
                     str(data.get("description") or ""), seed, datasets, layouts, rows_per_file, strategies, policy,
                     sample_rate, fragments, method, measure, queries, templates, updates, sequence, data,
-                    measured_costs)
+                    measured_costs, warmup)
 
 
 def _positive(v) -> str | None:

@@ -145,6 +145,15 @@ def evict_all() -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
+def discard(store) -> int:
+    """Drop every cached state of ``store`` unwritten (a scratch store about to be deleted);
+    returns how many were dropped."""
+    keys = [k for k in _cache if k[0] == str(store.path)]
+    for k in keys:
+        del _cache[k]
+    return len(keys)
+
+
 def prune(catalog) -> int:
     """Drop the states of sketches that are no longer live heads (superseded by a newer version of
     their chain, or retired): state is only ever read at a head, and each version has its own
