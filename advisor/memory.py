@@ -86,13 +86,18 @@ def _trim_heap() -> None:
         pass
 
 
+def _drops():
+    """Drop cache entries one at a time, lowest rank first and least recently used first within a
+    cache; yields after each one."""
+    for _, shrink in sorted(_shrinkers.values(), key=lambda rs: rs[0]):
+        while shrink():
+            yield
+
+
 def empty_all() -> int:
     """Empty every registered cache, lowest rank first; returns the entries dropped (a replay's
     warm-up leaves the interpreter and the JVM warm, not the data it cached: ``workloads.warmup``)."""
-    dropped = 0
-    for _, shrink in sorted(_shrinkers.values(), key=lambda rs: rs[0]):
-        while shrink():
-            dropped += 1
+    dropped = sum(1 for _ in _drops())
     gc.collect()
     _trim_heap()
     return dropped
@@ -106,11 +111,10 @@ def relieve(budget: int | None = None) -> int:
     if rss_bytes() <= limit:
         return 0
     dropped = 0
-    for _, shrink in sorted(_shrinkers.values(), key=lambda rs: rs[0]):
-        while shrink():
-            dropped += 1
-            gc.collect()
-            _trim_heap()
-            if rss_bytes() <= limit:
-                return dropped
+    for _ in _drops():
+        dropped += 1
+        gc.collect()
+        _trim_heap()
+        if rss_bytes() <= limit:
+            break
     return dropped

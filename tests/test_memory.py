@@ -55,6 +55,16 @@ def test_lower_ranked_caches_are_emptied_first(cache):
     assert not cache and len(keep) < 3
 
 
+def test_empty_all_drops_every_entry_of_every_cache_whatever_the_budget(cache):
+    other = OrderedDict()
+    memory.register("other", memory.lru_shrinker(other), rank=9)
+    _fill(cache, n=3, mb=1)
+    _fill(other, n=2, mb=1)
+    assert memory.empty_all() == 5
+    assert not cache and not other
+    assert memory.empty_all() == 0
+
+
 def test_every_driver_cache_is_registered():
     import advisor.estimate  # noqa: F401 - registers on import
     import advisor.maintain.service  # noqa: F401
