@@ -79,9 +79,10 @@ class Catalog:
     def view_name(self, table: str, version: int, suffix: str = "") -> str:
         return f"{self.view_prefix}_{table}__v{version}{suffix}"
 
-    def drop_views(self, table: str) -> None:
-        """Forget cached temp views of a table (after it is dropped or replaced)."""
-        prefix = f"{self.view_prefix}_{table}__"
+    def drop_views(self, table: str | None = None) -> None:
+        """Forget cached temp views of a table (after it is dropped or replaced), or with no table
+        every view of this warehouse (a throwaway store being deleted)."""
+        prefix = f"{self.view_prefix}_{table}__" if table else f"{self.view_prefix}_"
         for t in self.spark.catalog.listTables():
             if t.isTemporary and t.name.startswith(prefix):
                 self.spark.catalog.dropTempView(t.name)

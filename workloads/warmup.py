@@ -72,14 +72,11 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
                         replay_steps.run_query_step(ctx, routine, step, quiet)
             finally:
                 states.discard(ctx.store)
-                for t in cat.tables():
-                    cat.drop_views(t)
+                cat.drop_views()
                 ctx.store.close()
     finally:
         forget_caches()
         shutil.rmtree(root, ignore_errors=True)
-        try:
+        if root.parent.is_dir() and not any(root.parent.iterdir()):
             root.parent.rmdir()  # the last process to warm up leaves no empty directory behind
-        except OSError:
-            pass
     return {"steps": len(steps), "seconds": round(time.perf_counter() - t0, 4)}
