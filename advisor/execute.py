@@ -57,12 +57,12 @@ def run_query(catalog, query: ir.Query, versions: Optional[dict[str, int]] = Non
     from advisor.use import sketch_source
 
     versions = versions or versions_now(catalog, query)
+    t0 = time.perf_counter()  # building the source (views, filter text) is part of running the query
     if sketch is None:
         source = plain_source(catalog, versions)
     else:
         source = sketch_source(catalog, sketch, versions, use_layout=use_layout)
     sql = query_sql(query, source)
-    t0 = time.perf_counter()
     df = catalog.spark.sql(sql)
     rows = [tuple(r) for r in df.collect()]
     secs = time.perf_counter() - t0

@@ -197,7 +197,7 @@ def layout_view(catalog, lay: dict, version: int) -> str:
     numbered = None if starts is None else (  # later inserts get their block ids too
         lambda f: blocks.ontop_file(lay, f, lay["attr"], dtype, starts))
     return registered(catalog, name, lambda: catalog.read_on_top(
-        catalog.spark.read.parquet(lay["path"]), lay["table"], lay["table_version"], version, map_ins=numbered))
+        catalog.parquet(lay["path"]), lay["table"], lay["table_version"], version, map_ins=numbered))
 
 
 def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:

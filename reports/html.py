@@ -21,7 +21,7 @@ import plotly.offline
 
 from reports.schema import load_run, run_path
 
-PHASES = ("sampling", "estimation", "capture", "maintenance", "query")
+PHASES = ("sampling", "estimation", "capture", "maintenance", "query", "other")
 REFERENCE = "NO-PS"
 TEMPLATES = Path(__file__).parent / "templates"
 # Chart ids in page order; the browser test expects exactly this many plotly charts.

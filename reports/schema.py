@@ -27,6 +27,9 @@
                                                       # answered by its capture job: that job's scan)
         "result": {"rows": int, "digest": str},       # sha1 of the sorted result rows
         "seconds": {"sampling": s, "estimation": s, "capture": s, "maintenance": s, "query": s,
+                    "other": s,                       # the step's wall time no phase timed (parsing,
+                                                      # recalling decisions, the run log); measuring-only
+                                                      # work (scan metrics, real selectivity) is not in it
                     "oracle": s, "total": s},         # total excludes "oracle" (OPT's evaluation captures)
         "lookup_seconds": s}],                        # of "query": finding the stored sketch to use
                                                       # (the finder's reuse tests); 0 for NO-PS
@@ -44,7 +47,7 @@
                              "mean_real_selectivity": float | null,
                              "state_flush_seconds": s,  # the final write of the states still held
                              "seconds": {"sampling": s, "estimation": s, "capture": s,
-                                         "maintenance": s, "query": s}}}}
+                                         "maintenance": s, "query": s, "other": s}}}}
     }
 """
 

@@ -120,12 +120,27 @@ def test_replacing_a_table_reads_the_new_rows_and_forgets_the_old_versions(spark
     goes, the new write must survive that (it was staged inside it)."""
     rows = [("insert", None, 1000 + i, 1, 1.0) for i in range(3)]
     cat.apply_batch("t", write_batch(spark, tmp_path / "b1", rows))
+    assert cat.read("t").count() == 103  # the old base's DataFrame is now kept (``Catalog.parquet``)
     new = spark.createDataFrame(pd.DataFrame({"k": [7, 8], "g": [1, 2], "v": [0.5, 1.5]}))
     v = cat.create_table("t", new, "test")
     assert v.version == 1 and [x.version for x in cat.versions("t")] == [1]
     assert sorted(r["k"] for r in cat.read("t").collect()) == [7, 8]
     with pytest.raises(BadInput, match="already exists"):
         cat.create_table("t", new, "test", replace=False)
+
+
+def test_parquet_frames_are_kept_while_their_files_are_unchanged(spark, cat, tmp_path):
+    """``Catalog.parquet`` builds one DataFrame per unchanged path (file listing and schema inference
+    once); a file written anew under the same name is read anew."""
+    base = cat.version("t", 1).base_path
+    assert cat.parquet(base) is cat.parquet(base)
+    p = write_batch(spark, tmp_path / "b1", [("insert", None, 1, 1, 1.0)])
+    first = cat.parquet(p)
+    assert first.count() == 1
+    import shutil
+    shutil.rmtree(p)
+    write_batch(spark, tmp_path / "b1", [("insert", None, k, 1, 1.0) for k in range(4)])
+    assert cat.parquet(p) is not first and cat.parquet(p).count() == 4
 
 
 def test_tables_are_written_and_read_without_hadoop_checksum_files(spark, cat, tmp_path):

@@ -59,6 +59,12 @@ def test_run_log_is_complete_and_answers_agree(ci_run):
         assert q["seconds"]["query"] == q["lookup_seconds"] and q["seconds"]["capture"] > 0
         assert q["scan"]["rows"] == plain[q["step"]]["scan"]["rows"]
         assert q["result"]["digest"] == plain[q["step"]]["result"]["digest"]
+    # every step's wall time is charged: the phases (``other``: parsing, recalling decisions, the run
+    # log) add up to its total, and parsing alone makes ``other`` positive in every step
+    for q in doc["queries"]:
+        sec = q["seconds"]
+        assert sec["other"] > 0, q
+        assert sum(v for k, v in sec.items() if k not in ("total", "oracle")) == pytest.approx(sec["total"], abs=1e-3)
     # the second batch makes every sketch used later stale: lazy maintenance ran and matched a recapture
     ev = [m for m in doc["maintenance"] if m["how"] != "current"]
     assert ev and all(m["equal_to_recapture"] in (True, None) for m in ev)

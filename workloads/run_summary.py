@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-PHASES = ("sampling", "estimation", "capture", "maintenance", "query")
+PHASES = ("sampling", "estimation", "capture", "maintenance", "query", "other")
 
 
 def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict],
