@@ -112,3 +112,37 @@ def test_a_random_strategy_may_be_listed_as_several_draws(tmp_path):
     assert wl.strategies == ["NO-PS", "RAND-GB", "RAND-GB@2", "RAND-GB@3"]
     with pytest.raises(BadInput, match="listed twice"):
         load_workload(_write(tmp_path, GOOD.replace("[NO-PS, CB-OPT-GB]", "[NO-PS, RAND-GB@2, rand-gb@2]")))
+
+
+def test_a_prepared_run_serves_a_file_that_changes_only_its_settings(tmp_path):
+    """``plan_sha256`` covers what ``replay.prepare`` builds (data, layouts, steps, batches); another
+    strategy list, policy or warm-up reuses the prepared directory, other steps do not, and a
+    partial log of the other file is never resumed under this one."""
+    import json
+
+    from workloads.replay import prepare
+
+    base = load_workload(_write(tmp_path, GOOD))
+    (tmp_path / "v2").mkdir()
+    settings = load_workload(_write(tmp_path / "v2", GOOD.replace("strategies: [NO-PS, CB-OPT-GB]",
+                                                                 "strategies: [NO-PS, OPT]\nwarmup: 3\npolicy: eager")))
+    (tmp_path / "v3").mkdir()
+    steps = load_workload(_write(tmp_path / "v3", GOOD.replace("queries: 12", "queries: 13")))
+    assert settings.sha256 != base.sha256 and settings.plan_sha256 == base.plan_sha256
+    assert steps.plan_sha256 != base.plan_sha256
+
+    def no_spark(_):
+        raise AssertionError("a prepared directory must not be prepared again")
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "plan.json").write_text(json.dumps({"sha256": base.sha256, "plan_sha256": base.plan_sha256,
+                                               "steps": [{"step": 0}]}))
+    with pytest.raises(BadInput, match="different workload file"):
+        prepare(no_spark, steps, run, print)
+    (run / "log.jsonl").write_text('{"type": "query"}\n')
+    with pytest.raises(BadInput, match="partial replay of another version"):
+        prepare(no_spark, settings, run, print)
+    (run / "log.jsonl").unlink()
+    assert prepare(no_spark, settings, run, print)["steps"] == [{"step": 0}]
+    assert json.loads((run / "plan.json").read_text())["sha256"] == settings.sha256  # now this file's

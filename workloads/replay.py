@@ -80,8 +80,17 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
     plan_path = run_dir / "plan.json"
     if plan_path.exists():
         plan = json.loads(plan_path.read_text())
-        if plan.get("sha256") != wl.sha256:
+        if plan.get("sha256") == wl.sha256:
+            return plan
+        if plan.get("plan_sha256") != wl.plan_sha256:
             raise BadInput(f"{run_dir} holds a replay of a different workload file; pass a new --out or --fresh")
+        log = run_dir / "log.jsonl"
+        if log.exists() and log.stat().st_size > 0:
+            raise BadInput(f"{run_dir} holds a partial replay of another version of this workload file "
+                           "(same data and steps, other settings); pass a new --out or --fresh")
+        # the same data and steps: the prepared directory serves this file's settings from now on
+        plan["sha256"] = wl.sha256
+        _write_json(plan_path, plan)
         return plan
     wh = run_dir / "warehouse"
     if wh.exists():  # an interrupted preparation: start it over
@@ -130,7 +139,7 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
         ins, dels = batch_frames(cat, s["table"], s["inserts"], s["deletes"], seed=wl.seed * 7919 + s["step"])
         s["version"] = cat.apply_frames(s["table"], ins, dels).version
     secs["batches"] = time.perf_counter() - t0
-    plan = {"sha256": wl.sha256, "steps": steps, "initial_versions": initial, "datasets": datasets,
+    plan = {"sha256": wl.sha256, "plan_sha256": wl.plan_sha256, "steps": steps, "initial_versions": initial, "datasets": datasets,
             "prepare_seconds": {k: round(v, 3) for k, v in secs.items()}}
     ctx.store.close()
     _write_json(plan_path, plan)

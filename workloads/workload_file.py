@@ -87,6 +87,9 @@ class UpdateRule:
     deletes: int
 
 
+PLAN_KEYS = ("seed", "datasets", "layouts", "layout_rows_per_file", "queries", "templates", "updates", "sequence")
+
+
 @dataclass
 class Workload:
     name: str
@@ -110,6 +113,17 @@ class Workload:
     raw: dict = field(repr=False, default_factory=dict)
     measured_costs: bool = True
     warmup: int = 0
+
+    @property
+    def plan_sha256(self) -> str:
+        """Fingerprint of what ``replay.prepare`` builds from the file (data, layouts, statistics,
+        the job-cost probe, the drawn steps and batches): a prepared run directory serves every file
+        that agrees on these keys, whatever its strategies, policy, estimation or warm-up."""
+        import json
+
+        keys = {k: self.raw.get(k) for k in PLAN_KEYS}
+        keys["measured_costs"] = self.measured_costs  # decides whether the probe is recorded
+        return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _lines(node, path=(), out=None) -> dict:
