@@ -206,8 +206,8 @@ class Catalog:
         a read at SF1) serves every version's view; a replaced path has a new inode and is read anew."""
         import os
 
-        key = (tuple((p, os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in paths),
-               schema.json() if schema is not None else None)
+        stats = [(p, os.stat(p)) for p in paths]
+        key = (tuple((p, st.st_ino, st.st_mtime_ns) for p, st in stats), schema.json() if schema is not None else None)
         frames = self.__dict__.setdefault("_frames", {})
         if key not in frames:
             if len(frames) >= FRAMES_KEPT:

@@ -139,8 +139,8 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
         ins, dels = batch_frames(cat, s["table"], s["inserts"], s["deletes"], seed=wl.seed * 7919 + s["step"])
         s["version"] = cat.apply_frames(s["table"], ins, dels).version
     secs["batches"] = time.perf_counter() - t0
-    plan = {"sha256": wl.sha256, "plan_sha256": wl.plan_sha256, "steps": steps, "initial_versions": initial, "datasets": datasets,
-            "prepare_seconds": {k: round(v, 3) for k, v in secs.items()}}
+    plan = {"sha256": wl.sha256, "plan_sha256": wl.plan_sha256, "steps": steps, "initial_versions": initial,
+            "datasets": datasets, "prepare_seconds": {k: round(v, 3) for k, v in secs.items()}}
     ctx.store.close()
     _write_json(plan_path, plan)
     return plan

@@ -281,7 +281,7 @@ def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dic
 def _finish(rec: dict, res, secs: dict, lookup_s: float = 0.0, spent: float | None = None) -> dict:
     """Fill the record's scan, result and seconds.  ``spent`` is the step's wall time less the work
     done only to record it (scan metrics, real selectivity, measured recaptures); what of it no
-    phase timed (parsing, recalling decisions, registering views, the run log) is ``other``."""
+    phase timed (parsing, recalling decisions, the finder after a capture, the run log) is ``other``."""
     m = res.metrics
     secs["query"] = res.seconds + lookup_s
     if spent is not None:
