@@ -56,12 +56,13 @@ class Catalog:
         self.root = store.warehouse / "tables"
         self.root.mkdir(parents=True, exist_ok=True)
         self.pins: dict[str, int] = {}
+        self._frames: dict = {}  # ``parquet``: DataFrames over unchanged files
 
     @classmethod
     def offline(cls, store: Store) -> "Catalog":
         """A catalog for reading the store's metadata only (tables, versions): no Spark session."""
         cat = cls.__new__(cls)
-        cat.spark, cat.store, cat.root, cat.pins = None, store, store.warehouse / "tables", {}
+        cat.spark, cat.store, cat.root, cat.pins, cat._frames = None, store, store.warehouse / "tables", {}, {}
         return cat
 
     def pin(self, table: str, version: int) -> None:
@@ -208,13 +209,12 @@ class Catalog:
 
         stats = [(p, os.stat(p)) for p in paths]
         key = (tuple((p, st.st_ino, st.st_mtime_ns) for p, st in stats), schema.json() if schema is not None else None)
-        frames = self.__dict__.setdefault("_frames", {})
-        if key not in frames:
-            if len(frames) >= FRAMES_KEPT:
-                frames.pop(next(iter(frames)))
+        if key not in self._frames:
+            if len(self._frames) >= FRAMES_KEPT:
+                self._frames.pop(next(iter(self._frames)))  # the oldest
             reader = self.spark.read if schema is None else self.spark.read.schema(schema)
-            frames[key] = reader.parquet(*paths)
-        return frames[key]
+            self._frames[key] = reader.parquet(*paths)
+        return self._frames[key]
 
     def read(self, name: str, version: int | None = None, with_rid: bool = False):
         """Snapshot of `name` at `version` (default latest) as a Spark DataFrame."""
