@@ -120,11 +120,41 @@ def test_large_aggregations_are_captured_not_derived(cat, monkeypatch):
     capture(cat, _q(cat, sql.format(1200)), {"facts": "g1"}, 12, check=False, partitions={"facts": part})
     q = _q(cat, sql.format(700))
     args = ({"facts": "g1"}, {"facts": part}, {"facts": cat.current_version("facts")})
-    assert D._groups_estimate(cat, q) >= 2
+    assert D._groups_estimate(cat, q, []) >= 2
     monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", 1)
     assert derive_sketch(cat, q, *args) is None
     monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", 200_000)
     assert derive_sketch(cat, q, *args) is not None
+
+
+def test_the_gate_counts_a_head_states_groups_not_the_key_product(cat, monkeypatch):
+    """Two correlated group keys: the NDV product overstates the groups, so with the gate at the
+    true count a binding is captured while no head has state, and derived once one has (its state's
+    recorded groups).  TPC-H SF1 (l_partkey, l_suppkey): 2e9 by the product, 800k held (session 48)."""
+    import advisor.maintain.derive as D
+    from advisor.maintain import states
+
+    sql = "SELECT g1, g2, sum(v) AS a FROM facts GROUP BY g1, g2 HAVING sum(v) > {}"
+    part = build_partition(cat, "facts", "g1", 12)
+    v = lambda: {"facts": cat.current_version("facts")}  # noqa: E731
+    head = capture(cat, _q(cat, sql.format(150)), {"facts": "g1"}, 12, check=False, partitions={"facts": part}).sketch
+    frame = cat.read("facts", v()["facts"])
+    held = frame.select("g1", "g2").distinct().count()
+    product = frame.select("g1").distinct().count() * frame.select("g2").distinct().count()
+    assert held < product  # skewed g1: some (g1, g2) pairs never occur
+    monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", held)
+    q = _q(cat, sql.format(100))
+    assert not states.has(cat.store, head.id) and D._groups_estimate(cat, q, [head]) > held
+    assert derive_sketch(cat, q, {"facts": "g1"}, {"facts": part}, v()) is None
+    monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", 10 * product)  # the head's state initialised now
+    first = derive_sketch(cat, q, {"facts": "g1"}, {"facts": part}, v())
+    assert first is not None and first[2] == head.id
+    assert states.groups(cat.store, first[0].id) == held
+    monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", held)
+    q2 = _q(cat, sql.format(60))
+    got = derive_sketch(cat, q2, {"facts": "g1"}, {"facts": part}, v())
+    assert got is not None and got[0].how == "derive"
+    assert got[0].parts[0].fragments == _fresh(cat, q2, "g1", part)
 
 
 def test_stale_stateless_heads_buy_state_by_ski_rental(cat, monkeypatch):

@@ -26,12 +26,12 @@ derive from that state.  (At SF1 a binding of lineitem JOIN orders by o_orderdat
 
 Not derived (the caller captures): instances that differ below the aggregation (e.g. a WHERE
 constant), templates whose heads neither have state nor are current while renting still pays,
-and aggregations of more than
-``DERIVE_MAX_GROUPS`` groups (by the stored NDVs of the group keys).  At TPC-H SF1 grouped by
-l_orderkey (1.5M groups) a derivation took 2.3-2.9 s against 1.6-2.0 s for a capture in session
-13, most of it writing and reading the state file and a Python loop over every group's DECIMAL
-sum; with states written behind (``states``), copied in memory, and the sums vectorised, it takes
-0.6-1.05 s against 2.0-3.1 s for the same binding's capture (session 43).
+and aggregations of more than ``DERIVE_MAX_GROUPS`` groups (those of a head's state, else as
+estimated in ``_groups_estimate``).  At TPC-H SF1 grouped by l_orderkey (1.5M groups) a
+derivation took 2.3-2.9 s against 1.6-2.0 s for a capture in session 13, most of it writing and
+reading the state file and a Python loop over every group's DECIMAL sum; with states written
+behind (``states``), copied in memory, and the sums vectorised, it takes 0.6-1.05 s against
+2.0-3.1 s for the same binding's capture (session 43).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from .spark_base import SparkBase
 DERIVE_MAX_GROUPS = 2_000_000  # about 1.3 s of derivation at the session-43 rate
 
 
-def _groups_estimate(catalog, query) -> float | None:
+def _ndv_product(catalog, query) -> float | None:
     """Product of the stored NDVs of the lowest aggregation's group keys (scanned columns), or None."""
     node = bulk.lowest_aggregate(query.root)
     if node is None or not isinstance(node, ir.Aggregate):
@@ -65,6 +65,25 @@ def _groups_estimate(catalog, query) -> float | None:
             return None
         n *= max(1, ndv)
     return n
+
+
+def _groups_estimate(catalog, query, heads: list[Sketch]) -> float | None:
+    """Groups a derivation would copy: those of the newest head's recorded state, else those a
+    plain run of the template formed or the NDV product capped by the rows under it
+    (``rent.state_groups``); None when a key has no stored NDV.  The product alone assumes
+    independent keys: TPC-H SF1 ``GROUP BY l_partkey, l_suppkey`` is 2e9 by it, 6M by the rows and
+    800k in the state, so every new binding of that template was captured (3.3-3.9 s) and each of
+    its chains initialised a state of its own (6.5-7.7 s; session 48)."""
+    from . import states
+    from .rent import state_groups
+
+    for h in heads:
+        g = states.groups(catalog.store, h.id)
+        if g is not None:
+            return float(g)
+    if _ndv_product(catalog, query) is None:
+        return None
+    return state_groups(catalog.store, query.root, query.template)
 
 
 def derivable(query) -> bool:
@@ -168,12 +187,12 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
 
     if not derivable(query):
         return None
-    groups = _groups_estimate(catalog, query)
-    if groups is None or groups > DERIVE_MAX_GROUPS:
-        return None
     t0 = time.perf_counter()
     want = {t: (on[t], partitions[t].id) for t in on}
     heads = _heads(catalog, query, want)
+    groups = _groups_estimate(catalog, query, heads)
+    if groups is None or groups > DERIVE_MAX_GROUPS:
+        return None
     got, meta = _head_state(catalog, heads, versions), None
     if got is None:
         own = _bought_state(catalog, query, want, heads, versions)

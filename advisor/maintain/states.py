@@ -78,11 +78,30 @@ def save(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -
     store = catalog.store
     path = state_dir(store) / f"sketch_{sketch_id}.state"
     size = state.memory_bytes()
+    meta = {"bytes": size, "groups": _groups(state)} | (init or {})
     with store.tx() as c:
         c.execute("INSERT OR REPLACE INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
-                  (sketch_id, str(path), json.dumps({"bytes": size} | (init or {})), time.time()))
+                  (sketch_id, str(path), json.dumps(meta), time.time()))
     _put((str(store.path), sketch_id), state, size, path)
     return size
+
+
+def _groups(state: MaintState) -> int | None:
+    """Groups held by the state's lowest aggregation (what a derivation copies), or None."""
+    from .bulk import _agg_op
+
+    op = _agg_op(state)
+    return len(op.index) if op is not None else None
+
+
+def groups(store, sketch_id: int) -> int | None:
+    """Groups the sketch's live state held when it was saved (its ``states`` row), or None when
+    it has no state or none was recorded."""
+    if not has(store, sketch_id):
+        return None
+    r = store.one("SELECT meta_json FROM states WHERE sketch_id=?", (sketch_id,))
+    g = json.loads(r["meta_json"]).get("groups") if r is not None else None
+    return int(g) if g is not None else None
 
 
 def load(catalog, sketch_id: int) -> MaintState | None:
