@@ -132,7 +132,7 @@ def test_the_gate_counts_a_head_states_groups_not_the_key_product(cat, monkeypat
     true count a binding is captured while no head has state, and derived once one has (its state's
     recorded groups).  TPC-H SF1 (l_partkey, l_suppkey): 2e9 by the product, 800k held (session 48)."""
     import advisor.maintain.derive as D
-    from advisor.maintain import states
+    from advisor.maintain import rent, states
 
     sql = "SELECT g1, g2, sum(v) AS a FROM facts GROUP BY g1, g2 HAVING sum(v) > {}"
     part = build_partition(cat, "facts", "g1", 12)
@@ -150,6 +150,8 @@ def test_the_gate_counts_a_head_states_groups_not_the_key_product(cat, monkeypat
     first = derive_sketch(cat, q, {"facts": "g1"}, {"facts": part}, v())
     assert first is not None and first[2] == head.id
     assert states.groups(cat.store, first[0].id) == held
+    assert cat.store.observed_groups(q.template) is None  # never ran plain: the state's count stands in
+    assert rent.state_groups(cat.store, q.root, q.template) == held
     monkeypatch.setattr(D, "DERIVE_MAX_GROUPS", held)
     q2 = _q(cat, sql.format(60))
     got = derive_sketch(cat, q2, {"facts": "g1"}, {"facts": part}, v())

@@ -104,6 +104,16 @@ def groups(store, sketch_id: int) -> int | None:
     return int(g) if g is not None else None
 
 
+def template_groups(store, template: str | None) -> int | None:
+    """Groups the newest recorded state of any sketch of ``template`` held, or None."""
+    if template is None:
+        return None
+    r = store.one("SELECT json_extract(st.meta_json, '$.groups') AS g FROM states st JOIN sketches s "
+                  "ON s.id = st.sketch_id WHERE s.template=? AND json_extract(st.meta_json, '$.groups') "
+                  "IS NOT NULL ORDER BY st.sketch_id DESC LIMIT 1", (template,))
+    return int(r["g"]) if r is not None else None
+
+
 def load(catalog, sketch_id: int) -> MaintState | None:
     """The sketch's operator state, taken out of the cache (the caller mutates it and saves the
     result under the next head's id) or read from its file; None if it has none."""
