@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 PRIOR_FIXED_S = 0.0        # unidentifiable intercept: none (a small job on local[2] measured 0.18-0.4 s)
 PRIOR_ROWS_PER_S = 2e6
 MIN_POINTS = 6
 PRIOR_STEPS = 2            # pseudo-steps of the other templates behind a template's own (``inc_step_s``)
 MIN_SPREAD = 4.0           # max/min rows read among the points before the intercept is trusted
-OWN_RUNS = 10              # a template's newest plain runs that price its rows (``for_template``)
 
 
 @dataclass
@@ -43,8 +42,6 @@ class Calibration:
     maint_inc_steps: dict = field(default_factory=dict)  # template -> incremental step seconds, newest first
     use_s: dict = field(default_factory=dict)          # template -> [(sketched run, the capture it needed)], newest first
     answered: dict = field(default_factory=dict)       # template -> uses answered by their capture job (run 0 in use_s)
-    plain_runs: dict = field(default_factory=dict)     # template -> [(rows read, s)] of its plain runs, newest first
-    template_runs: int = 0                             # plain runs of one template behind ``per_row_s`` (``for_template``)
     identified: bool = False                           # the logged runs alone identify the fixed cost
 
     def inc_step_s(self, template: str | None) -> float | None:
@@ -58,20 +55,6 @@ class Calibration:
         if others:
             own += [statistics.median(others)] * PRIOR_STEPS
         return statistics.median(own) if own else None
-
-    def for_template(self, template: str | None) -> "Calibration":
-        """This calibration with rows priced by the template's own plain runs, when it has any: the
-        per-row cost is the median of (seconds - fixed) / rows over its newest ``OWN_RUNS``.  One
-        rate for the store (its largest runs) is off by the templates' widths: at SF1, ajgh_date's
-        two narrow columns joined to a small side ran 6.03M rows in 0.59 s, which priced
-        big_orders' 1.6-2.7 s scans at 0.38 s and turned its measured capture and sizing into 5.1
-        scans of cost, declining it three times after it had run plain (session 47)."""
-        own = [(r, s) for r, s in self.plain_runs.get(template, ())[:OWN_RUNS] if r > 0 and s > 0]
-        if not own:
-            return self
-        b = statistics.median(max(s - self.fixed_s, 0.1 * s) / r for r, s in own)
-        return replace(self, per_row_s=b, template_runs=len(own),
-                       source=f"{self.source}; per-row cost from the template's {len(own)} plain run(s)")
 
     @property
     def fixed_rows(self) -> float:
@@ -142,7 +125,6 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
 def calibrate(store, limit: int = 400) -> Calibration:
     """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
     pts, maint, recap, advice, queries, uses, parts, rest, answered = [], {}, {}, [], {}, {}, [], [], {}
-    plain = {}
     for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "
                          "ORDER BY id DESC LIMIT ?", (limit,)):
         try:
@@ -158,8 +140,6 @@ def calibrate(store, limit: int = 400) -> Calibration:
             rows, secs = (rec.get("metrics") or {}).get("rows_read"), rec.get("seconds")
             if rows and secs:
                 pts.append((rows, secs))
-                if not rec.get("sketch") and not rec.get("answered") and rec.get("template") is not None:
-                    plain.setdefault(rec["template"], []).append((rows, secs))
             if secs is not None and rec.get("template") is not None:
                 queries.setdefault(rec["template"], ([], []))[1 if rec.get("sketch") else 0].append(secs)
                 if rec.get("sketch"):
@@ -200,8 +180,7 @@ def calibrate(store, limit: int = 400) -> Calibration:
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
     return Calibration(a, b, how, med(maint), med(recap), advice_s=warm_first(advice), query_s=queries,
                        use_s=uses, partition_s=warm_first(parts), overhead_s=warm_first(rest), answered=answered,
-                       identified=identified, maint_inc_steps={k: v for k, v in maint.items() if v},
-                       plain_runs=plain)
+                       identified=identified, maint_inc_steps={k: v for k, v in maint.items() if v})
 
 
 def warm_first(timed: list, keep: int = 20) -> list:

@@ -13,9 +13,7 @@ a template does not pay for sampling and estimation again.
   decide, and the count of predicted uses is all that moves it with the same measured costs, so it
   is remembered exactly until that count could make it pay (``pays_after``): at TPC-H SF1 a top-k
   template declined at a tie (3.00 scans of saving against 3.00) was remembered for 3 instances
-  where the next one would already have gone (session 43).  Unless its rows were priced at the
-  store's rate because the template had never run plain (``Calibration.for_template``): then the
-  next instance decides again, priced by the plain run this one made.
+  where the next one would already have gone (session 43).
 * **go contradicted by measurement** (``revisit``): the cost model predicts time from rows read, but
   a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
   filter and for compiling each fresh filter text, and a template whose new bindings each need a

@@ -61,7 +61,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     if not p.measured:
         rate = 1.0 / calibrate(store).per_row_s
         return Workload(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)", steps_per_use=steps)
-    cal = calibrate(store).for_template(query.template)
+    cal = calibrate(store)
     init = None if table_rows is None else cal.rows(
         predict_init(store, query.root, table_rows, supports(query.root), query.template))
     reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")

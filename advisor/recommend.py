@@ -38,7 +38,6 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
       "cold": bool,                           # the process's first sampling / sizing (one-time costs)
       "cannot_pay": bool,                     # true: no-go before sampling (measured costs, below)
       "pays_after": int | null,               # ... and how many more predicted uses would let it pass
-      "priced_by_template": bool,             # ... rows priced by the template's own plain runs (else the store's rate)
       "partitions_built": int,                # OPT / exact: partitions this sizing had to build
       "workload": {"predicted_reuses": float, "updates_per_use": float, "scan_rows_per_s": float,
                    "steps_per_use": float,    # maintenance steps per use under the policy
@@ -196,7 +195,6 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(T, w, p, advice)
     rec["cannot_pay"] = bool(hopeless)
     rec["pays_after"] = pays_after(T, w, p, advice) if hopeless else None
-    rec["priced_by_template"] = not p.measured or bool(getattr(w.calibration, "template_runs", 0))
     if hopeless:
         rec["reason"] = hopeless
         plan = {}

@@ -324,31 +324,3 @@ def test_advice_is_predicted_from_warm_records_when_there_are_any(tmp_path):
     assert cannot_pay(T, w, CostParams(), w.sizing_rows(1, T)) is None
     both = (1.1 + 0.3) / 2 + (2.9 + 0.5) / 2  # the median of the two, as before
     assert cannot_pay(T, w, CostParams(), cal.rows(both)) is not None
-
-
-def test_a_template_that_ran_plain_prices_rows_by_its_own_runs(tmp_path):
-    """SF1, session 47: ajgh_date's plain-sized run (6.03M rows in 0.59 s) set the store's one per-row
-    cost; big_orders' capture (1.6 s) and sizing (2.8 s) then came to 5.1 "scans" of a template whose
-    plain run took 2.72 s, and it was declined before sampling after it had run plain."""
-    store = Store(tmp_path / "wh")
-    store.log_run("run", "q", {"metrics": {"rows_read": 6_030_000}, "seconds": 0.59, "template": "ajgh"})
-    store.log_run("run", "q", {"metrics": {"rows_read": 60_000}, "seconds": 0.2, "template": "ajgh",
-                               "sketch": {"id": 1}})  # a sketched run prices nothing of its own template
-    cal = calibrate(store)
-    assert cal.for_template("big") is cal  # never ran plain: the store's rate
-    assert cal.for_template("ajgh").per_row_s == pytest.approx(cal.per_row_s)
-    store.log_run("run", "q", {"metrics": {"rows_read": 6_020_000}, "seconds": 2.72, "template": "big"})
-    before, cal = cal, calibrate(store)
-    own = cal.for_template("big")
-    assert own.per_row_s == pytest.approx(2.72 / 6_020_000) and "template's 1 plain run" in own.source
-    assert own.template_runs == 1 and cal.template_runs == 0
-    assert own.plain_runs["big"] == [(6_020_000, 2.72)]
-    T = 6_020_000.0
-    # its 1.6 s capture and 2.8 s of sizing are 1.6 scans of big_orders, not 1.6 / 0.59 * 6.02 / 6.03
-    assert own.rows(2.72) == pytest.approx(T)
-    assert before.rows(1.6) > 2.5 * T and own.rows(1.6) < 0.6 * T
-    w_store = Workload(3, capture_rows=before.rows(1.6), calibration=before)
-    w_own = Workload(3, capture_rows=own.rows(1.6), calibration=own)
-    p = CostParams()
-    assert cannot_pay(T, w_store, p, before.rows(2.8)) is not None
-    assert cannot_pay(T, w_own, p, own.rows(2.8)) is None

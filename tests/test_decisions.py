@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisor.decisions import (MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, pays_after, recall, remember,
-                               revisit, skip)
+                               revisit)
 from advisor.select import CostParams, Workload, cannot_pay
 from advisor.sketches import Sketch, SketchPart, latest_versions, save_sketch
 from advisor.store import Store
@@ -142,27 +142,3 @@ def test_a_no_go_before_sampling_is_remembered_until_one_more_use_could_pay():
     assert pays_after(T, w, p, 0.76 * T) == 3
     w.inc_rows = 1.0 * T
     assert pays_after(T, w, p, 0.76 * T) is None
-
-
-def test_a_no_go_priced_at_the_stores_rate_is_decided_again_at_the_next_instance(tmp_path):
-    """SF1 big_orders (session 48): at its first instance the store's one per-row rate (ajgh_date's
-    6.03M narrow rows in 0.59 s) made its capture and sizing 4.46 scans against 3.00 of saving, and
-    the no-go was remembered past the next instance, which its own plain run (2.72 s) prices at a
-    third of that.  Priced by the template's own runs, the horizon is pays_after - 1 as before."""
-    from advisor.calibrate import calibrate
-    from workloads.replay_steps import no_go_horizon
-
-    store = Store(tmp_path)
-    store.log_run("run", "q", {"metrics": {"rows_read": 6_030_000}, "seconds": 0.59, "template": "ajgh"})
-    store.log_run("run", "q", {"metrics": {"rows_read": 6_020_000}, "seconds": 2.72, "template": "big",
-                               "sketch": {"id": 3}})  # sketched: prices nothing
-    cal = calibrate(store)
-    assert cal.for_template("big").template_runs == 0 and cal.for_template("ajgh").template_runs == 1
-    first = {"cannot_pay": True, "pays_after": 2, "priced_by_template": False}
-    assert no_go_horizon(first, 3.0) == 0.0
-    later = first | {"priced_by_template": True}
-    assert no_go_horizon(later, 3.0) == 1.0
-    assert no_go_horizon(later | {"pays_after": None}, 3.0) == 3.0
-    assert no_go_horizon({"cannot_pay": False, "priced_by_template": False}, 3.0) == 3.0  # estimated: default
-    remember(store, "big", "CB-OPT-GB", go=False, reason="no-go before sampling", horizon=no_go_horizon(first, 3.0))
-    assert not skip(store, recall(store, "big", "CB-OPT-GB"))  # the next instance decides again

@@ -248,21 +248,11 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
         return _use_captured(cat, q, versions, sk, d, store, strategy, step)
     d["action"] = "no-go" if r["supported"] else "unsupported"
     structural = not r["supported"] or not (r.get("cannot_pay") or any(c["estimated"] for c in r["candidates"]))
+    if r.get("cannot_pay") and r.get("pays_after") is not None:
+        horizon = r["pays_after"] - 1  # the next instance counts one use more (``decisions.pays_after``)
     remember(store, q.template, strategy, go=False, reason=dec["reason"], structural=structural,
-             horizon=no_go_horizon(r, horizon), step=where)
+             horizon=horizon, step=where)
     return None
-
-
-def no_go_horizon(r: dict, default: float) -> float:
-    """Instances a no-go from recommendation ``r`` is remembered for: a no-go before sampling until
-    one more predicted use could let it pass (``decisions.pays_after``; the next instance counts one
-    use more), or not at all when its rows were priced at the store's rate (the template had never
-    run plain, and the next instance is priced by the plain run this one makes); else ``default``."""
-    if not r.get("cannot_pay"):
-        return default
-    if not r.get("priced_by_template", True):
-        return 0.0
-    return r["pays_after"] - 1 if r.get("pays_after") is not None else default
 
 
 def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dict):
