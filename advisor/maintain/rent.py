@@ -73,8 +73,8 @@ def state_groups(store, root, template: str | None = None) -> float:
     (``Store.observed_groups``), else those a state of the template held (``states.template_groups``:
     a template whose every instance used a sketch never ran plain), else per aggregation the
     product of its keys' distinct counts (the newest table statistics in the store), capped by the
-    rows of the tables under it, summed over aggregations.  A key without statistics (a computed one) leaves its aggregation out: 0 groups,
-    the estimate before groups were counted.  The product assumes independent keys: TPC-H SF1
+    rows of the tables under it, summed over aggregations.  A key without statistics (a computed
+    one) leaves its aggregation out: 0 groups, the estimate before groups were counted.  The product assumes independent keys: TPC-H SF1
     ``GROUP BY l_partkey, l_suppkey`` came out at 6M (the rows) against 800k groups formed."""
     from advisor.plan import ir
     from advisor.stats import store_ndv
