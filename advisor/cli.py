@@ -393,6 +393,11 @@ def _print_run(run_dir: Path, report: bool) -> None:
                     str(p["captured"]), str(p["reused"]), str(p["no_go"]),
                     "-" if p["mean_real_selectivity"] is None else f"{p['mean_real_selectivity']:.1%}")
     out.print(tab)
+    for base, d in (sm.get("draws") or {}).items():
+        if d["mean_vs_no_ps"] is not None:
+            out.print(f"{base} over {len(d['draws'])} draws: mean {d['mean_vs_no_ps']:.3f}x of NO-PS "
+                      f"({d['min_vs_no_ps']:.3f}x-{d['max_vs_no_ps']:.3f}x), "
+                      f"mean rows read {d['mean_rows_read']:,}")
     out.print(f"answers identical across strategies: {'yes' if sm['answers_identical'] else 'NO'}; "
               f"maintained sketches equal to recapture: {'yes' if sm['maintained_equal_to_recapture'] else 'NO'}")
     out.print(f"run directory: {run_dir}")

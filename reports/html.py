@@ -19,6 +19,7 @@ import jinja2
 import plotly.graph_objects as go
 import plotly.offline
 
+from reports.draws import draw_means
 from reports.schema import load_run, run_path
 
 PHASES = ("sampling", "estimation", "capture", "maintenance", "query", "other")
@@ -286,6 +287,7 @@ def render(run: dict) -> str:
     return env.get_template("report.html.j2").render(
         run=run, workload=run.get("workload") or {}, env=run.get("environment") or {},
         status=run.get("status", "unknown"), stats=stats, reference=REFERENCE,
+        draws=draw_means({s["name"]: s for s in stats}),
         has_reference=any(s["name"] == REFERENCE for s in stats),
         identical=summary.get("answers_identical"), mismatches=summary.get("mismatches") or [],
         n_queries=sum(1 for s in steps if s.get("kind") == "query"),

@@ -47,7 +47,10 @@
                              "mean_real_selectivity": float | null,
                              "state_flush_seconds": s,  # the final write of the states still held
                              "seconds": {"sampling": s, "estimation": s, "capture": s,
-                                         "maintenance": s, "query": s, "other": s}}}}
+                                         "maintenance": s, "query": s, "other": s}}},
+        "draws": {B: {"draws": [S, ...], "mean_vs_no_ps": float | null, "min_vs_no_ps": float | null,
+                      "max_vs_no_ps": float | null, "mean_cumulative_seconds": s,
+                      "mean_rows_read": int}}}      # a random strategy listed as 2+ draws (optional)
     }
 """
 

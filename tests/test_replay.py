@@ -232,5 +232,9 @@ def test_draws_of_a_random_strategy_replay_side_by_side(spark, tmp_path):
     doc = json.loads((replay(ctx, str(wl), out=str(tmp_path / "run")) / "run.json").read_text())
     assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
     assert doc["strategies"] == ["NO-PS", "RAND-GB", "RAND-GB@2", "RAND-GB@3"]
+    draws, per = doc["summary"]["draws"]["RAND-GB"], doc["summary"]["per_strategy"]
+    assert draws["draws"] == ["RAND-GB", "RAND-GB@2", "RAND-GB@3"] and list(doc["summary"]["draws"]) == ["RAND-GB"]
+    ratios = [per[s]["vs_no_ps"] for s in draws["draws"]]
+    assert draws["min_vs_no_ps"] == min(ratios) and draws["max_vs_no_ps"] == max(ratios)
     picks = {q["strategy"]: q["decision"]["attr"] for q in doc["queries"] if q["step"] == 0 and q["strategy"] != "NO-PS"}
     assert set(picks.values()) == {"crimes.beat", "crimes.year"}, picks  # the draws do not all pick alike

@@ -37,7 +37,7 @@ def _query(strategy: str, step: int, k: int) -> dict:
         action, sketch, est, rows = "no-go", None, 0.9, 60000
     else:
         action, sketch, est, rows = "reuse", 1 if strategy == "CB-OPT-GB" else 11, real * 0.95, int(60000 * real)
-    base = {"NO-PS": 1.0, "CB-OPT-GB": 0.55, "RAND-GB": 0.7}[strategy]
+    base = {"NO-PS": 1.0, "CB-OPT-GB": 0.55, "RAND-GB": 0.7, "RAND-GB@1": 0.9}[strategy]
     secs = {"sampling": 0.02 if action != "plain" else 0.0, "estimation": 0.01 if est else 0.0,
             "capture": 0.4 if action == "capture" else 0.0, "maintenance": 0.0,
             "query": round(base + 0.01 * k, 3), "oracle": 0.0}
@@ -154,6 +154,21 @@ def test_report_is_self_contained_and_complete(tmp_path):
     assert "PARTIAL RUN" not in html and "no maintenance events" not in html
     assert "l_extendedprice &gt; 2000" in html  # the SQL is in the table
     assert "3.11.2" in html and "local[2]" in html and "17.0.11" in html
+
+
+def test_a_random_strategy_listed_as_draws_gets_a_card_with_their_mean(tmp_path):
+    """RAND-GB and RAND-GB@1 are two draws of one random strategy: besides a card each, one card
+    gives their mean ratio to NO-PS and their range (how the seed paper judges random strategies)."""
+    run = synthetic_run(["NO-PS", "CB-OPT-GB", "RAND-GB", "RAND-GB@1"])
+    html = write_report(write_run(tmp_path, run)).read_text()
+    assert 'data-strategy="RAND-GB@1"' in html and html.count('data-draws=') == 1
+    card = html.split('data-draws="RAND-GB"', 1)[1].split("</div>", 1)[0]
+    per = run["summary"]["per_strategy"]
+    lo, hi = sorted([per["RAND-GB"]["vs_no_ps"], per["RAND-GB@1"]["vs_no_ps"]])
+    assert lo < hi  # the draws differ, so mean, lowest and highest are three numbers
+    assert "mean of 2 draws" in card and "RAND-GB, RAND-GB@1" in card
+    assert f"{(lo + hi) / 2:.3f}×" in card and f"{lo:.3f} · {hi:.3f}" in card
+    assert 'data-draws=' not in write_report(write_run(tmp_path / "one", synthetic_run())).read_text()
 
 
 def test_mismatch_and_partial_are_flagged(tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import statistics
 
+from reports.draws import draw_means
+
 PHASES = ("sampling", "estimation", "capture", "maintenance", "query", "other")
 
 
@@ -12,7 +14,8 @@ def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict
     """Per-strategy totals, the ratio of cumulative time to NO-PS (cumulative time = every query's
     total plus the maintenance run eagerly at update steps plus the strategy's final write of its
     operator states, ``flushes``), and whether every strategy returned the same answer as NO-PS
-    (or, without NO-PS, as the first strategy) at every step."""
+    (or, without NO-PS, as the first strategy) at every step; ``draws`` averages a random strategy
+    listed as several draws (`reports.draws`)."""
     per = {}
     for s in strategies:
         qs = [q for q in queries if q["strategy"] == s]
@@ -52,4 +55,4 @@ def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict
             mismatches += [{"step": step, "strategy": s} for s, d in sorted(by.items()) if d != by[ref]]
     return {"answers_identical": not mismatches, "reference": ref, "mismatches": mismatches,
             "maintained_equal_to_recapture": not any(p["maintained_unequal"] for p in per.values()),
-            "per_strategy": per}
+            "per_strategy": per, "draws": draw_means(per)}
