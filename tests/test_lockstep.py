@@ -52,3 +52,28 @@ def test_a_failing_child_is_bad_input(tmp_path):
     with pytest.raises(BadInput, match="strategy B .* exited with code 3"):
         run_lockstep({"A": _argv(tmp_path, "A", [0, 1], log), "B": _argv(tmp_path, "B", [0, 1], log, fail=True)})
     assert "start B 1" in log.read_text() and "end B 1" not in log.read_text()
+
+
+def test_spark_memory_sizes_are_read_as_spark_reads_them():
+    from workloads.lockstep import size_bytes
+
+    assert size_bytes("4g") == 4 << 30 and size_bytes("2048m") == 2 << 30 and size_bytes("2GB") == 2 << 30
+    assert size_bytes("512") == 512 << 20  # no unit: MiB, as spark.driver.memory
+    assert size_bytes("1t") == 1 << 40 and size_bytes("64k") == 64 << 10
+    assert size_bytes("1.5g") is None and size_bytes("lots") is None and size_bytes("") is None
+
+
+def test_isolate_warns_when_its_processes_do_not_fit_in_memory():
+    """Nine 2 GiB children (about 3 GiB each with the JVM's and Python's own memory) do not fit in
+    20 GiB; five do.  Unknown figures give no warning rather than a guess."""
+    from workloads.lockstep import available_bytes, memory_warning
+
+    gib = 1 << 30
+    w = memory_warning(9, "2048m", 20 * gib)
+    assert w is not None and "9 strategy processes" in w and "27.0 GiB" in w and "20.0 GiB" in w
+    assert "\n" not in w
+    assert memory_warning(5, "2048m", 20 * gib) is None
+    assert memory_warning(5, "4g", 20 * gib) is not None  # the default heap: 25 GiB
+    assert memory_warning(9, "2048m", None) is None and memory_warning(9, "huge", 20 * gib) is None
+    avail = available_bytes()
+    assert avail is None or avail > 0

@@ -107,3 +107,48 @@ def run_lockstep(argvs: dict[str, list[str]], on_step=None) -> None:
     finally:
         for c in children:
             c.kill()
+
+
+# A lockstep child's footprint beyond its JVM heap: the JVM's own native memory (~0.4-0.6 GB seen
+# at SF1) and the Python driver with its operator states (0.2-0.5 GB).  Session 50: a child at
+# spark.driver.memory=2048m held 2.43 GB resident during its warm-up.
+CHILD_OVERHEAD = 1 << 30
+_UNITS = {"": 1 << 20, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}  # Spark: no unit = MiB
+
+
+def size_bytes(text: str) -> Optional[int]:
+    """A Spark memory size (``4g``, ``2048m``, ``512``: MiB) in bytes; None if it is not one."""
+    t = str(text).strip().lower().removesuffix("b")
+    num = t.rstrip("kmgt")
+    unit = t[len(num):]
+    if not num.isdigit() or unit not in _UNITS:
+        return None
+    return int(num) * _UNITS[unit]
+
+
+def available_bytes() -> Optional[int]:
+    """MemAvailable from /proc/meminfo; None where there is none (not Linux)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_warning(children: int, driver_memory: str, available: Optional[int]) -> Optional[str]:
+    """One line if ``children`` processes alive at once, each with a ``driver_memory`` heap, would
+    need more than ``available`` bytes: the kernel's OOM killer then ends one mid-run (session 48
+    lost a run that way).  None when they fit or either figure is unknown."""
+    heap = size_bytes(driver_memory)
+    if heap is None or available is None:
+        return None
+    need = children * (heap + CHILD_OVERHEAD)
+    if need <= available:
+        return None
+    gib = 1 << 30
+    return (f"warning: --isolate keeps {children} strategy processes alive at once, about "
+            f"{need / gib:.1f} GiB at spark.driver.memory={driver_memory} against {available / gib:.1f} GiB "
+            "available; list fewer strategies per run (--strategies) or lower spark.driver.memory")

@@ -215,12 +215,18 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
     and caches), and strategies run one after another are timed minutes apart on a machine whose
     speed drifts (BENCHMARKS.md, sessions 16-18).  The caller then replays once more in-process,
     which finds every step done and writes ``run.json``."""
-    from .lockstep import run_lockstep
+    from advisor.session import DEFAULT_CONF
+
+    from .lockstep import available_bytes, memory_warning, run_lockstep
 
     wl = load_workload(workload_path)
     strats = [s.strip().upper() for s in (strategies or wl.strategies)]
     if out is None:
         raise BadInput("--isolate needs --out: the child processes must share one run directory")
+    heap = (options.get("conf") or {}).get("spark.driver.memory", DEFAULT_CONF["spark.driver.memory"])
+    warn = memory_warning(len(strats), heap, available_bytes())
+    if warn:
+        print(warn, file=sys.stderr, flush=True)
     if fresh and Path(out).exists():
         shutil.rmtree(out)
     argvs = {s: child_argv(options) + ["replay", workload_path, "--strategies", s, "--out", str(out), "--no-report"]
