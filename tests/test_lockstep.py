@@ -77,3 +77,21 @@ def test_isolate_warns_when_its_processes_do_not_fit_in_memory():
     assert memory_warning(9, "2048m", None) is None and memory_warning(9, "huge", 20 * gib) is None
     avail = available_bytes()
     assert avail is None or avail > 0
+
+
+def test_a_resumed_run_counts_only_the_strategies_with_steps_left(tmp_path):
+    """On a resumed run a finished strategy's process exits at once: only the others need memory.
+    Before the run is prepared every listed strategy counts; a cut-off last log line is not a step."""
+    import json
+
+    from workloads.replay import unfinished
+
+    assert unfinished(tmp_path, ["NO-PS", "OPT"]) == ["NO-PS", "OPT"]
+    (tmp_path / "plan.json").write_text(json.dumps({"steps": [{"step": 0}, {"step": 1}, {"step": 2}]}))
+    lines = [{"type": "warmup", "strategy": "OPT", "step": None}]
+    lines += [{"type": "query", "strategy": "NO-PS", "step": i} for i in range(3)]
+    lines += [{"type": "query", "strategy": "OPT", "step": i} for i in range(2)]
+    (tmp_path / "log.jsonl").write_text("\n".join(json.dumps(r) for r in lines) + '\n{"type": "que')
+    assert unfinished(tmp_path, ["NO-PS", "OPT", "RAND-GB"]) == ["OPT", "RAND-GB"]
+    (tmp_path / "plan.json").write_text("{not json")
+    assert unfinished(tmp_path, ["NO-PS"]) == ["NO-PS"]

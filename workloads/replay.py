@@ -193,6 +193,20 @@ def _read_log(path: Path) -> list[dict]:
     return out
 
 
+def unfinished(run_dir: Path, strategies: list[str]) -> list[str]:
+    """The strategies that still have a step to run in ``run_dir`` (all of them before it is prepared):
+    a finished strategy's process exits at once on a resumed run, so it needs no memory."""
+    plan_path = run_dir / "plan.json"
+    if not plan_path.exists():
+        return list(strategies)
+    try:
+        steps = [st["step"] for st in json.loads(plan_path.read_text())["steps"]]
+    except (ValueError, KeyError, TypeError):
+        return list(strategies)  # a damaged plan is reported by ``prepare``; count every strategy here
+    done = {(r.get("strategy"), r.get("step")) for r in _read_log(run_dir / "log.jsonl")}
+    return [s for s in strategies if any((s, st) not in done for st in steps)]
+
+
 def child_argv(options: dict) -> list[str]:
     """The ``advisor`` command with the global options (warehouse, master, conf) of this invocation."""
     argv = [sys.executable, "-m", "advisor.cli"]
@@ -224,7 +238,8 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
     if out is None:
         raise BadInput("--isolate needs --out: the child processes must share one run directory")
     heap = (options.get("conf") or {}).get("spark.driver.memory", DEFAULT_CONF["spark.driver.memory"])
-    warn = memory_warning(len(strats), heap, available_bytes())
+    alive = strats if fresh else unfinished(Path(out), strats)  # a resumed run's finished ones exit at once
+    warn = memory_warning(len(alive), heap, available_bytes())
     if warn:
         print(warn, file=sys.stderr, flush=True)
     if fresh and Path(out).exists():
