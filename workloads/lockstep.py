@@ -109,10 +109,12 @@ def run_lockstep(argvs: dict[str, list[str]], on_step=None) -> None:
             c.kill()
 
 
-# A lockstep child's footprint beyond its JVM heap: the JVM's own native memory (~0.4-0.6 GB seen
-# at SF1) and the Python driver with its operator states (0.2-0.5 GB).  Session 50: a child at
-# spark.driver.memory=2048m held 2.43 GB resident during its warm-up.
-CHILD_OVERHEAD = 1 << 30
+# A lockstep child's footprint beyond its JVM heap: the JVM's own native memory (code cache,
+# metaspace, buffers) and the Python driver with its operator states.  Session 51, at
+# spark.driver.memory=2048m over 45 steps of tpch_two_gb_200_sf1: JVMs at 2.9-3.0 GB resident, the
+# sketched strategies' Python drivers at 1.1-1.2 GB (NO-PS's 0.35 GB), so heap + ~2 GB; six such
+# children left 0.9 GB of 23.5 GB available (session 50's estimate of heap + 1 GB had said they fit).
+CHILD_OVERHEAD = 2 << 30
 _UNITS = {"": 1 << 20, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}  # Spark: no unit = MiB
 
 
