@@ -97,3 +97,17 @@ def test_a_resumed_run_counts_only_the_strategies_with_steps_left(tmp_path):
     assert unfinished(tmp_path, ["NO-PS", "OPT", "RAND-GB"]) == ["OPT", "RAND-GB"]
     (tmp_path / "plan.json").write_text("{not json")
     assert unfinished(tmp_path, ["NO-PS"]) == ["NO-PS"]
+
+
+def test_a_child_gives_heap_back_only_below_its_floor():
+    from workloads.heap import floor_bytes, short_of_memory
+
+    gib = 1 << 30
+    assert floor_bytes(None, 20 * gib) == 2 * gib  # default: a tenth of the machine
+    assert floor_bytes("3g", 20 * gib) == 3 * gib and floor_bytes("512m", None) == gib // 2
+    assert floor_bytes(None, None) is None and floor_bytes("", None) is None
+    assert short_of_memory(gib, 2 * gib) and not short_of_memory(2 * gib, 2 * gib)
+    assert not short_of_memory(None, 2 * gib) and not short_of_memory(gib, None)
+    assert not short_of_memory(0, floor_bytes("0", 20 * gib))  # "0": never
+    with pytest.raises(BadInput, match="ADVISOR_ISOLATE_MIN_FREE='lots' is not a memory size"):
+        floor_bytes("lots", 20 * gib)

@@ -162,8 +162,10 @@ def test_interrupted_replay_resumes(spark, tmp_path, monkeypatch):
     shutil.rmtree(tmp_path / "run")
 
 
-def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, capsys):
+def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, capsys, monkeypatch):
     import os
+
+    monkeypatch.setenv("ADVISOR_ISOLATE_MIN_FREE", "1t")  # "short of memory" at every step boundary
 
     wl = tmp_path / "tiny.yaml"
     wl.write_text(
@@ -182,6 +184,9 @@ def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, 
     assert [(e["step"], e["strategy"]) for e in log] == (
         [(i, s) for i in (0, 1, 2) for s in ("NO-PS", "CB-OPT-GB")] + [(None, "NO-PS"), (None, "CB-OPT-GB")])
     assert all(e["type"] == "flush" for e in log[-2:])
+    # each child gave its idle heap back before each of its three steps (``workloads.heap``)
+    assert [e["heap"]["rounds"] for e in log[-2:]] == [3, 3]
+    assert all(e["heap"]["released_bytes"] > 0 for e in log[-2:])  # 186 MiB each when first run
     doc = json.loads((tmp_path / "run" / "run.json").read_text())
     flushed = {e["strategy"]: e["seconds"] for e in log[-2:]}
     assert {s: p["state_flush_seconds"] for s, p in doc["summary"]["per_strategy"].items()} == flushed

@@ -35,6 +35,7 @@ from pathlib import Path
 from advisor.errors import BadInput
 
 from . import replay_steps
+from .heap import HeapKeeper
 from .lockstep import Gate
 from .run_summary import summarize
 from .warmup import ROUTINES, warm_up
@@ -302,6 +303,7 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
     spark = ctx.spark
     factory = _contexts(spark)
     gate = Gate.from_env()  # a child of ``replay_isolated``: wait for the parent before every step
+    keeper = HeapKeeper(spark) if gate is not None else None  # gives idle heap back when memory is short
     prog = _Progress(console, strats, quiet or gate is not None)
     with prog:
         plan = prepare(factory, wl, run_dir, prog.note)
@@ -340,6 +342,7 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                     cat.pin(t, v)
                 for step in steps:
                     if gate is not None and (s, step["step"]) not in done:
+                        keeper.between_steps()
                         gate.wait(step["step"])
                     if step["kind"] == "update":
                         if (s, step["step"]) in done:
@@ -366,8 +369,9 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                         gate.wait(steps[-1]["step"] + 1)  # alone, as a step: timed without the others
                     files, secs = states.evict_all()
                     flushes[s] = secs
+                    heap = {"rounds": keeper.rounds, "released_bytes": keeper.released} if keeper else None
                     logf.write(json.dumps({"type": "flush", "strategy": s, "step": None, "files": files,
-                                           "seconds": round(secs, 4), "pid": os.getpid()}) + "\n")
+                                           "seconds": round(secs, 4), "heap": heap, "pid": os.getpid()}) + "\n")
                     logf.flush()
                 sctx.store.close()
                 _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True,
