@@ -12,6 +12,7 @@ for it, so no strategy's timed step runs beside the collection."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Optional
 
 from advisor.errors import BadInput
@@ -74,8 +75,11 @@ class HeapKeeper:
         self.floor = floor if floor is not None else floor_bytes(os.environ.get(ENV), total_bytes())
         self.rounds = 0
         self.released = 0
+        self.seconds = 0.0
 
     def between_steps(self) -> None:
         if short_of_memory(available_bytes(), self.floor):
+            t0 = time.perf_counter()
             self.released += give_back_heap(self.spark)
+            self.seconds += time.perf_counter() - t0
             self.rounds += 1
