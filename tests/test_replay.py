@@ -185,7 +185,7 @@ def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, 
         [(i, s) for i in (0, 1, 2) for s in ("NO-PS", "CB-OPT-GB")] + [(None, "NO-PS"), (None, "CB-OPT-GB")])
     assert all(e["type"] == "flush" for e in log[-2:])
     # each child gave its idle heap back before each of its three steps (``workloads.heap``)
-    assert [e["heap"]["rounds"] for e in log[-2:]] == [3, 3]
+    assert [e["heap"]["rounds"] for e in log[-2:]] == [3, 3] and all("heap" in e for e in log[:-2])
     assert all(e["heap"]["released_bytes"] > 0 for e in log[-2:])  # 186 MiB each when first run
     doc = json.loads((tmp_path / "run" / "run.json").read_text())
     flushed = {e["strategy"]: e["seconds"] for e in log[-2:]}

@@ -77,9 +77,14 @@ class HeapKeeper:
         self.released = 0
         self.seconds = 0.0
 
-    def between_steps(self) -> None:
-        if short_of_memory(available_bytes(), self.floor):
-            t0 = time.perf_counter()
-            self.released += give_back_heap(self.spark)
-            self.seconds += time.perf_counter() - t0
-            self.rounds += 1
+    def between_steps(self) -> Optional[dict]:
+        """Give heap back if the machine is short; returns what that did (for the step's log entry)."""
+        if not short_of_memory(available_bytes(), self.floor):
+            return None
+        t0 = time.perf_counter()
+        released = give_back_heap(self.spark)
+        secs = time.perf_counter() - t0
+        self.rounds += 1
+        self.released += released
+        self.seconds += secs
+        return {"released_bytes": released, "seconds": round(secs, 4)}

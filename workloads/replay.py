@@ -341,8 +341,9 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                 for t, v in plan["initial_versions"].items():
                     cat.pin(t, v)
                 for step in steps:
+                    heap = None
                     if gate is not None and (s, step["step"]) not in done:
-                        keeper.between_steps()
+                        heap = keeper.between_steps()
                         gate.wait(step["step"])
                     if step["kind"] == "update":
                         if (s, step["step"]) in done:
@@ -361,6 +362,8 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                         prog.query_done(s, rec)
                         entry = {"type": "query", "strategy": s, "step": step["step"], "record": rec,
                                  "maintenance": ms, "pid": os.getpid()}
+                    if heap:
+                        entry["heap"] = heap  # heap given back before this step (``workloads.heap``)
                     maint.extend(ms)
                     logf.write(json.dumps(entry, default=str) + "\n")
                     logf.flush()
@@ -369,10 +372,10 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                         gate.wait(steps[-1]["step"] + 1)  # alone, as a step: timed without the others
                     files, secs = states.evict_all()
                     flushes[s] = secs
-                    heap = ({"rounds": keeper.rounds, "released_bytes": keeper.released,
+                    kept = ({"rounds": keeper.rounds, "released_bytes": keeper.released,
                              "seconds": round(keeper.seconds, 4)} if keeper else None)
                     logf.write(json.dumps({"type": "flush", "strategy": s, "step": None, "files": files,
-                                           "seconds": round(secs, 4), "heap": heap, "pid": os.getpid()}) + "\n")
+                                           "seconds": round(secs, 4), "heap": kept, "pid": os.getpid()}) + "\n")
                     logf.flush()
                 sctx.store.close()
                 _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True,
