@@ -398,6 +398,10 @@ def _print_run(run_dir: Path, report: bool) -> None:
             out.print(f"{base} over {len(d['draws'])} draws: mean {d['mean_vs_no_ps']:.3f}x of NO-PS "
                       f"({d['min_vs_no_ps']:.3f}x-{d['max_vs_no_ps']:.3f}x), "
                       f"mean rows read {d['mean_rows_read']:,}")
+    released = {s: p["heap_releases"] for s, p in sm["per_strategy"].items() if p.get("heap_releases")}
+    if released:
+        out.print("memory ran short: query steps timed after the JVM gave heap back (they include its "
+                  "regrowth, ~1-3 s each at SF1): " + ", ".join(f"{s} {n}" for s, n in released.items()))
     out.print(f"answers identical across strategies: {'yes' if sm['answers_identical'] else 'NO'}; "
               f"maintained sketches equal to recapture: {'yes' if sm['maintained_equal_to_recapture'] else 'NO'}")
     out.print(f"run directory: {run_dir}")

@@ -69,6 +69,7 @@ def strategy_stats(run: dict) -> list[dict]:
             "files_read": sum(int(_num(s.get("files"), 0)) for s in scans),
             "captured": acts.count("capture"), "reused": acts.count("reuse"),
             "no_go": acts.count("no-go"), "plain": acts.count("plain"),
+            "heap_releases": sum(1 for q in qs if q.get("heap")),
             "seconds": {p: sum(_secs(q, p) for q in qs) for p in PHASES},
         }
         given = per.get(name) or {}

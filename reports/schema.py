@@ -46,6 +46,8 @@
                              "captured": int, "reused": int, "no_go": int, "plain": int,
                              "mean_real_selectivity": float | null,
                              "state_flush_seconds": s,  # the final write of the states still held
+                             "heap_releases": int,  # queries timed after the JVM gave heap back
+                                                    # under memory pressure (``workloads.heap``)
                              "seconds": {"sampling": s, "estimation": s, "capture": s,
                                          "maintenance": s, "query": s, "other": s}}},
         "draws": {B: {"draws": [S, ...], "mean_vs_no_ps": float | null, "min_vs_no_ps": float | null,

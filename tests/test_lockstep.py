@@ -103,7 +103,7 @@ def test_a_child_gives_heap_back_only_below_its_floor():
     from workloads.heap import floor_bytes, short_of_memory
 
     gib = 1 << 30
-    assert floor_bytes(None, 20 * gib) == 2 * gib  # default: a tenth of the machine
+    assert floor_bytes(None, 20 * gib) == gib  # default: a twentieth of the machine
     assert floor_bytes("3g", 20 * gib) == 3 * gib and floor_bytes("512m", None) == gib // 2
     assert floor_bytes(None, None) is None and floor_bytes("", None) is None
     assert short_of_memory(gib, 2 * gib) and not short_of_memory(2 * gib, 2 * gib)

@@ -153,6 +153,8 @@ def test_interrupted_replay_resumes(spark, tmp_path, monkeypatch):
     keys = [(q["strategy"], q["step"]) for q in doc["queries"]]
     assert sorted(keys) == sorted([(s, i) for s in ("NO-PS", "CB-OPT-GB") for i in (0, 2, 3)])
     assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
+    # one process, no lockstep gate: the JVM never gives heap back (``workloads.heap``)
+    assert all(p["heap_releases"] == 0 for p in doc["summary"]["per_strategy"].values())
     # a different workload file in the same run directory is refused, not mixed in
     wl.write_text(wl.read_text().replace("seed: 3", "seed: 4"))
     from advisor.errors import BadInput
@@ -185,12 +187,16 @@ def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, 
         [(i, s) for i in (0, 1, 2) for s in ("NO-PS", "CB-OPT-GB")] + [(None, "NO-PS"), (None, "CB-OPT-GB")])
     assert all(e["type"] == "flush" for e in log[-2:])
     # each child gave its idle heap back before each of its three steps (``workloads.heap``)
-    assert [e["heap"]["rounds"] for e in log[-2:]] == [3, 3] and all("heap" in e for e in log[:-2])
+    assert [e["heap"]["rounds"] for e in log[-2:]] == [3, 3]
+    assert all("heap" in (e["record"] if e["type"] == "query" else e) for e in log[:-2])
     assert all(e["heap"]["released_bytes"] > 0 for e in log[-2:])  # 186 MiB each when first run
     doc = json.loads((tmp_path / "run" / "run.json").read_text())
     flushed = {e["strategy"]: e["seconds"] for e in log[-2:]}
     assert {s: p["state_flush_seconds"] for s, p in doc["summary"]["per_strategy"].items()} == flushed
     assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
+    # both query steps were timed right after a release: counted, and said under the table
+    assert {s: p["heap_releases"] for s, p in doc["summary"]["per_strategy"].items()} == {"NO-PS": 2, "CB-OPT-GB": 2}
+    assert "memory ran short" in capsys.readouterr().out
     assert sorted((q["strategy"], q["step"]) for q in doc["queries"]) == sorted(
         (s, i) for s in ("NO-PS", "CB-OPT-GB") for i in (0, 2))
     capsys.readouterr()

@@ -214,3 +214,21 @@ def test_bad_run_dirs_raise(tmp_path):
     with pytest.raises(RunFormatError, match="not valid JSON"):
         load_run(d)
     assert not (d / "report.html").exists()
+
+
+def test_queries_timed_after_a_heap_release_are_counted_on_their_strategys_card(tmp_path):
+    """Under --isolate a child short of memory gives JVM heap back before a step, and that step's
+    time includes the heap's regrowth (``workloads.heap``): the card says how many queries it touched."""
+    from workloads.run_summary import summarize
+
+    run = synthetic_run()
+    touched = [q for q in run["queries"] if q["strategy"] == "CB-OPT-GB"][:2]
+    for q in touched:
+        q["heap"] = {"released_bytes": 700 << 20, "seconds": 0.2}
+    run["summary"] = summarize(run["strategies"], run["queries"], run["maintenance"])
+    assert {s: p["heap_releases"] for s, p in run["summary"]["per_strategy"].items()} == {
+        "NO-PS": 0, "CB-OPT-GB": 2, "RAND-GB": 0}
+    html = write_report(write_run(tmp_path, run)).read_text()
+    assert html.count('class="heap"') == 1
+    card = html.split('data-strategy="CB-OPT-GB"', 1)[1].split("</div>", 1)[0]
+    assert "timed after a heap release</td><td>2 queries" in card

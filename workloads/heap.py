@@ -5,9 +5,10 @@ heap it once committed.  Session 51 (six strategies at spark.driver.memory=2048m
 0.87 GB available of 23.5 GB at step 45, with JVMs at 2.9-3.0 GB resident; only a hand-run
 ``jcmd GC.run`` on the idle JVMs (after lowering ``MaxHeapFreeRatio`` to 40) kept the kernel from
 killing one, and it freed 4.5 GB.  This does the same from inside: after a step, before the child
-waits at the gate, it checks MemAvailable and, when short, lowers ``MaxHeapFreeRatio`` and runs a
-full GC, so G1 uncommits what it does not use.  The child is between timed steps and the parent waits
-for it, so no strategy's timed step runs beside the collection."""
+waits at the gate, it checks MemAvailable and, when short, runs a full GC with ``MaxHeapFreeRatio``
+lowered for it, so G1 uncommits what it does not use.  The child is between timed steps and the parent waits
+for it, so no strategy's timed step runs beside the collection; but the next step regrows the heap,
+so the query records it precedes say so (``"heap"``) and the summary counts them."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from advisor.errors import BadInput
 from .lockstep import available_bytes, size_bytes
 
 ENV = "ADVISOR_ISOLATE_MIN_FREE"  # a Spark size ("3g"); below it a child gives heap back ("0": never)
-FLOOR_SHARE = 0.10  # default floor: a tenth of the machine's memory
+# Default floor: a twentieth of the machine's memory (1.2 GB of 23.5 GB, where session 51 stepped in
+# by hand).  Not higher: each release costs the child's next step the heap's regrowth, measured at
+# 1-3 s per SF1 step (BENCHMARKS.md, session 52), so it is a last resort before the OOM killer.
+FLOOR_SHARE = 0.05
 FREE_RATIO = "40"  # G1 shrinks a full GC's heap to at most 40 % free (JVM default 70 %)
 
 
@@ -38,7 +42,7 @@ def total_bytes() -> Optional[int]:
 
 def floor_bytes(setting: Optional[str], total: Optional[int]) -> Optional[int]:
     """The MemAvailable below which a child gives heap back: ``setting`` (a Spark size) if given,
-    else a tenth of ``total``; None (never) when neither is known.  A setting that is not a size is
+    else ``FLOOR_SHARE`` of ``total``; None (never) when neither is known.  A setting that is not a size is
     bad input."""
     if setting is not None and setting.strip():
         floor = size_bytes(setting)
@@ -54,16 +58,20 @@ def short_of_memory(available: Optional[int], floor: Optional[int]) -> bool:
 
 
 def give_back_heap(spark) -> int:
-    """Lower the JVM's ``MaxHeapFreeRatio`` (a manageable flag) and run a full GC; returns the bytes of
-    committed heap released."""
+    """Run a full GC with ``MaxHeapFreeRatio`` (a manageable flag) lowered for it, then restore the
+    flag, so the JVM sizes its heap as before until the next release; returns the bytes of committed
+    heap released."""
     jvm = spark._jvm
     mf = jvm.java.lang.management.ManagementFactory
     bean = mf.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-    if bean.getVMOption("MaxHeapFreeRatio").getValue() != FREE_RATIO:
-        bean.setVMOption("MaxHeapFreeRatio", FREE_RATIO)
+    old = bean.getVMOption("MaxHeapFreeRatio").getValue()
     rt = jvm.java.lang.Runtime.getRuntime()
     before = rt.totalMemory()
-    jvm.java.lang.System.gc()
+    bean.setVMOption("MaxHeapFreeRatio", FREE_RATIO)
+    try:
+        jvm.java.lang.System.gc()
+    finally:
+        bean.setVMOption("MaxHeapFreeRatio", old)
     return max(0, before - rt.totalMemory())
 
 

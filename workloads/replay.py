@@ -362,8 +362,8 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                         prog.query_done(s, rec)
                         entry = {"type": "query", "strategy": s, "step": step["step"], "record": rec,
                                  "maintenance": ms, "pid": os.getpid()}
-                    if heap:
-                        entry["heap"] = heap  # heap given back before this step (``workloads.heap``)
+                    if heap:  # heap given back before this step (``workloads.heap``): its time includes regrowth
+                        (entry["record"] if step["kind"] == "query" else entry)["heap"] = heap
                     maint.extend(ms)
                     logf.write(json.dumps(entry, default=str) + "\n")
                     logf.flush()

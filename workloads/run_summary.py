@@ -34,6 +34,9 @@ def summarize(strategies: list[str], queries: list[dict], maintenance: list[dict
                   "mean_real_selectivity": round(statistics.mean(sels), 6) if sels else None,
                   "maintenance_events": sum(1 for m in maintenance if m["strategy"] == s and m["how"] != "current"),
                   "state_flush_seconds": round(flush, 4),
+                  # query steps timed right after the JVM gave heap back under memory pressure
+                  # (``workloads.heap``): each includes the heap's regrowth
+                  "heap_releases": sum(1 for q in qs if q.get("heap")),
                   "maintained_unequal": sum(1 for m in maintenance
                                             if m["strategy"] == s and m.get("equal_to_recapture") is False),
                   "seconds": {p: round(sum(q["seconds"].get(p, 0.0) for q in qs)
