@@ -111,3 +111,12 @@ def test_a_child_gives_heap_back_only_below_its_floor():
     assert not short_of_memory(0, floor_bytes("0", 20 * gib))  # "0": never
     with pytest.raises(BadInput, match="ADVISOR_ISOLATE_MIN_FREE='lots' is not a memory size"):
         floor_bytes("lots", 20 * gib)
+
+
+def test_meminfo_fields_are_read_in_bytes():
+    from workloads.lockstep import available_bytes, meminfo_bytes
+
+    total, avail = meminfo_bytes("MemTotal"), available_bytes()
+    assert total is not None and avail is not None  # the suite runs on Linux
+    assert 0 < avail <= total and total % 1024 == 0
+    assert meminfo_bytes("NoSuchField") is None

@@ -18,7 +18,7 @@ from typing import Optional
 
 from advisor.errors import BadInput
 
-from .lockstep import available_bytes, size_bytes
+from .lockstep import available_bytes, meminfo_bytes, size_bytes
 
 ENV = "ADVISOR_ISOLATE_MIN_FREE"  # a Spark size ("3g"); below it a child gives heap back ("0": never)
 # Default floor: a twentieth of the machine's memory (1.2 GB of 23.5 GB, where session 51 stepped in
@@ -26,18 +26,6 @@ ENV = "ADVISOR_ISOLATE_MIN_FREE"  # a Spark size ("3g"); below it a child gives 
 # 1-3 s per SF1 step (BENCHMARKS.md, session 52), so it is a last resort before the OOM killer.
 FLOOR_SHARE = 0.05
 FREE_RATIO = "40"  # G1 shrinks a full GC's heap to at most 40 % free (JVM default 70 %)
-
-
-def total_bytes() -> Optional[int]:
-    """MemTotal from /proc/meminfo; None where there is none (not Linux)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def floor_bytes(setting: Optional[str], total: Optional[int]) -> Optional[int]:
@@ -80,7 +68,7 @@ class HeapKeeper:
 
     def __init__(self, spark, floor: Optional[int] = None):
         self.spark = spark
-        self.floor = floor if floor is not None else floor_bytes(os.environ.get(ENV), total_bytes())
+        self.floor = floor if floor is not None else floor_bytes(os.environ.get(ENV), meminfo_bytes("MemTotal"))
         self.rounds = 0
         self.released = 0
         self.seconds = 0.0

@@ -128,16 +128,22 @@ def size_bytes(text: str) -> Optional[int]:
     return int(num) * _UNITS[unit]
 
 
-def available_bytes() -> Optional[int]:
-    """MemAvailable from /proc/meminfo; None where there is none (not Linux)."""
+def meminfo_bytes(field: str) -> Optional[int]:
+    """A /proc/meminfo field (``MemAvailable``, ``MemTotal``) in bytes; None where there is none
+    (not Linux)."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def available_bytes() -> Optional[int]:
+    """MemAvailable: what the machine can still give without swapping."""
+    return meminfo_bytes("MemAvailable")
 
 
 def memory_warning(children: int, driver_memory: str, available: Optional[int]) -> Optional[str]:
