@@ -401,7 +401,7 @@ def _print_run(run_dir: Path, report: bool) -> None:
     released = {s: p["heap_releases"] for s, p in sm["per_strategy"].items() if p.get("heap_releases")}
     if released:
         out.print("memory ran short: query steps timed after the JVM gave heap back (they include its "
-                  "regrowth, ~1-3 s each at SF1): " + ", ".join(f"{s} {n}" for s, n in released.items()))
+                  "regrowth, ~2-4 s each at SF1): " + ", ".join(f"{s} {n}" for s, n in released.items()))
     out.print(f"answers identical across strategies: {'yes' if sm['answers_identical'] else 'NO'}; "
               f"maintained sketches equal to recapture: {'yes' if sm['maintained_equal_to_recapture'] else 'NO'}")
     out.print(f"run directory: {run_dir}")

@@ -23,7 +23,7 @@ from .lockstep import available_bytes, meminfo_bytes, size_bytes
 ENV = "ADVISOR_ISOLATE_MIN_FREE"  # a Spark size ("3g"); below it a child gives heap back ("0": never)
 # Default floor: a twentieth of the machine's memory (1.2 GB of 23.5 GB, where session 51 stepped in
 # by hand).  Not higher: each release costs the child's next step the heap's regrowth, measured at
-# 1-3 s per SF1 step (BENCHMARKS.md, session 52), so it is a last resort before the OOM killer.
+# 2-4 s per SF1 step (BENCHMARKS.md, session 52), so it is a last resort before the OOM killer.
 FLOOR_SHARE = 0.05
 FREE_RATIO = "40"  # G1 shrinks a full GC's heap to at most 40 % free (JVM default 70 %)
 
