@@ -187,9 +187,12 @@ def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, 
         [(i, s) for i in (0, 1, 2) for s in ("NO-PS", "CB-OPT-GB")] + [(None, "NO-PS"), (None, "CB-OPT-GB")])
     assert all(e["type"] == "flush" for e in log[-2:])
     # each child gave its idle heap back before each of its three steps (``workloads.heap``)
-    assert [e["heap"]["rounds"] for e in log[-2:]] == [3, 3]
-    assert all("heap" in (e["record"] if e["type"] == "query" else e) for e in log[:-2])
-    assert all(e["heap"]["released_bytes"] > 0 for e in log[-2:])  # 186 MiB each when first run
+    released = {}
+    for e in log[:-2]:
+        heap = (e["record"] if e["type"] == "query" else e)["heap"]  # every step was preceded by one
+        released.setdefault(e["strategy"], []).append(heap["released_bytes"])
+    assert {s: len(r) for s, r in released.items()} == {"NO-PS": 3, "CB-OPT-GB": 3}
+    assert all(sum(r) > 0 for r in released.values())  # 186 MiB each when first run
     doc = json.loads((tmp_path / "run" / "run.json").read_text())
     flushed = {e["strategy"]: e["seconds"] for e in log[-2:]}
     assert {s: p["state_flush_seconds"] for s, p in doc["summary"]["per_strategy"].items()} == flushed

@@ -64,14 +64,11 @@ def give_back_heap(spark) -> int:
 
 
 class HeapKeeper:
-    """The child's check between steps: gives heap back when the machine is short; counts what it did."""
+    """The child's check between steps: gives heap back when the machine is short."""
 
     def __init__(self, spark, floor: Optional[int] = None):
         self.spark = spark
         self.floor = floor if floor is not None else floor_bytes(os.environ.get(ENV), meminfo_bytes("MemTotal"))
-        self.rounds = 0
-        self.released = 0
-        self.seconds = 0.0
 
     def between_steps(self) -> Optional[dict]:
         """Give heap back if the machine is short; returns what that did (for the step's log entry)."""
@@ -79,8 +76,4 @@ class HeapKeeper:
             return None
         t0 = time.perf_counter()
         released = give_back_heap(self.spark)
-        secs = time.perf_counter() - t0
-        self.rounds += 1
-        self.released += released
-        self.seconds += secs
-        return {"released_bytes": released, "seconds": round(secs, 4)}
+        return {"released_bytes": released, "seconds": round(time.perf_counter() - t0, 4)}

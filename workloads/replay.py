@@ -372,10 +372,8 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
                         gate.wait(steps[-1]["step"] + 1)  # alone, as a step: timed without the others
                     files, secs = states.evict_all()
                     flushes[s] = secs
-                    kept = ({"rounds": keeper.rounds, "released_bytes": keeper.released,
-                             "seconds": round(keeper.seconds, 4)} if keeper else None)
                     logf.write(json.dumps({"type": "flush", "strategy": s, "step": None, "files": files,
-                                           "seconds": round(secs, 4), "heap": kept, "pid": os.getpid()}) + "\n")
+                                           "seconds": round(secs, 4), "pid": os.getpid()}) + "\n")
                     logf.flush()
                 sctx.store.close()
                 _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True,
