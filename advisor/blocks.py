@@ -5,7 +5,7 @@ Why: a sketch's range filter is new SQL text at every capture and every maintain
 Spark compiles one class per text and runs it slowly until the JVM has compiled that class.  A
 fresh 256-range filter for big_orders at TPC-H SF1 took 2.6-4.4 s against 1.5-1.7 s plain, the
 same text repeated 0.9-1.3 s; as ``__blk IN (745 blocks)`` over the same layout, fresh every run,
-0.68-1.31 s (BENCHMARKS.md, session 41).  ``IN`` over more than ten values is Spark's InSet: a hash
+0.68-1.31 s (BENCHMARKS.md).  ``IN`` over more than ten values is Spark's InSet: a hash
 set the generated code refers to, so the code text does not depend on the ids and is compiled once;
 Parquet gets it as an ``in`` predicate and skips pages by the block column's min/max.
 

@@ -49,7 +49,7 @@ class Calibration:
         templates' median step standing in for ``PRIOR_STEPS`` of them.  One slow step (its cause
         not established; the machine was short of memory) otherwise decided every later "maintain
         or not" alone: SF1 supp_line's one 1.12 s step (others 0.1 s) kept its sketch unmaintained for
-        its last 11 instances, and no step was taken that could have corrected it (session 44)."""
+        its last 11 instances, and no step was taken that could have corrected it."""
         own = list(self.maint_inc_steps.get(template, ()))
         others = [v for t, v in self.maint_inc_s.items() if t != template]
         if others:
@@ -70,11 +70,11 @@ class Calibration:
     def sizing_rows(self, missing: int, table_rows: float, columns: int = 1) -> float:
         """Advice without sampling (method exact, the OPT oracle), in rows, besides the capture job:
         the partitions still to build at their measured cost plus the measured rest.  Predicting it
-        from whole recommendations charged every template the first, cold one (session 10: 13.7 s
+        from whole recommendations charged every template the first, cold one (13.7 s
         predicted where a warm sizing took one capture).  Until a build is measured, one costs a
         ``columns``-th of a scan (the plain run reads that many columns of the table; a build reads
         one): priced at a whole scan each, two builds declined SF1's first two-attribute templates
-        before any was measured, where builds then took 0.3-1.1 s against 2.5-4 s scans (session 45)."""
+        before any was measured, where builds then took 0.3-1.1 s against 2.5-4 s scans."""
         part = (self.rows(statistics.median(self.partition_s)) if self.partition_s
                 else partition_prior_rows(table_rows, columns))
         rest = self.rows(statistics.median(self.overhead_s)) if self.overhead_s else 0.0
@@ -206,5 +206,5 @@ def plain_proxy(cal: Calibration, template: str, rows: float) -> float:
     """A plain run of a template never run plain in this store: its captures' median (a capture by
     value reads what a plain run reads and costs about one), else the fitted line.  The line comes
     last: fitted on mostly sketched runs, where the fixed costs dominate, it put a 1.7 s SF1 scan at
-    6.1 s (session 16) and a 1.5 s one at 9.0 s (session 37)."""
+    6.1 s and a 1.5 s one at 9.0 s."""
     return cal.recapture_s.get(template) or predicted_seconds(cal, rows)

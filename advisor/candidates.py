@@ -47,7 +47,7 @@ def dim_candidates(catalog, query, shape, versions: dict, stats) -> list:
     (beyond the paper's fact-only candidates; seed 002 sizes per relation).  Such a sketch skips that
     table's rows; in a join it also shrinks the build side, which can turn a shuffle join into a
     broadcast join (TPC-H SF1 lineitem JOIN orders by o_orderdate: 1.5-3.1 s plain, 0.5-0.8 s with a
-    13-day sketch on orders; BENCHMARKS.md session 16).  Every group's rows share the column's value,
+    13-day sketch on orders; BENCHMARKS.md).  Every group's rows share the column's value,
     so its fragments follow from the estimated groups' keys alone."""
     from advisor.explain import candidate_columns
     from advisor.plan import ir

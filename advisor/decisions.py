@@ -13,7 +13,7 @@ a template does not pay for sampling and estimation again.
   decide, and the count of predicted uses is all that moves it with the same measured costs, so it
   is remembered exactly until that count could make it pay (``pays_after``): at TPC-H SF1 a top-k
   template declined at a tie (3.00 scans of saving against 3.00) was remembered for 3 instances
-  where the next one would already have gone (session 43).
+  where the next one would already have gone.
 * **go contradicted by measurement** (``revisit``): the cost model predicts time from rows read, but
   a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
   filter and for compiling each fresh filter text, and a template whose new bindings each need a
@@ -23,10 +23,10 @@ a template does not pay for sampling and estimation again.
   predicted as the median run plus the share of uses that needed a capture times the median such
   capture.  If that exceeds ``MARGIN`` times the plain runs, the go becomes a no-go by cost with a
   longer horizon and the template's live sketches are retired (no further reuse or maintenance).
-  Medians make it less sensitive to single outliers than the mean of the ten uses it replaced
-  (a replay's first captures in a fresh JVM took 5-10 s against 1-2 s later; session 17), though
+  Medians make it less sensitive to single outliers than a mean of the ten uses
+  (a replay's first captures in a fresh JVM took 5-10 s against 1-2 s later), though
   on that replay's actual uses both rules judged alike.  The judgement waits for ten uses: with
-  three uses it turned every template of a replay into a no-go (session 16).  Maintenance is left
+  three uses it turned every template of a replay into a no-go.  Maintenance is left
   to ``maintain.worth``.
 """
 

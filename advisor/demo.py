@@ -21,7 +21,7 @@ def run_demo(ctx, options: dict, console, out: Path | None = None) -> Path:
 
     Why isolated: in one shared JVM the strategy replayed second inherits the first one's compiled
     code, so NO-PS paid every warm-up.  With every CB-OPT-GB step a no-go, both strategies ran the
-    same plain queries, and CB-OPT-GB still came out at 0.84x (session 27).  ``options`` are the
+    same plain queries, and CB-OPT-GB still came out at 0.84x.  ``options`` are the
     CLI's global options, which the child processes are started with."""
     from workloads.replay import replay, replay_isolated
 

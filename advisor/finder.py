@@ -49,7 +49,7 @@ def _still_safe(catalog, query: ir.Query, versions: dict[str, int], good: list, 
 MAX_USE_SELECTIVITY = 0.9  # a sketch covering more than this reads nearly everything: run plainly
 # A scan through a sketch filter that still reads more than this share of the rows ran slower than a
 # plain scan at TPC-H SF1 (big_orders' scattered l_orderkey sketches: 62 % read 1.08x, 73 % 1.56x of
-# plain in session 18; 60-65 % read 1.6-2.0x in session 22; 22-32 % read 0.71-1.0x)
+# plain in one replay; 60-65 % read 1.6-2.0x in another; 22-32 % read 0.71-1.0x)
 MAX_USE_READ = 0.5
 
 

@@ -2,7 +2,7 @@
 of small Parquet row groups (Spark skips row groups by their min/max, and pages by the column
 index), with a per-file min/max manifest.  Few files because opening one costs ~10-20 ms per scan:
 211 files of 30k rows read in 3.6 s what 4 files read in 2.3 s and the 2 base files in 1.3 s (SF1,
-BENCHMARKS.md session 14).
+BENCHMARKS.md).
 
 A layout is a snapshot at one table version; reads at a later version add that version's
 insert/delete batches on top (catalog.read_on_top), so a layout never serves stale rows.
@@ -24,12 +24,12 @@ from advisor.values import encode_value, kind_of
 # 1 MiB row groups (~7,200 lineitem rows).  Finer groups skip more rows but every scan parses every
 # group's footer entry: at TPC-H SF1 (files of 1M rows) 128 KiB groups made the replay's sketched
 # runs 2-3x slower than 1 MiB ones over the same rows and filters (0.5-0.9 s vs 0.2-0.35 s), though
-# they read 7 % of a demo-size table where 1 MiB read 38 % (BENCHMARKS.md, sessions 26-27).
+# they read 7 % of a demo-size table where 1 MiB read 38 % (BENCHMARKS.md).
 ROW_GROUP_BYTES = 1 << 20
 # Parquet pages of at most this many rows inside those row groups (None: parquet-mr's default, about
 # one page per row group).  Spark's reader skips pages by the column index (their min/max) as well:
 # with 1,000-row pages a big_orders sketch of 57 orders at SF1 read 57,000 rows instead of the
-# 390,894 of its 57 row groups (BENCHMARKS.md, session 35).  parquet-mr cuts the sorted column's
+# 390,894 of its 57 row groups (BENCHMARKS.md).  parquet-mr cuts the sorted column's
 # pages every this many rows from each row group's start (the first after at least 100), which
 # ``skipping._page_units`` models as the read units of the layout's own attribute: the predicted
 # rows equal Spark's for 1k, 2k and 4k pages at SF1 and in ``tests/test_page_units.py``.  The

@@ -2,7 +2,7 @@
 
 Each cache (operator states, bootstrap replicate blocks, group estimates, sample rows, join sides)
 has its own bound, but together they took a replay's strategy process to 4.4 GB resident, and the
-kernel killed it beside four JVMs (TPC-H SF1, BENCHMARKS.md session 39).  Every cache registers a
+kernel killed it beside four JVMs (TPC-H SF1, BENCHMARKS.md).  Every cache registers a
 ``shrink`` that drops its least recently used entry, with a rank; ``relieve`` empties caches in
 rank order while the process's resident set is above the budget.  Every cached value can be
 rebuilt (states are on disk, draws are seeded), so dropping costs time, never answers.

@@ -4,7 +4,7 @@ brought from a base or layout version to a later one opens a few files instead o
 A snapshot is its base (or a clustered layout) plus every later batch's inserts, minus every later
 batch's deletes (``catalog._assemble``).  After 40 batches that is 80 small files per scan; at TPC-H
 SF1 a sketched big_orders run over a layout took 0.85-1.29 s with them and 0.51-0.79 s with one
-merged pair, a plain run 1.76-2.25 s against 1.44-1.50 s (BENCHMARKS.md, session 37).
+merged pair, a plain run 1.76-2.25 s against 1.44-1.50 s (BENCHMARKS.md).
 
 Which runs: the versions after ``from`` are cut like a binary counter into aligned blocks of
 1, 2, 4, ... batches counted from ``from`` (40 batches: a block of 32 and one of 8), so a block,

@@ -136,9 +136,9 @@ def compute_boundaries(df, attr: str, dtype: str, n: int, rows: int | None = Non
     At most n+1 distinct values: one range per value, from one value-count job that also gives the
     sizes.  Otherwise quantiles of a uniform sample of ~``SAMPLE_PER_RANGE`` values per range,
     sorted on the driver (sizes: None, counted by the caller).  Any boundaries give correct
-    sketches; equi-depth only makes fragments even.  Session 13 measured the former way
+    sketches; equi-depth only makes fragments even.  The alternative
     (``approx_count_distinct``, then ``percentile_approx`` over 9,999 probabilities, then the
-    count) at 3.1-9.0 s per attribute on TPC-H SF1 lineitem, 3-8 plain scans."""
+    count) takes 3.1-9.0 s per attribute on TPC-H SF1 lineitem, 3-8 plain scans."""
     import numpy as np
     from pyspark.sql import functions as F
 

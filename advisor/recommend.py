@@ -108,7 +108,7 @@ _advised = False
 
 def _note_warmth(rec: dict) -> None:
     """Mark the record ``cold`` when it is the process's first to sample or size (``calibrate``
-    predicts advice from warm records when it has them: in session 42's SF1 replay the first
+    predicts advice from warm records when it has them: in an SF1 replay the first
     sizing's rest took 2.9 s and the next 0.5 s, and their median declined three templates)."""
     global _advised
     rec["cold"] = not _advised

@@ -31,7 +31,7 @@ fixed cost in rows, 0 until the run log identifies it):
                  the median step measured for the store's other templates, else
                  maint_fixed * T + maint_per_delta * delta_rows: an incremental step reads the batch
                  files with pyarrow and runs no Spark job, so no job's fixed cost is charged;
-                 4.8-9.1 ms per 1,000-row step at SF1, BENCHMARKS.md session 12)
+                 4.8-9.1 ms per 1,000-row step at SF1, BENCHMARKS.md)
   net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
 Before sampling, ``cannot_pay`` stops the advice when even read = 0 could not repay capture,
 maintenance at its floor (incremental steps, unless the state is too big to buy) and the measured
@@ -343,7 +343,7 @@ def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
     instances to come, so it must hold for the best case, and buying operator state is priced by
     the full model after sizing, over the predicted uses.  (Charging the amortised purchase here
     declined TPC-H SF1 topk_receipt for 10 of its first 14 instances: 3.02 scans of cost against
-    at most 3.00 saved at its first, then a recapture per use once a batch had arrived; session 46.)"""
+    at most 3.00 saved at its first, then a recapture per use once a batch had arrived.)"""
     capture = capture_rows(T, w, p)
     maint = w.steps * maintenance_floor(T, capture, w, p)
     if advice_captures:

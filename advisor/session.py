@@ -25,7 +25,7 @@ DEFAULT_CONF: dict[str, str] = {
     # Parquet's dictionary filter reads, for every row group its min/max keep, the dictionary page and
     # tests the pushed predicate on each entry: for a sketch's OR of 128 ranges over a clustered
     # layout's 1,035 row groups that was 1.0-1.2 s of a 1.6-1.8 s scan (0.6-1.0 s without; SF1,
-    # BENCHMARKS.md session 14).  Range filters on a sorted column gain nothing from it.
+    # BENCHMARKS.md).  Range filters on a sorted column gain nothing from it.
     "spark.hadoop.parquet.filter.dictionary.enabled": "false",
     # A sketch filter's IN list of one-value runs (``advisor.use.MAX_POINTS``) reaches Parquet as a
     # value set; above this many values Spark would push only its [min, max] and skip nothing.
@@ -33,7 +33,7 @@ DEFAULT_CONF: dict[str, str] = {
     # Local files without Hadoop's .crc side files: a sketched layout scan skips pages by the column
     # index, so it makes many small reads (footer, column and offset indexes, pages), and through
     # the checksummed local file system each also opens and verifies the .crc file.  Measured on
-    # SF1 sketches, quiet machine (BENCHMARKS.md, session 46): big_orders' sketched run 0.78-1.23 s
+    # SF1 sketches, quiet machine (BENCHMARKS.md): big_orders' sketched run 0.78-1.23 s
     # against 1.38-2.62 s; agh_ship's sketched runs and all plain runs unchanged.  Spark's file
     # listing already hides the .crc files left by earlier writes (their names start with a dot).
     "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",

@@ -94,7 +94,7 @@ def fragment_spans(units: Sequence[ReadUnit], boundaries: Sequence[Any]) -> list
 # ---------------- numeric fast path ----------------
 # The finder prices every stored sketch of a template on every query (``finder.read_fraction``):
 # thousands of pages against a 10,000-fragment partition, three times per sketch.  Per-value Python
-# took 0.07 s per sketch at SF1 (session 44); numbers in numpy arrays, converted once per unit tuple
+# took 0.07 s per sketch at SF1; numbers in numpy arrays, converted once per unit tuple
 # and boundary list, do the same search with ``searchsorted``.  Anything not numeric-like (strings,
 # bools, NaN) keeps the per-value path above.
 _MEMO: dict = {}

@@ -31,12 +31,12 @@ def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
 # fresh filter costs more than later ones.  As one flat OR a fresh big_orders sketch at SF1 took
 # 1.6-2.0 s at 32 ranges, 3.0 s at 77, 11-13 s at 128 (the plain query: 1.6-1.8 s); ``range_condition``'s
 # search tree tests O(log ranges) bounds per row and took 1.2-1.5 s at 32, 0.8-1.2 s at 77-105, and
-# 3.1-3.3 s at 128 (BENCHMARKS.md, session 24). Replays meet a fresh filter at every capture and every
+# 3.1-3.3 s at 128 (BENCHMARKS.md). Replays meet a fresh filter at every capture and every
 # maintained version, so the first run is the common case.  With layouts in 1,000-row pages the cap
 # became the larger cost: bridging a scattered sketch to 64 runs fills the gaps' pages.  SF1
 # big_orders at c = 290 (203 fragments of 10,001): 64 runs read 2.08M rows in 0.72-0.76 s, 200 runs
 # 322k rows in 0.34-0.38 s (fresh filters in a warm JVM; 2.25 s and 1.30 s as the JVM's very first
-# query); at c = 293-296, 0.36-0.62 s against 0.27-0.36 s (BENCHMARKS.md, session 36).
+# query); at c = 293-296, 0.36-0.62 s against 0.27-0.36 s (BENCHMARKS.md).
 MAX_RUNS = 256
 
 
@@ -88,7 +88,7 @@ TREE_LEAF = 4
 # most ``spark.sql.parquet.pushdown.inFilterThreshold`` values (``advisor.session`` sets it to
 # MAX_POINTS).  A sketch on l_suppkey at 10,002 fragments is mostly one-value runs: at SF1, 216 of
 # them as a search tree took 0.73-1.5 s per sketched run, as one IN list 0.64-0.75 s, and counting
-# the layout's rows 0.34-0.50 s against 0.17-0.22 s (BENCHMARKS.md, session 39).
+# the layout's rows 0.34-0.50 s against 0.17-0.22 s (BENCHMARKS.md).
 POINT_WIDTH = 4
 MAX_POINTS = 1024
 

@@ -397,7 +397,7 @@ def z3_section():
     """Automatic garbage collection off while Z3 works.  Z3 is not thread-safe within a context and
     ctypes releases the GIL during every call, so a collection triggered by another Python thread
     (py4j's, rich's refresh thread) could free Z3 objects (``Z3_dec_ref``) while this thread is inside
-    the solver: a replay died once with a segfault in libz3 (session 16).  Nested sections are fine."""
+    the solver: a replay died once with a segfault in libz3.  Nested sections are fine."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -209,7 +209,7 @@ def _weights_t(s: np.ndarray, N_h: np.ndarray, B: int, rng: np.random.Generator,
 _BLOCKS: "OrderedDict[tuple, tuple]" = OrderedDict()  # replicate_blocks' cache
 # per process (a replay runs one per strategy); 50 replicates of 100k rows: 45 MB, of a TPC-H SF1
 # sample (300k rows): 135 MB.  At 256 MB one SF1 sample fitted and the advice harness's queries,
-# which alternate between 9 samples, missed 31 times (~0.28 s each; BENCHMARKS.md, session 26).
+# which alternate between 9 samples, missed 31 times (~0.28 s each; BENCHMARKS.md).
 BLOCKS_CACHE_BYTES = 1 << 30
 
 

@@ -111,7 +111,7 @@ def posterior_draws(m: np.ndarray, mu: np.ndarray, n: np.ndarray, N: np.ndarray,
     # a floor keeps every support point alive for groups outside the fitted subset, whose
     # likelihood may sit where the fit left no weight
     # in place from here on: at 250k groups each (groups, GRID) array is 400 MB; fresh copies took
-    # 4.2-6.5 s and a 2.1 GB peak, in place 1.5-1.9 s and 1.0 GB, with the same draws (session 39)
+    # 4.2-6.5 s and a 2.1 GB peak, in place 1.5-1.9 s and 1.0 GB, with the same draws
     post = like
     post *= np.maximum(w.astype(float), 1e-12)
     post /= post.sum(axis=1, keepdims=True)

@@ -1,4 +1,4 @@
-r"""Two-attribute candidates (issue 4, beyond seed 002): the size of the sketch ``a IN F_a AND b IN F_b``.
+r"""Two-attribute candidates (beyond seed 002): the size of the sketch ``a IN F_a AND b IN F_b``.
 
 A sketch on a single attribute is weak when the passing groups touch most of its fragments -- e.g.
 a low-NDV column whose every value holds some passing group.  Two such sketches on the same table can
@@ -62,7 +62,7 @@ def pair_estimate(a: SizeEstimate, b: SizeEstimate, joint: np.ndarray, confidenc
         rows = float(np.einsum("ki,ij,kj->k", Ra, J, Rb).mean())
         # the interval draws each replicate's fragments (as ``size.estimate_size`` does for one
         # attribute): quantiles of the expected coverage alone ignore the unseen-row draws and
-        # covered only 84-87 % of the real sizes at 95 % (session 17, flights and crimes)
+        # covered only 84-87 % of the real sizes at 95 % (flights and crimes)
         rng = np.random.default_rng(seed)
         Ma = (rng.random(Ra.shape) < Ra).astype(float)
         Mb = (rng.random(Rb.shape) < Rb).astype(float)

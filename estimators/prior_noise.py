@@ -9,8 +9,7 @@ probabilities look independent where they are not, and a fragment holding ten gr
 small independent chance, looked likely to be in the sketch.  TPC-H SF1's suppliers pass
 ``avg(l_extendedprice) > c`` in runs along ``l_suppkey`` (a supplier's parts follow its key), and
 sketches on ``l_suppkey`` were sized +12.5 % too large at the median (+9.1 % with this and
-``size.JOINT_EXPECTATION``; nested counts by ship date: +33.6 % to +20.2 %; BENCHMARKS.md,
-session 34).
+``size.JOINT_EXPECTATION``; nested counts by ship date: +33.6 % to +20.2 %; BENCHMARKS.md).
 
 The fix draws the error per bootstrap replicate: the same smoother (bins or windows, as fitted)
 applied to the replicate's deviations ``reps_b - m`` gives a draw of the prior mean's error with

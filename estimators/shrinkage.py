@@ -10,7 +10,7 @@ and sketches look larger than they are.  ``shrink_groups`` pulls every group tow
 unless a candidate attribute explains the group means: flights' top hours by total distance are the
 evening hours (long flights west), which a common mean cannot know from 2-3 sampled rows per hour;
 it spread their probability over every busy hour and over-estimated ``sched_dep_time``'s sketch
-(0.75-0.88 against 0.43-0.68; BENCHMARKS.md, session 15).  Groups are binned by the median fragment
+(0.75-0.88 against 0.43-0.68; BENCHMARKS.md).  Groups are binned by the median fragment
 id of their sampled rows on the candidate (quantile bins of ``COV_MIN_BIN`` groups or more; a bin
 that ties in the medians leave smaller keeps the mean of all), and the bin
 mean becomes the prior mean when a one-way ANOVA finds the bins different (F-test at ``COV_P``);
@@ -21,7 +21,7 @@ least ``COV_ICC`` (sched_dep_time within an hour of time_hour: ~0.99).  Otherwis
 which fixes a row's distance) binning would sort groups by the luck of their own sampled rows and the
 bin means would confirm that luck instead of correcting it.
 
-**Local prior** (``local_mean``, session 29).  Bins of 30+ groups average away a cause shared by a
+**Local prior** (``local_mean``).  Bins of 30+ groups average away a cause shared by a
 few neighbours: flights' hours of one stormy day.  The prior mean of a group may instead be the mean
 of its ``COV_LOCAL_K`` neighbours on either side in the covariate's order (leave-one-out; ties are
 ordered by the other covariates; a group's sampled rows must agree on the covariate's fragment).
@@ -29,9 +29,9 @@ It is used when its leave-one-out residuals beat the spread
 around the mean of all by ``COV_LOCAL_SE`` standard errors, and beat the best bins.  Around a local
 prior the spread is fitted nonparametrically with simulated noise (``estimators.deconvolve``).
 On the harness (300 queries each) the median error over sketches below 90 % went from 11.8 % to
-9.5 % on flights and from 2.0 % to 1.1 % on crimes (BENCHMARKS.md, session 29).
+9.5 % on flights and from 2.0 % to 1.1 % on crimes (BENCHMARKS.md).
 
-**Session 31.**  Bins may be cut where the group means jump (``split_bins``, a one-dimensional
+**Split bins.**  Bins may be cut where the group means jump (``split_bins``, a one-dimensional
 regression tree) instead of at quantiles: flights' hours by sched_dep_time jump from 1,232 to 953
 miles between 5 and 6 a.m., and a quantile bin holding both misled each.  The group size ``log N_g``
 is a covariate too (``SIZE``): small routes and quiet hours are the late ones.  A second covariate's
@@ -341,7 +341,7 @@ def variance_floor(groups: int) -> float:
     group onto the prior mean.  A fixed 5 % was too high where thousands of groups pin ``tau^2``
     down (TPC-H's 10,000 suppliers: sketches over-estimated by +10.9 %) and too low where a few
     hundred do not (a fixed 1 % sized flights' 224 routes by a delay average as worth a sketch that
-    was not: 2 false "go").  The floor now follows the estimate's precision (BENCHMARKS.md, session 33)."""
+    was not: 2 false "go").  So the floor follows the estimate's precision (BENCHMARKS.md)."""
     return float(min(1.0, FLOOR_SE * np.sqrt(2.0 / max(groups, 2))))
 
 

@@ -23,7 +23,7 @@ the fragment sizes ``|R_r|`` of the full table.  Outputs a ``SizeEstimate`` with
     replicates' mean coverage ``mean_b sum_r |R_r| (1 - prod_{g passes in b} (1 - t_gr))``
     (``JOINT_EXPECTATION``): the replicates carry the prior mean's error shared by neighbouring
     groups (``estimators.prior_noise``), so groups that pass together count once.  TPC-H SF1's
-    selective median error went from 7.6 % to 5.2 % with both (BENCHMARKS.md, session 34).
+    selective median error went from 7.6 % to 5.2 % with both (BENCHMARKS.md).
 
 (c) **Interval** on the rows: with ``pass_replicates`` (B x G booleans -- bootstrap replicates, or
     parametric ones for the CLT) each replicate fixes the set of passing groups; the fragment
@@ -64,12 +64,12 @@ distribution ``q_g`` (a probability vector over fragments).
   process whose number of fragments keeps growing with ``K`` and overestimated 2x on concentrated
   groups in our synthetic tests.  An independent candidate is handled too: the sampled rows then
   span the table, and so does the window.
-* Prior mean of the *passing* groups (``passing_prior``, session 33).  Which groups pass depends
+* Prior mean of the *passing* groups (``passing_prior``).  Which groups pass depends
   on where their rows lie (flights' busy hours carry other flight numbers and departure times than
   quiet ones), so the table's distribution is the wrong mean for them.  Their sampled rows'
   fragments, weighted by pass probability, replace it, mixed with the table's distribution at the
   share the other passing groups cannot predict (leave-one-group-out).  Flights' selective median
-  error went from 5.5 % to 3.9 % with it (BENCHMARKS.md, session 33); a share of a few per cent still
+  error went from 5.5 % to 3.9 % with it (BENCHMARKS.md); a share of a few per cent still
   leaks when many unseen rows are drawn, so such sketches stay over- rather than under-estimated.
 * ``alpha`` -- how concentrated a group is *within* its window: ``alpha -> 0`` means each group lives
   in the fragments it was seen in, ``alpha -> inf`` means ``q_g = pi_g``.  Estimated by the method of

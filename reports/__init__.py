@@ -1,1 +1,1 @@
-"""Run records to self-contained HTML reports, and the CI gate's comparison (issue 6: not built yet)."""
+"""Run records to self-contained HTML reports, and the CI gate's comparison."""

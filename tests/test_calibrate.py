@@ -32,7 +32,7 @@ def test_fit_line_without_spread_uses_prior_fixed_cost():
 
 
 def test_fit_line_is_not_flattened_by_slow_small_runs():
-    # the session-13 replay: plain scans of ~6M rows at 0.8-1.9 s (7.5M for the join), sketched runs reading 65k-1.3M
+    # an SF1 replay: plain scans of ~6M rows at 0.8-1.9 s (7.5M for the join), sketched runs reading 65k-1.3M
     # rows at 0.38-6.5 s (long sketch filters); least squares put 1.57 s of fixed cost on every job
     # and ~1e-10 s per row, which priced one capture at 270 scans
     plain = [(6_000_000 + 1_200 * i, s) for i, s in enumerate((1.06, 0.89, 1.39, 1.14, 1.34, 0.95, 0.81, 1.26,
@@ -126,7 +126,7 @@ def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
     assert fresh.sizing_rows(2, T) == pytest.approx(2 * T)  # prior: one scan per partition to build
     # a plain run reading 3 columns: a build reads one of them, a third of a scan (the prior)
     assert fresh.sizing_rows(2, T, columns=3) == pytest.approx(2 * T / 3)
-    # SF1 part_line's first instance (session 44): 3 predicted uses, capture 1.41 scans, two
+    # SF1 part_line's first instance: 3 predicted uses, capture 1.41 scans, two
     # partitions to build; a scan each declined it before sizing, a third of one each does not
     first = Workload(3, capture_rows=1.41 * T, calibration=fresh)
     assert cannot_pay(T, first, CostParams(), first.sizing_rows(2, T)) is not None
@@ -191,7 +191,7 @@ def test_cannot_pay_when_maintenance_exceeds_any_saving():
 
 
 def test_cannot_pay_charges_maintenance_at_its_floor_and_the_full_model_the_purchase():
-    """Session 46's topk_receipt at SF1: capture 1.5 scans, estimation 0.78, an incremental step 0.05,
+    """topk_receipt at SF1: capture 1.5 scans, estimation 0.78, an incremental step 0.05,
     state initialisation 4.5 scans, 3 predicted uses with one batch each.  Amortised over 3 steps
     the purchase makes every step as dear as a recapture (min(1.5, (4.5 + 3 * 0.05) / 3) = 1.5),
     which would decline the template before sampling; the floor (0.05 a step) lets it be sized,
@@ -219,7 +219,7 @@ def test_decline_maintenance_that_costs_more_than_it_saves():
     # the state is bought at once, not rented first (a rent this use cannot repay is pure cost)
     assert decline_reason(Evidence(10.0, 1.0, 1.0, 40, 12.0, 70.0, 0.3)) is None
     assert buy_now(Evidence(10.0, 1.0, 1.0, 40, 12.0, 70.0, 0.3))
-    # SF1 big_orders (session 35): ~0.75 s saved a use, 1.4 s recaptures, state ~6 s: buy at once
+    # SF1 big_orders: ~0.75 s saved a use, 1.4 s recaptures, state ~6 s: buy at once
     assert buy_now(Evidence(1.35, 0.6, 1.0, 13, 1.4, 6.0, 0.15))
     # a rent the batch's uses repay is no reason to buy, nor is maintenance that is declined
     assert not buy_now(Evidence(0.99, 0.75, 20.0, 40, 2.9, 70.0, 0.3))
@@ -300,7 +300,7 @@ def test_a_probe_alone_gives_the_fixed_cost_and_the_prior_row_rate(tmp_path):
 
 
 def test_advice_is_predicted_from_warm_records_when_there_are_any(tmp_path):
-    """Session 42, SF1: a replay process's first sizing spent 2.9 s beyond its partition and capture
+    """SF1: a replay process's first sizing spent 2.9 s beyond its partition and capture
     job (imports, first compilations), the next 0.5 s.  Their median (1.7 s) made the next
     template's advice look like 1.8 scans and declined it before sizing; the warm record alone does
     not.  A store holding only cold records (every CLI call is a new process) still uses them."""

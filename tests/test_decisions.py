@@ -128,7 +128,7 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(tmp_path):
 
 
 def test_a_no_go_before_sampling_is_remembered_until_one_more_use_could_pay():
-    """Session 43's tie: 3 predicted uses, each saving at most a scan less 0.25 of maintenance,
+    """A tie at SF1: 3 predicted uses, each saving at most a scan less 0.25 of maintenance,
     against capture 1.49 + estimation 0.76 scans: 3 x 0.75 = 2.25 does not exceed 2.25; with a
     fourth use (3.00) it would.  A dearer capture (3.00 scans) needs 3.76 / 0.75 = 5.01, so 6 uses,
     3 more; maintenance of a whole scan per use never pays."""

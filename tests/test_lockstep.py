@@ -65,7 +65,7 @@ def test_spark_memory_sizes_are_read_as_spark_reads_them():
 
 def test_isolate_warns_when_its_processes_do_not_fit_in_memory():
     """Nine 2 GiB children (about 4 GiB each with the JVM's and Python's own memory) do not fit in
-    20 GiB; five do.  Six do not fit in the 23 GiB that session 51's machine had available (they
+    20 GiB; five do.  Six do not fit in the 23 GiB that one measured machine had available (they
     came within 0.9 GB of it).  Unknown figures give no warning rather than a guess."""
     from workloads.lockstep import available_bytes, memory_warning
 

@@ -130,7 +130,7 @@ def test_large_aggregations_are_captured_not_derived(cat, monkeypatch):
 def test_the_gate_counts_a_head_states_groups_not_the_key_product(cat, monkeypatch):
     """Two correlated group keys: the NDV product overstates the groups, so with the gate at the
     true count a binding is captured while no head has state, and derived once one has (its state's
-    recorded groups).  TPC-H SF1 (l_partkey, l_suppkey): 2e9 by the product, 800k held (session 48)."""
+    recorded groups).  TPC-H SF1 (l_partkey, l_suppkey): 2e9 by the product, 800k held."""
     import advisor.maintain.derive as D
     from advisor.maintain import rent, states
 

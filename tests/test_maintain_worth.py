@@ -64,7 +64,7 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(spark, tmp_pa
     """Only sketched runs logged (1.1-2.0 s), spread so that the fitted line (about 1 ms a row) puts a
     plain run of the 500-row table far above them, while the template's capture, which reads what a
     plain run reads, took 1.0 s: the sketch saves nothing, so its 1.0 s recapture is declined
-    (SF1 big_orders: line 9.0 s, captures 1.57 s, sketched runs 2.0 s; session 37)."""
+    (SF1 big_orders: line 9.0 s, captures 1.57 s, sketched runs 2.0 s)."""
     cat, q, _, sk = clustered_sketch(spark, tmp_path, SQL)
     for rows, secs in ((100, 1.1), (1000, 2.0)) * 3:
         cat.store.log_run("run", SQL, {"template": q.template, "seconds": secs, "sketch": {"id": sk.id},

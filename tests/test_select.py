@@ -354,7 +354,7 @@ def test_shrinkage_keeps_the_pass_rate_when_the_spread_is_a_tenth_of_the_noise(n
 
 
 def test_a_joined_dimension_is_ranked_with_the_fact_rows_it_keeps_out_of_the_join():
-    """ajgh_date at SF1 (session 16): l_shipdate reads 54.7 % of 6M lineitem rows, o_orderdate 7.6 %
+    """ajgh_date at SF1: l_shipdate reads 54.7 % of 6M lineitem rows, o_orderdate 7.6 %
     of 1.5M orders rows.  By rows skipped alone lineitem wins (2.7M vs 1.4M); with the fact rows the
     orders sketch keeps out of the join (join_share of 6M * 92.4 %) the dimension does."""
     fact = Candidate("lineitem", "l_shipdate", True, "why", 2500, frozenset({"rel"}),

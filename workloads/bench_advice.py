@@ -170,7 +170,7 @@ def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True
 class Checkpoint:
     """Append-only JSONL log next to the output: the generated queries and each finished record.
 
-    A run over 300 TPC-H SF1 queries took 58 min on 2 cores (session 28; the exhaustive captures
+    A run over 300 TPC-H SF1 queries took 58 min on 2 cores (the exhaustive captures
     dominate); an interrupted run started again with the same output path and configuration skips
     what the log holds.  A log written under another configuration is set aside (renamed), never
     mixed in."""

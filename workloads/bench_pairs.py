@@ -1,4 +1,4 @@
-"""Two-attribute sizing accuracy (issue 4, ``advisor.pairs``): on the advice harness's generated
+"""Two-attribute sizing accuracy (``advisor.pairs``): on the advice harness's generated
 queries whose best single candidate is weak, each pair's estimated size against the exact size of
 the conjunction of the two captured sketches, and whether a pair beats the best single attribute.
 

@@ -1,7 +1,7 @@
 """A lockstep child gives its JVM's idle heap back to the machine when memory runs short.
 
 Why: under ``--isolate`` every strategy keeps a JVM alive for the whole run, and a JVM keeps the
-heap it once committed.  Session 51 (six strategies at spark.driver.memory=2048m, SF1) fell to
+heap it once committed.  A run of six strategies (spark.driver.memory=2048m, SF1) fell to
 0.87 GB available of 23.5 GB at step 45, with JVMs at 2.9-3.0 GB resident; only a hand-run
 ``jcmd GC.run`` on the idle JVMs (after lowering ``MaxHeapFreeRatio`` to 40) kept the kernel from
 killing one, and it freed 4.5 GB.  This does the same from inside: after a step, before the child
@@ -21,9 +21,9 @@ from advisor.errors import BadInput
 from .lockstep import available_bytes, meminfo_bytes, size_bytes
 
 ENV = "ADVISOR_ISOLATE_MIN_FREE"  # a Spark size ("3g"); below it a child gives heap back ("0": never)
-# Default floor: a twentieth of the machine's memory (1.2 GB of 23.5 GB, where session 51 stepped in
+# Default floor: a twentieth of the machine's memory (1.2 GB of 23.5 GB, where a run was rescued
 # by hand).  Not higher: each release costs the child's next step the heap's regrowth, measured at
-# 2-4 s per SF1 step (BENCHMARKS.md, session 52), so it is a last resort before the OOM killer.
+# 2-4 s per SF1 step (BENCHMARKS.md), so it is a last resort before the OOM killer.
 FLOOR_SHARE = 0.05
 FREE_RATIO = "40"  # G1 shrinks a full GC's heap to at most 40 % free (JVM default 70 %)
 

@@ -3,7 +3,7 @@ all alive at once, released one step at a time in step order.
 
 Why: strategies replayed one after another are timed minutes apart, and this machine's speed drifts
 over minutes (the same plain query, probed every 8 steps inside two strategies' processes, took
-1.5-1.9 s in one and 1.6-2.5 s in the other; BENCHMARKS.md, session 18).  Interleaving the
+1.5-1.9 s in one and 1.6-2.5 s in the other; BENCHMARKS.md).  Interleaving the
 strategies step by step puts every strategy's step i at the same time, so drift hits them alike,
 while only one child runs at any moment (no contention between them).
 
@@ -110,10 +110,10 @@ def run_lockstep(argvs: dict[str, list[str]], on_step=None) -> None:
 
 
 # A lockstep child's footprint beyond its JVM heap: the JVM's own native memory (code cache,
-# metaspace, buffers) and the Python driver with its operator states.  Session 51, at
+# metaspace, buffers) and the Python driver with its operator states.  Measured at
 # spark.driver.memory=2048m over 45 steps of tpch_two_gb_200_sf1: JVMs at 2.9-3.0 GB resident, the
 # sketched strategies' Python drivers at 1.1-1.2 GB (NO-PS's 0.35 GB), so heap + ~2 GB; six such
-# children left 0.9 GB of 23.5 GB available (session 50's estimate of heap + 1 GB had said they fit).
+# children left 0.9 GB of 23.5 GB available (an estimate of heap + 1 GB had said they fit).
 CHILD_OVERHEAD = 2 << 30
 _UNITS = {"": 1 << 20, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}  # Spark: no unit = MiB
 
@@ -148,8 +148,8 @@ def available_bytes() -> Optional[int]:
 
 def memory_warning(children: int, driver_memory: str, available: Optional[int]) -> Optional[str]:
     """One line if ``children`` processes alive at once, each with a ``driver_memory`` heap, would
-    need more than ``available`` bytes: the kernel's OOM killer then ends one mid-run (session 48
-    lost a run that way).  None when they fit or either figure is unknown."""
+    need more than ``available`` bytes: the kernel's OOM killer then ends one mid-run (a run was
+    lost that way).  None when they fit or either figure is unknown."""
     heap = size_bytes(driver_memory)
     if heap is None or available is None:
         return None

@@ -228,7 +228,7 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
 
     A shared JVM measures strategies unalike (a later one inherits the earlier ones' compiled code
     and caches), and strategies run one after another are timed minutes apart on a machine whose
-    speed drifts (BENCHMARKS.md, sessions 16-18).  The caller then replays once more in-process,
+    speed drifts (BENCHMARKS.md).  The caller then replays once more in-process,
     which finds every step done and writes ``run.json``."""
     from advisor.session import DEFAULT_CONF
 
@@ -250,7 +250,7 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
     if not (Path(out) / "plan.json").exists():
         # prepare in a process of its own: the child that prepared (loading data, writing layouts)
         # started its steps with a warm JVM, and in the demo its first plain runs took 0.45-0.57 s
-        # against 1.2-3.7 s for the same queries in the other, cold, child (session 27)
+        # against 1.2-3.7 s for the same queries in the other, cold, child
         first = next(iter(argvs.values()))
         rc = subprocess.run(first, env=dict(os.environ, **{PREPARE_ONLY: "1"})).returncode
         if rc != 0:

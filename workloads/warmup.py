@@ -5,7 +5,7 @@ generation, JIT compilation; on the Python side, imports), and they fall on whic
 the shape first.  OPT's oracle, excluded from OPT's time, captures every candidate before OPT's
 first timed step of a template, so OPT met each template warm and the others cold.  On TPC-H SF1,
 RAND-GB and OPT made the same decisions and read the same rows, yet took 126.1 s and 119.1 s
-(selective workload, session 46) and 121.6 s and 111.8 s (two-attribute workload, session 45).
+(selective workload) and 121.6 s and 111.8 s (two-attribute workload).
 CB-OPT-GB's first capture of agh_ship took 3.63 s against OPT's 1.78 s.
 
 What: with ``warmup: N`` in the workload file, every strategy's process first replays the plan's

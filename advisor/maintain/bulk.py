@@ -104,7 +104,7 @@ def initialise(state, base) -> bool:
 def _load_groups(op: PlainAggOp, df: pd.DataFrame, frag_cols: list[str]) -> None:
     """Hand the Spark aggregation's rows to the operator by column (keys in the engine's value
     forms): at SF1's 1.3M (part, line number) rows, key tuples and per-value fragment conversion
-    took ~3.5 of an 11 s initialisation (profiled, session 45)."""
+    took ~3.5 of an 11 s initialisation (profiled)."""
     df = df.reset_index(drop=True)
     keys = normalize_frame(df[op.keys])  # engine's value forms
     nn = {j: df[f"__nn{j}"].to_numpy(dtype=np.int64) for j, a in enumerate(op.aggs) if a.arg is not None}

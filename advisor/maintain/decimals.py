@@ -4,7 +4,7 @@ The engine carries DECIMAL values as float64 (``arrow_pandas``: correctly rounde
 and orderings of single values agree with Spark). Sums of floats do not: three rows of discount
 0.10 sum to 0.30000000000000004 and average to 0.10000000000000002, so a maintained
 ``HAVING avg(l_discount) > 0.1`` kept a group that Spark (exact decimals) drops, and the maintained
-sketch differed from its recapture (found by the session-13 replay at SF0.01, where a
+sketch differed from its recapture (found by a replay at SF0.01, where a
 quantile-drawn threshold equalled many groups' averages).
 
 So for a SUM/AVG whose argument is a DECIMAL column, or +, - and * over DECIMAL columns, integers
@@ -133,7 +133,7 @@ def spark_sums(u: np.ndarray, scale: int) -> np.ndarray:
     every |u| < 2^53 and 10^scale is an exact double (scale <= 22), one IEEE division of two exact
     operands is the correctly rounded quotient, which is what Python's int division returns; else
     element by element.  (A bulk initialisation or derivation at TPC-H SF1 ``GROUP BY l_orderkey``
-    spent 1.2 s of Python per 1.5M groups here, session 43.)"""
+    spent 1.2 s of Python per 1.5M groups here.)"""
     try:
         ints = u.astype(np.int64)
     except (OverflowError, TypeError, ValueError):

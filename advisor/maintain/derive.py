@@ -22,16 +22,16 @@ template, as the recaptures of its state-less chains are.  Ski rental decides ac
 capture, what the state's initialisation is predicted to cost, the new instance's own state is
 initialised instead (one Spark aggregation) and its sketch derived from it.  Later bindings then
 derive from that state.  (At SF1 a binding of lineitem JOIN orders by o_orderdate was captured for
-5.0 s, and the next one initialised state for 5.5 s: session 23.)
+5.0 s, and the next one initialised state for 5.5 s.)
 
 Not derived (the caller captures): instances that differ below the aggregation (e.g. a WHERE
 constant), templates whose heads neither have state nor are current while renting still pays,
 and aggregations of more than ``DERIVE_MAX_GROUPS`` groups (those of a head's state, else as
 estimated in ``_groups_estimate``).  At TPC-H SF1 grouped by l_orderkey (1.5M groups) a
-derivation took 2.3-2.9 s against 1.6-2.0 s for a capture in session 13, most of it writing and
+derivation took 2.3-2.9 s against 1.6-2.0 s for a capture, most of it writing and
 reading the state file and a Python loop over every group's DECIMAL sum; with states written
 behind (``states``), copied in memory, and the sums vectorised, it takes 0.6-1.05 s against
-2.0-3.1 s for the same binding's capture (session 43).
+2.0-3.1 s for the same binding's capture.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .engine import MaintState
 from .ops_join import JoinOp
 from .spark_base import SparkBase
 
-DERIVE_MAX_GROUPS = 2_000_000  # about 1.3 s of derivation at the session-43 rate
+DERIVE_MAX_GROUPS = 2_000_000  # about 1.3 s of derivation at the rate measured above
 
 
 def _ndv_product(catalog, query) -> float | None:
@@ -73,7 +73,7 @@ def _groups_estimate(catalog, query, heads: list[Sketch]) -> float | None:
     (``rent.state_groups``); None when a key has no stored NDV.  The product alone assumes
     independent keys: TPC-H SF1 ``GROUP BY l_partkey, l_suppkey`` is 2e9 by it, 6M by the rows and
     800k in the state, so every new binding of that template was captured (3.3-3.9 s) and each of
-    its chains initialised a state of its own (6.5-7.7 s; session 48)."""
+    its chains initialised a state of its own (6.5-7.7 s)."""
     from . import states
     from .rent import state_groups
 

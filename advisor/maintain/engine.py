@@ -261,7 +261,7 @@ class MaintState:
     def to_bytes(self) -> bytes:
         """The state as written after every maintenance step.  zlib level 1: a 480k-group state
         (TPC-H SF1 supp_qty, 30 MB pickled) compressed in 0.24-0.27 s to 9.3 MB, against 0.57 s
-        to 8.9 MB at level 3 (session 39); any level reads back the same."""
+        to 8.9 MB at level 3; any level reads back the same."""
         payload = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
         return _MAGIC + bytes([_FORMAT]) + zlib.compress(payload, 1)
 

@@ -236,7 +236,7 @@ class PackedIntKeys(_ArrayKeys):
     one int64 of bit fields and found by binary search in a sorted array.  Why: the dict of
     `TupleKeys` costs ~200 bytes and a pickled tuple per group; at SF1's ~1.3M (part, line number)
     groups the state was sized at 352 MB, copying it for a derivation took 0.9 s and writing and
-    reading it 1.0 and 0.8 s, so a 1 GB state cache held two such chains (session 45).  Here a group
+    reading it 1.0 and 0.8 s, so a 1 GB state cache held two such chains.  Here a group
     costs 8 bytes per key column plus 17.  ``width[i]`` bits hold column i (the last column lowest);
     a larger value widens the fields and repacks, and keys needing more than 62 bits, NULLs,
     negatives or non-integers are refused so the caller moves to `TupleKeys`."""

@@ -7,7 +7,7 @@ packed integer keys in a sorted array for several, else a dict), and counts and 
 numpy arrays indexed by code. A batch is applied with a few vectorised ``np.add.at`` calls
 instead of a Python loop over per-group objects. Why: with a dict of 1.5M small objects (TPC-H
 SF1 grouped by ``l_orderkey``) the same 1,000-row step ran 1.4-1.5x slower than with 150k, from
-memory latency alone (BENCHMARKS.md, session 9); arrays keep the touched state compact.
+memory latency alone (BENCHMARKS.md); arrays keep the touched state compact.
 
 Fragments: most groups lie in one fragment per scan (the sketch attribute is the group key or
 is determined by it), so each scan keeps ``f1`` (that fragment, -1 for none) and ``c1`` (its row

@@ -27,12 +27,12 @@ RECAPTURE_ROWS_PER_S = 2_000_000.0   # prior: one instrumented Spark scan
 MIN_INIT_SECONDS = 2.0
 # prior: groups of state loaded per second on the driver (arrow transfer + operator arrays).  SF1
 # big_orders: 1.5M groups added ~4.5-5 s to a 6M-row initialisation; SF0.1: 150k groups, 0.74 s
-# load + ~0.5 s transfer (BENCHMARKS.md session 23)
+# load + ~0.5 s transfer (BENCHMARKS.md)
 GROUPS_PER_S = 300_000.0
 # State predicted to hold more groups than this is never bought (the chain is recaptured instead):
 # the groups are loaded on the driver.  TPC-H SF1 GROUP BY l_orderkey, l_partkey (~6M groups) took a
 # replay process to 5.2 GB resident and the kernel killed it beside four JVMs; GROUP BY l_orderkey
-# (1.5M groups) ran through 40 batches (BENCHMARKS.md, session 38).
+# (1.5M groups) ran through 40 batches (BENCHMARKS.md).
 MAX_STATE_GROUPS = 3_000_000.0
 
 
@@ -50,7 +50,7 @@ def init_rate(store, bulk: bool = False) -> float:
     more than half their time say little about the rows' rate and are left out while others exist;
     with only such, at most half is taken out.  (Clamping SF1 big_orders' 6.7 s at half, with 4.9 s
     of it its 1.48M groups, priced small states' initialisations at 3.3 s against 1.6-2.5 s
-    measured, and kept renting or declining their chains; session 43.)"""
+    measured, and kept renting or declining their chains.)"""
     rates, dominated = [], []
     # only initialisations: every incremental step also writes a states row, and the newest 50 rows of
     # a busy store held none (the prior was used after the first 50 steps)

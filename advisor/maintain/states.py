@@ -1,7 +1,7 @@
 """Operator-state persistence: one file per sketch head, behind an in-process write-behind cache.
 
 Writing a state is the costly part of a maintenance step: for TPC-H SF1's 1.5M-group HAVING state,
-pickling and zlib take 0.55-0.7 s against 14 ms of engine work (BENCHMARKS.md, session 43).  And a
+pickling and zlib take 0.55-0.7 s against 14 ms of engine work (BENCHMARKS.md).  And a
 head's state is usually superseded by the chain's next step before anyone reads its file.  So
 ``save`` records the state's row (path and initialisation record) in SQLite and keeps the state in
 memory, marked dirty.  The file is written (temp file + rename) when:

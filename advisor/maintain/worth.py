@@ -37,7 +37,7 @@ def buy_now(e: Evidence) -> bool:
     """Whether maintenance is worth it only because operator state would pay over the horizon: then
     the state is bought at once (``maintain_sketch(buy=True)``).  Renting first (a recapture the use
     cannot repay) would only add to the purchase: big_orders at SF1 paid 1.3-2.3 s recaptures before
-    six uses that each saved ~0.7 s, then bought the state anyway (BENCHMARKS.md, session 35)."""
+    six uses that each saved ~0.7 s, then bought the state anyway (BENCHMARKS.md)."""
     if e.plain_s is None or e.sketched_s is None or e.maint_s is None or e.init_s is None or e.inc_s is None:
         return False
     saving = _saving(e)
@@ -92,7 +92,7 @@ def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     med = lambda xs: statistics.median(xs[:10]) if xs else None  # noqa: E731
     # never run plain in this store (every instance used a sketch): its captures stand in.  With the
     # fitted line (9.0 s for a 1.5 s scan) SF1 big_orders kept maintaining a sketch whose runs took
-    # 1.8-2.7 s against 1.5 s plain: 23 s of maintenance over the replay (session 37)
+    # 1.8-2.7 s against 1.5 s plain: 23 s of maintenance over the replay
     plain_s = med(plain) if plain else plain_proxy(cal, sk.template, rows)
     return Evidence(plain_s, med(sketched), n / max(1, batches), float(n), maint, init,
                     inc if inc is not None else cal.fixed_s)
