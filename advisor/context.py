@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from advisor.store import Store
+from advisor.warehouse.store import Store
 
 
 def default_warehouse() -> Path:
@@ -28,7 +28,7 @@ class Context:
     @property
     def spark(self):
         if self._spark is None:
-            from advisor.session import build_session
+            from advisor.engine.session import build_session
 
             self._spark = build_session(self.master, self.conf)
         return self._spark
@@ -36,14 +36,14 @@ class Context:
     @property
     def catalog(self):
         if self._catalog is None:
-            from advisor.catalog import Catalog
+            from advisor.warehouse.catalog import Catalog
 
             self._catalog = Catalog(self.spark, self.store)
         return self._catalog
 
     def schema_lookup(self):
         """table -> [(column, type)] for the SQL parser (no Spark needed)."""
-        from advisor.catalog import Catalog
+        from advisor.warehouse.catalog import Catalog
 
         cat = Catalog.offline(self.store)
         return lambda t: cat.schema(t)

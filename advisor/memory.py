@@ -96,7 +96,7 @@ def _drops():
 
 def empty_all() -> int:
     """Empty every registered cache, lowest rank first; returns the entries dropped (a replay's
-    warm-up leaves the interpreter and the JVM warm, not the data it cached: ``workloads.warmup``)."""
+    warm-up leaves the interpreter and the JVM warm, not the data it cached: ``workloads.replay.warmup``)."""
     dropped = sum(1 for _ in _drops())
     gc.collect()
     _trim_heap()

@@ -10,8 +10,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from estimators.aggregates import (GroupEstimates, Predicate, _group_codes, _interval, pass_matrix,
-                                   point_pass)
+from estimators.aggregates import GroupEstimates, Predicate, _group_codes, _interval, pass_matrix, point_pass
 from estimators.bootstrap import GroupIndex, normalize_agg, replicate_stderr
 
 # --- nested aggregation ---------------------------------------------------------------------------

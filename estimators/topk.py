@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from estimators.aggregates import GroupEstimates, Predicate, pass_matrix, point_pass
-from estimators.size import SizeEstimate, estimate_size
+from estimators.sketch_size import SizeEstimate, estimate_size
 
 
 @dataclass

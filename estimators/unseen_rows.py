@@ -1,7 +1,7 @@
-"""The unseen-row model of ``estimators.size``: the Dirichlet-posterior probability that a group's
-unsampled rows reach a fragment its sampled rows did not (derivation in ``estimators.size``'s module
+"""The unseen-row model of ``estimators.sketch_size``: the Dirichlet-posterior probability that a group's
+unsampled rows reach a fragment its sampled rows did not (derivation in ``estimators.sketch_size``'s module
 docstring), its concentration ``alpha``, the window cells, and the passing groups' prior mean.
-Pure numpy; the sketch-size arithmetic that uses them stays in ``estimators.size``."""
+Pure numpy; the sketch-size arithmetic that uses them stays in ``estimators.sketch_size``."""
 
 from __future__ import annotations
 

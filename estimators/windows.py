@@ -5,7 +5,7 @@ group's rows in a run of neighbouring fragments.  ``group_windows`` gives every 
 fragment positions from its sampled rows (width by the German-tank argument, shrunk towards the
 pooled width) and then clips it by what the *other* groups show (``containing_spans``): when at
 least ``ALIGN_MIN`` other groups' observed spans contain a group's own, its window is cut to the
-union of those spans.  ``estimators.size`` spreads the group's unseen rows over the window.
+union of those spans.  ``estimators.sketch_size`` spreads the group's unseen rows over the window.
 """
 
 from __future__ import annotations

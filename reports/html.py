@@ -6,7 +6,7 @@ figures as JSON, loads nothing from a CDN and needs no server.  The page also ca
 render-check hooks (``body[data-charts|data-expected|data-errors]``) so a headless browser
 test can prove every chart actually drew.
 
-Only reads the run log (via `reports.schema.load_run`); never imports pyspark or advisor.cli.
+Only reads the run log (via `reports.schema.load_run`); never imports pyspark or advisor.cli.main.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@
         "new_sketch_id": int, "how": "incremental" | "recapture" | "current", "seconds": s,
         "delta_rows": int, "recapture_seconds": s | null}],     # null: recapture not measured
       "warmup": {"steps": int, "seconds": {S: [s, ...]}},    # untimed, per process start (optional;
-                                                      # ``workloads.warmup``)
+                                                      # ``workloads.replay.warmup``)
       "summary": {
         "answers_identical": bool, "mismatches": [{"step": int, "strategy": str}],
         "per_strategy": {S: {"queries": int, "cumulative_seconds": s, "vs_no_ps": float | null,
@@ -47,7 +47,7 @@
                              "mean_real_selectivity": float | null,
                              "state_flush_seconds": s,  # the final write of the states still held
                              "heap_releases": int,  # queries timed after the JVM gave heap back
-                                                    # under memory pressure (``workloads.heap``)
+                                                    # under memory pressure (``workloads.replay.heap_release``)
                              "seconds": {"sampling": s, "estimation": s, "capture": s,
                                          "maintenance": s, "query": s, "other": s}}},
         "draws": {B: {"draws": [S, ...], "mean_vs_no_ps": float | null, "min_vs_no_ps": float | null,

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from advisor.session import build_session
+    from advisor.engine.session import build_session
 
     s = build_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g"},
                       app_name="advisor-tests")

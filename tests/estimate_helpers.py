@@ -1,4 +1,4 @@
-"""A small grouped table for the estimator tests that run ``advisor.estimate`` end to end."""
+"""A small grouped table for the estimator tests that run ``advisor.estimation.size_estimates`` end to end."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from advisor.partitions import RangePartition
+from advisor.partition.range_partition import RangePartition
 from advisor.plan import ir
 
 

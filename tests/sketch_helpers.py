@@ -3,12 +3,12 @@ decisions and of dropping tables (a real store and Spark)."""
 
 from __future__ import annotations
 
-from advisor.capture import capture
-from advisor.catalog import Catalog
-from advisor.layout import build_layout
-from advisor.partitions import build_partition
+from advisor.sketch.capture import capture
+from advisor.warehouse.catalog import Catalog
+from advisor.layout.clustered_copy import build_layout
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
-from advisor.store import Store
+from advisor.warehouse.store import Store
 
 from diffgen import make_facts
 

@@ -1,4 +1,4 @@
-"""The delta pre-filter (`advisor.arrow_filter`) must never drop a row the engine's own predicate
+"""The delta pre-filter (`advisor.plan.arrow_filter`) must never drop a row the engine's own predicate
 evaluation (`maintain.exprs`) keeps: checked on fixed cases and on generated predicates."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor import arrow_filter
+from advisor.plan import arrow_filter
 from advisor.maintain import exprs
 from advisor.maintain.frames import normalize_frame
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
-from advisor.arrow_pandas import decimal_to_float, to_nullable_pandas
+from advisor.warehouse.arrow_to_pandas import decimal_to_float, to_nullable_pandas
 from advisor.maintain.frames import coerce_to
 
 

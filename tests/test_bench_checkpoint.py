@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads.bench_advice import Checkpoint
-from workloads.templates_advice import GenQuery
+from workloads.bench.advice_accuracy import Checkpoint
+from workloads.bench.advice_templates import GenQuery
 
 
 def test_checkpoint_resumes_queries_and_records(tmp_path):

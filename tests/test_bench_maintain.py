@@ -1,6 +1,6 @@
 """The maintenance benchmark's summary (pure: hand-made step records, no Spark)."""
 
-from workloads.bench_maintain import break_even, summarise
+from workloads.bench.maintain_vs_recapture import break_even, summarise
 
 
 def _rec(query, step, delta, t_inc, t_cap, same=True):
@@ -34,8 +34,8 @@ def test_phased_benchmark_recaptures_every_version_and_matches(spark, tmp_path):
     """Phased order on real Spark: every step is maintained first, then recaptured at its own
     version afterwards; each maintained sketch must equal that recapture."""
     from advisor.context import Context
-    from workloads.bench_maintain import QUERIES, bench_maintain
-    from workloads.datasets import load_dataset
+    from workloads.bench.maintain_vs_recapture import QUERIES, bench_maintain
+    from workloads.data.datasets import load_dataset
 
     ctx = Context(tmp_path / "wh", spark=spark)
     load_dataset(ctx.catalog, "tpch", sf=0.01)

@@ -1,4 +1,4 @@
-"""Value-aligned layout blocks (``advisor.blocks``): a sketch becomes ``__blk IN (ids)``.
+"""Value-aligned layout blocks (``advisor.layout.blocks``): a sketch becomes ``__blk IN (ids)``.
 
 Pure: starts and ids worked by hand; for random data, partitions and sketches, the chosen blocks
 hold every row of the sketch's fragments and no block splits a value.  Spark, differential: over a
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor import blocks
-from advisor.partitions import RangePartition
+from advisor.layout import blocks
+from advisor.partition.range_partition import RangePartition
 
 
 def test_starts_cut_at_value_changes_after_each_multiple_of_the_block_rows():
@@ -52,7 +52,7 @@ def test_date_sketches_use_day_numbers():
 
 
 def test_predicted_reads_follow_the_blocks():
-    from advisor.skipping import ReadUnit
+    from advisor.layout.skip_prediction import ReadUnit
 
     starts = np.array([0, 10, 20])
     units = [ReadUnit(100, 0, 9), ReadUnit(100, 10, 19), ReadUnit(100, 15, 25), ReadUnit(50, None, None, 50),
@@ -93,10 +93,10 @@ def test_blocks_cover_the_sketch_and_never_split_a_value(values, cuts, rows, dat
 # ---------------- Spark ----------------
 @pytest.fixture()
 def laid_out(spark, tmp_path):
-    from advisor.capture import capture
+    from advisor.sketch.capture import capture
     from advisor.context import Context
-    from advisor.layout import build_layout
-    from advisor.partitions import build_partition
+    from advisor.layout.clustered_copy import build_layout
+    from advisor.partition.range_partition import build_partition
     from advisor.plan.parse import parse_sql
 
     rng = np.random.default_rng(3)
@@ -120,8 +120,8 @@ def _sorted(rows):
 
 
 def test_sketched_runs_filter_by_blocks_and_answer_exactly(spark, laid_out):
-    from advisor.execute import run_query, versions_now
-    from advisor.use import sketch_source
+    from advisor.engine.execute import run_query, versions_now
+    from advisor.sketch.apply import sketch_source
 
     c, lay, q, sk = laid_out
     cat = c.catalog

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from advisor.calibrate import PRIOR_FIXED_S, calibrate, fit_line, predicted_seconds, rows_for
-from advisor.maintain.worth import Evidence, buy_now, decline_reason
-from advisor.select import CostParams, Workload, cannot_pay, maintenance_per_update
-from advisor.store import Store
+from advisor.calibration.measured_costs import PRIOR_FIXED_S, calibrate, fit_line, predicted_seconds, rows_for
+from advisor.maintain.policy.catch_up import Evidence, buy_now, decline_reason
+from advisor.selection.cost_model import CostParams, Workload, cannot_pay, maintenance_per_update
+from advisor.warehouse.store import Store
 
 
 def test_fit_line_recovers_fixed_and_per_row_cost():
@@ -229,7 +229,7 @@ def test_decline_maintenance_that_costs_more_than_it_saves():
 
 
 def test_lazy_policy_pays_one_catch_up_per_use_however_many_batches_wait():
-    from advisor.maintain.policy import make_policy
+    from advisor.maintain.policy.policies import make_policy
 
     def maintenance_steps(spec, ups):
         return make_policy(spec).steps_per_use(ups)
@@ -289,7 +289,7 @@ def test_a_damaged_probe_record_is_ignored(tmp_path):
 
 
 def test_a_probe_alone_gives_the_fixed_cost_and_the_prior_row_rate(tmp_path):
-    from advisor.calibrate import PRIOR_ROWS_PER_S
+    from advisor.calibration.measured_costs import PRIOR_ROWS_PER_S
 
     store = Store(tmp_path / "wh")
     store.log_run("probe", None, {"seconds": 0.14, "rows_read": 64})

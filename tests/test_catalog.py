@@ -3,9 +3,9 @@
 import pandas as pd
 import pytest
 
-from advisor.catalog import Catalog
+from advisor.warehouse.catalog import Catalog
 from advisor.errors import BadInput
-from advisor.store import Store
+from advisor.warehouse.store import Store
 
 
 @pytest.fixture()
@@ -100,7 +100,7 @@ def test_unknown_table(cat):
 def test_delta_pandas_prefilters_only_large_batches(spark, cat, tmp_path):
     import sqlglot
 
-    from advisor import arrow_filter
+    from advisor.plan import arrow_filter
 
     n = arrow_filter.MIN_ROWS + 10
     ins = pd.DataFrame({"k": range(5000, 5000 + n), "g": [i % 3 for i in range(n)], "v": [0.5] * n})
@@ -144,7 +144,7 @@ def test_parquet_frames_are_kept_while_their_files_are_unchanged(spark, cat, tmp
 
 
 def test_tables_are_written_and_read_without_hadoop_checksum_files(spark, cat, tmp_path):
-    """Local files go through the raw local file system (``advisor.session``): no .crc side files
+    """Local files go through the raw local file system (``advisor.engine.session``): no .crc side files
     are written, and a stale one left by a checksummed writer is neither listed nor verified."""
     files = [p for p in (tmp_path / "wh").rglob("*") if p.is_file()]
     assert any(p.suffix == ".parquet" for p in files)

@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from advisor.cli import main
+from advisor.cli.main import main
 
 DESIGN_COMMANDS = ["demo", "data", "partitions", "explain", "recommend", "capture", "run", "maintain", "replay",
                    "report", "gate"]
@@ -23,9 +23,9 @@ def cli(args, capsys):
 
 @pytest.fixture(scope="module")
 def wh(spark, tmp_path_factory):
-    from advisor.catalog import Catalog
-    from advisor.layout import build_layout
-    from advisor.store import Store
+    from advisor.warehouse.catalog import Catalog
+    from advisor.layout.clustered_copy import build_layout
+    from advisor.warehouse.store import Store
 
     d = tmp_path_factory.mktemp("cliwh")
     cat = Catalog(spark, Store(d))
@@ -36,7 +36,7 @@ def wh(spark, tmp_path_factory):
 
 
 def test_help_lists_design_commands():
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "--help"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.main", "--help"], capture_output=True, text=True,
                        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0
     for c in DESIGN_COMMANDS:

@@ -63,9 +63,9 @@ def cluster(tmp_path_factory):
 SCRIPT = """
 import json, sys
 from advisor.context import Context
-from advisor.execute import run_query
+from advisor.engine.execute import run_query
 from advisor.plan.parse import parse_sql
-from workloads.datasets import load_dataset
+from workloads.data.datasets import load_dataset
 ctx = Context(sys.argv[1], sys.argv[2], {"spark.executor.memory": "512m", "spark.cores.max": "1"})
 assert ctx.spark.sparkContext.master == sys.argv[2]
 load_dataset(ctx.catalog, "crimes", rows=5000, seed=3)

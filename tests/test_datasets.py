@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.errors import BadInput
-from workloads.crimes import CRIME_TYPES, generate_crimes
-from workloads.flights import flights_tables
-from workloads.tpch import TABLES, generate_tpch
+from workloads.data.crimes import CRIME_TYPES, generate_crimes
+from workloads.data.flights import flights_tables
+from workloads.data.tpch import TABLES, generate_tpch
 
 CRIME_ROWS = 50_000
 

@@ -1,12 +1,12 @@
-"""Remembered decisions revisited by measurement (``advisor.decisions``; a real SQLite store, no Spark)."""
+"""Remembered decisions revisited by measurement (``advisor.selection.decision_memory``; a real SQLite store, no Spark)."""
 
 from __future__ import annotations
 
-from advisor.decisions import (MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, pays_after, recall, remember,
-                               revisit)
-from advisor.select import CostParams, Workload, cannot_pay
-from advisor.sketches import Sketch, SketchPart, latest_versions, save_sketch
-from advisor.store import Store
+from advisor.selection.decision_memory import (
+    MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, pays_after, recall, remember, revisit)
+from advisor.selection.cost_model import CostParams, Workload, cannot_pay
+from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, save_sketch
+from advisor.warehouse.store import Store
 
 
 N = MIN_SKETCHED

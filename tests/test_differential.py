@@ -13,20 +13,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.capture import (_capture_views, _decode, answering_capture, by_value_ok, capture_batch, capture_values,
-                             sketch_attrs, value_lineage, value_sketch)
-from advisor.catalog import Catalog
-from advisor.execute import plain_source, run_query, versions_now
-from advisor.partitions import build_partition
+from advisor.sketch.capture import (
+    _capture_views, _decode, answering_capture, by_value_ok, capture_batch, capture_values, sketch_attrs,
+    value_lineage, value_sketch)
+from advisor.warehouse.catalog import Catalog
+from advisor.engine.execute import plain_source, run_query, versions_now
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.plan.to_sql import query_sql
-from advisor.safety import check_safety
-from advisor.stats import stats_for_query
-from advisor.store import Store
-from advisor.use import sketch_source
+from advisor.safety.static_check import check_safety
+from advisor.warehouse.column_stats import stats_for_query
+from advisor.warehouse.store import Store
+from advisor.sketch.apply import sketch_source
 
 from diffgen import FACT_ATTRS, make_dims, make_facts, queries
-from workloads.replay_steps import digest
+from workloads.replay.strategy_step import digest
 
 SEEDS = (1, 2)
 FRAGS = (5, 40)

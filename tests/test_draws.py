@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reports.draws import draw_means, draw_of
-from workloads.run_summary import summarize
+from workloads.replay.run_summary import summarize
 
 
 def test_draw_of_names_the_base_and_the_draw():

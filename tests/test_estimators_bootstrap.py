@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from estimators.bootstrap import (bootstrap_group, bootstrap_groups_pandas, group_seed, normalize_agg,
-                                  replicate_counts, replicate_weights)
+from estimators.bootstrap import (
+    bootstrap_group, bootstrap_groups_pandas, group_seed, normalize_agg, replicate_counts, replicate_weights)
 from estimators.clt import clt_estimate
 
 EXACT = {"sum": np.sum, "count": len, "avg": np.mean, "min": np.min, "max": np.max}

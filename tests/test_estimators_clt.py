@@ -8,8 +8,8 @@ import pytest
 from scipy.stats import norm
 
 from estimators.aggregates import estimate_groups
-from estimators.clt import (T_n, T_nq, T_nqr, clt_estimate, compare, normal_pass_probability,
-                            stratified_clt, z_value)
+from estimators.clt import (
+    T_n, T_nq, T_nqr, clt_estimate, compare, normal_pass_probability, stratified_clt, z_value)
 
 
 def test_z_value():

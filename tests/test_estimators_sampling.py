@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from estimators.sampling import quota, stratified_sample
+from estimators.sampling.reservoir_spark import quota, stratified_sample
 
 STRATA_SIZES = [1, 2, 3, 7, 10, 19, 30, 55]
 
@@ -89,7 +89,7 @@ def test_uniform_fallback_and_no_strata(table):
 
 def test_running_example_end_to_end_selects_year(spark):
     from estimators.aggregates import Cmp, estimate_groups
-    from estimators.size import size_for_having
+    from estimators.sketch_size import size_for_having
 
     crimes = pd.DataFrame(
         [(3, 1, 2010, 88), (4, 1, 2013, 73), (4, 1, 2013, 101), (8, 6, 2015, 86), (8, 6, 2015, 96),
@@ -134,7 +134,7 @@ def test_bootstrap_on_spark_matches_local(spark, table):
 def test_array_quotas_and_reserves_follow_the_scalar_rules():
     import numpy as np
 
-    from estimators.sampling import quota, quotas, reserve_size, reserve_sizes
+    from estimators.sampling.reservoir_spark import quota, quotas, reserve_size, reserve_sizes
 
     N = np.arange(0, 3000)
     for th in (0.05, 0.1, 0.037, 1.0):

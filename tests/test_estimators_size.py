@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from estimators.aggregates import Cmp, estimate_groups
-from estimators.size import (estimate_alpha, estimate_size, expected_distinct_fragments, group_windows,
-                             size_for_having, touch_probability, unseen_touch_probability)
+from estimators.sketch_size import (
+    estimate_alpha, estimate_size, expected_distinct_fragments, group_windows, size_for_having,
+    touch_probability, unseen_touch_probability)
 
 CRIMES = pd.DataFrame(
     [(3, 1, 2010, 88), (4, 1, 2013, 73), (4, 1, 2013, 101), (8, 6, 2015, 86), (8, 6, 2015, 96),
@@ -298,7 +299,7 @@ def test_size_properties(inst, determined, bump, delta):
     # monotone in p for a fixed prior mean: raising one group's p never shrinks the expected size.
     # The passing groups' prior (size.PASS_PRIOR) depends on p itself, so it is checked without it:
     # moving prior mass towards a newly passing group's fragments can take it from another's.
-    import estimators.size as size_mod
+    import estimators.sketch_size as size_mod
 
     g = bump % G
     p2 = list(p)
@@ -336,7 +337,7 @@ def test_unseen_rows_of_passing_groups_follow_the_passing_groups_fragments(monke
     fragments (``passing_prior``) keep most of them on the fragments that kind of group uses.  Not
     all: the leave-one-out share of the table prior (~2 %) still leaks ~14,000 unseen rows into
     the other kind's fragments, so the estimate is 1.6x, not 1.0x."""
-    import estimators.size as size_mod
+    import estimators.sketch_size as size_mod
 
     sample, groups, sizes, truth = _two_kinds(5)
     true_rows = sizes[truth].sum()
@@ -353,7 +354,7 @@ def test_passing_prior_weighs_the_table_by_how_well_other_groups_predict():
     """The table's weight is what the other passing groups' fragments cannot predict: little when
     all passing groups share a few fragments, nearly all when every passing row is somewhere new;
     and never so little that a fragment the table reaches becomes unreachable."""
-    from estimators.size import passing_prior
+    from estimators.sketch_size import passing_prior
 
     F = 50
     pi = np.full(F, 1.0 / F)

@@ -1,12 +1,12 @@
-"""The finder's reuse verdicts (``advisor.finder``): remembered per pair of SQL texts and data
+"""The finder's reuse verdicts (``advisor.sketch.lookup``): remembered per pair of SQL texts and data
 context, they must still follow the bindings asked about."""
 
 from __future__ import annotations
 
-from advisor.finder import _VERDICTS, usable_sketches
+from advisor.sketch.lookup import _VERDICTS, usable_sketches
 from advisor.plan.parse import parse_sql
-from advisor.reuse import check_reuse
-from advisor.stats import stats_for_query
+from advisor.safety.reuse_check import check_reuse
+from advisor.warehouse.column_stats import stats_for_query
 
 from sketch_helpers import clustered_sketch
 

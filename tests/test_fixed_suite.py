@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.capture import capture, check_safe
-from advisor.catalog import Catalog
-from advisor.execute import run_query, versions_now
+from advisor.sketch.capture import capture, check_safe
+from advisor.warehouse.catalog import Catalog
+from advisor.engine.execute import run_query, versions_now
 from advisor.plan.parse import parse_sql
-from advisor.store import Store
-from workloads.datasets import load_dataset
-from workloads.suites import FLIGHTS, TPCH
+from advisor.warehouse.store import Store
+from workloads.data.datasets import load_dataset
+from workloads.bench.suites import FLIGHTS, TPCH
 
 @pytest.fixture(scope="module")
 def cat(spark, tmp_path_factory):

@@ -1,4 +1,4 @@
-"""Group statistics reused across the bindings of one template (``advisor.estimate._GROUPS``).
+"""Group statistics reused across the bindings of one template (``advisor.estimation.size_estimates._GROUPS``).
 
 Queries that differ only in their HAVING constant or LIMIT share the sample frame and the shrunk
 group estimates.  Differential: every size estimated from a reused entry must equal the size
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-import advisor.estimate as estimate_mod
+import advisor.estimation.size_estimates as estimate_mod
 from estimate_helpers import grouped_table_context
-from advisor.estimate import analyze, estimate
+from advisor.estimation.size_estimates import analyze, estimate
 from advisor.plan.parse import parse_sql
 
 REUSED = "group estimates of this sample and aggregation reused"

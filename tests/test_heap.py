@@ -1,7 +1,7 @@
 """A lockstep child's heap release on the real JVM: a full GC runs and the flag it lowers for it is
 restored."""
 
-from workloads.heap import give_back_heap
+from workloads.replay.heap_release import give_back_heap
 
 
 def _diagnostic(jvm):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import estimators.shrinkage as shrinkage
-from advisor.estimate import U
+from advisor.estimation.size_estimates import U
 from estimators.aggregates import Cmp, estimate_groups, pass_probability
 from estimators.deconvolve import posterior_draws
 from estimators.shrinkage import covariate_prior, covariate_stats, local_mean, shrink_groups

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import BadInput
-from workloads.lockstep import run_lockstep
+from workloads.replay.lockstep import run_lockstep
 
 CHILD = """
 import sys, time
 sys.path.insert(0, {root!r})
-from workloads.lockstep import Gate
+from workloads.replay.lockstep import Gate
 gate = Gate.from_env()
 name, steps, fail = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], sys.argv[3] == "1"
 for st in steps:
@@ -55,7 +55,7 @@ def test_a_failing_child_is_bad_input(tmp_path):
 
 
 def test_spark_memory_sizes_are_read_as_spark_reads_them():
-    from workloads.lockstep import size_bytes
+    from workloads.replay.lockstep import size_bytes
 
     assert size_bytes("4g") == 4 << 30 and size_bytes("2048m") == 2 << 30 and size_bytes("2GB") == 2 << 30
     assert size_bytes("512") == 512 << 20  # no unit: MiB, as spark.driver.memory
@@ -67,7 +67,7 @@ def test_isolate_warns_when_its_processes_do_not_fit_in_memory():
     """Nine 2 GiB children (about 4 GiB each with the JVM's and Python's own memory) do not fit in
     20 GiB; five do.  Six do not fit in the 23 GiB that one measured machine had available (they
     came within 0.9 GB of it).  Unknown figures give no warning rather than a guess."""
-    from workloads.lockstep import available_bytes, memory_warning
+    from workloads.replay.lockstep import available_bytes, memory_warning
 
     gib = 1 << 30
     w = memory_warning(9, "2048m", 20 * gib)
@@ -86,7 +86,7 @@ def test_a_resumed_run_counts_only_the_strategies_with_steps_left(tmp_path):
     Before the run is prepared every listed strategy counts; a cut-off last log line is not a step."""
     import json
 
-    from workloads.replay import unfinished
+    from workloads.replay.runner import unfinished
 
     assert unfinished(tmp_path, ["NO-PS", "OPT"]) == ["NO-PS", "OPT"]
     (tmp_path / "plan.json").write_text(json.dumps({"steps": [{"step": 0}, {"step": 1}, {"step": 2}]}))
@@ -100,7 +100,7 @@ def test_a_resumed_run_counts_only_the_strategies_with_steps_left(tmp_path):
 
 
 def test_a_child_gives_heap_back_only_below_its_floor():
-    from workloads.heap import floor_bytes, short_of_memory
+    from workloads.replay.heap_release import floor_bytes, short_of_memory
 
     gib = 1 << 30
     assert floor_bytes(None, 20 * gib) == gib  # default: a twentieth of the machine
@@ -114,7 +114,7 @@ def test_a_child_gives_heap_back_only_below_its_floor():
 
 
 def test_meminfo_fields_are_read_in_bytes():
-    from workloads.lockstep import available_bytes, meminfo_bytes
+    from workloads.replay.lockstep import available_bytes, meminfo_bytes
 
     total, avail = meminfo_bytes("MemTotal"), available_bytes()
     assert total is not None and avail is not None  # the suite runs on Linux

@@ -7,15 +7,15 @@ import math
 
 import pytest
 
-from advisor.capture import capture, capture_batch
-from advisor.catalog import Catalog
-from advisor.maintain import bulk
-from advisor.maintain.service import _sketched, init_state, maintain_sketch
-from advisor.partitions import build_partition
+from advisor.sketch.capture import capture, capture_batch
+from advisor.warehouse.catalog import Catalog
+from advisor.maintain.spark import bulk_init as bulk
+from advisor.maintain.spark.service import _sketched, init_state, maintain_sketch
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
-from advisor.sketches import load_sketch
-from advisor.store import Store
-from workloads.updates import batch_frames
+from advisor.warehouse.sketch_records import load_sketch
+from advisor.warehouse.store import Store
+from workloads.data.update_batches import batch_frames
 
 from diffgen import make_dims, make_facts
 
@@ -118,7 +118,7 @@ def test_bulk_initialised_chain_maintains_to_the_recapture(cat):
 def _maintained_join_batches(cat, seeds):
     """Maintain the join query's sketch over one 30+10-row batch per seed, checking each step
     against a recapture; yields after each batch (dims is never updated)."""
-    from advisor.maintain import spark_base
+    from advisor.maintain.spark import spark_side as spark_base
 
     sql, attr = SUPPORTED[3]
     q = _q(cat, sql)
@@ -138,7 +138,7 @@ def _maintained_join_batches(cat, seeds):
 
 
 def test_unchanged_join_side_is_cached_at_initialisation_and_served_from_memory(cat):
-    from advisor.maintain import spark_base
+    from advisor.maintain.spark import spark_side as spark_base
 
     steps = 0
     for i in _maintained_join_batches(cat, [11, 12, 13]):
@@ -151,7 +151,7 @@ def test_unchanged_join_side_is_cached_at_initialisation_and_served_from_memory(
 
 
 def test_join_side_over_large_tables_is_never_read_whole(cat, monkeypatch):
-    from advisor.maintain import spark_base
+    from advisor.maintain.spark import spark_side as spark_base
 
     monkeypatch.setattr(spark_base, "SIDE_MAX_ROWS", 5)  # dims has 12 rows: too large now
     assert len(list(_maintained_join_batches(cat, [21, 22, 23]))) == 3

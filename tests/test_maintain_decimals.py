@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.capture import capture, capture_batch
-from advisor.catalog import Catalog
+from advisor.sketch.capture import capture, capture_batch
+from advisor.warehouse.catalog import Catalog
 from advisor.maintain.decimals import decimal_type, spark_avg, spark_sum, spark_sums, unscaled
-from advisor.maintain.service import maintain_sketch
-from advisor.partitions import build_partition
+from advisor.maintain.spark.service import maintain_sketch
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
-from advisor.sketches import load_sketch
-from advisor.store import Store
+from advisor.warehouse.sketch_records import load_sketch
+from advisor.warehouse.store import Store
 
 from maintain_helpers import E
 

@@ -1,20 +1,20 @@
 """Sketches for new bindings derived from a template's maintained operator state
-(``advisor.maintain.derive``) equal a capture, and their chains maintain to the recapture."""
+(``advisor.maintain.spark.derive``) equal a capture, and their chains maintain to the recapture."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.capture import capture, capture_batch
-from advisor.catalog import Catalog
-from advisor.maintain.derive import derivable, derive_sketch
-from advisor.maintain.service import maintain_sketch
-from advisor.partitions import build_partition
+from advisor.sketch.capture import capture, capture_batch
+from advisor.warehouse.catalog import Catalog
+from advisor.maintain.spark.derive import derivable, derive_sketch
+from advisor.maintain.spark.service import maintain_sketch
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
-from advisor.sketches import load_sketch
-from advisor.stats import column_stats
-from advisor.store import Store
-from workloads.updates import batch_frames
+from advisor.warehouse.sketch_records import load_sketch
+from advisor.warehouse.column_stats import column_stats
+from advisor.warehouse.store import Store
+from workloads.data.update_batches import batch_frames
 
 from diffgen import make_dims, make_facts
 
@@ -113,7 +113,7 @@ def test_join_below_the_aggregation_is_derived_with_its_bloom_filters(cat, table
 
 def test_large_aggregations_are_captured_not_derived(cat, monkeypatch):
     """Above DERIVE_MAX_GROUPS groups (by the stored NDVs) copying the state costs more than a capture."""
-    import advisor.maintain.derive as D
+    import advisor.maintain.spark.derive as D
 
     sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > {}"
     part = build_partition(cat, "facts", "g1", 12)
@@ -131,8 +131,9 @@ def test_the_gate_counts_a_head_states_groups_not_the_key_product(cat, monkeypat
     """Two correlated group keys: the NDV product overstates the groups, so with the gate at the
     true count a binding is captured while no head has state, and derived once one has (its state's
     recorded groups).  TPC-H SF1 (l_partkey, l_suppkey): 2e9 by the product, 800k held."""
-    import advisor.maintain.derive as D
-    from advisor.maintain import rent, states
+    import advisor.maintain.spark.derive as D
+    from advisor.maintain.policy import state_rental as rent
+    from advisor.maintain.spark import state_store as states
 
     sql = "SELECT g1, g2, sum(v) AS a FROM facts GROUP BY g1, g2 HAVING sum(v) > {}"
     part = build_partition(cat, "facts", "g1", 12)
@@ -166,7 +167,7 @@ def test_stale_stateless_heads_buy_state_by_ski_rental(cat, monkeypatch):
     from that state."""
     import json
 
-    import advisor.maintain.rent as R
+    import advisor.maintain.policy.state_rental as R
 
     sql = "SELECT g1, count(*) AS n, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > {}"
     part = build_partition(cat, "facts", "g1", 12)

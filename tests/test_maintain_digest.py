@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.maintain import reference as ref
-from advisor.maintain.base import PandasBase
+from advisor.maintain.base_side import PandasBase
 from advisor.maintain.engine import Maintainer, Merge
 from maintain_helpers import (PRICE_PART, R_PART, RHO, S8, S_PART, agg, apply_delta, emitted, ex51, fs, ops_of,
                               part, project, q_top, record, rows, rs_tables, sales_rows, sales_table, scan, select,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from advisor.errors import Unsupported
 from advisor.maintain.exprs import evaluate, like_to_regex, mask, spark_substring
-from advisor.maintain.fragments import assign
+from advisor.partition.assign_pandas import assign
 from advisor.maintain.frames import coerce_to, normalize_frame
 from maintain_helpers import E, part
 
@@ -167,7 +167,7 @@ def test_assign_looks_up_narrow_integer_and_date_ranges_exactly(shift, span, bou
     """Integers and whole-day dates of a range narrower than the column go through a lookup table
     (``fragments._search``, only from 4,096 values on); the ids must be ``np.searchsorted``'s,
     NULLs included, at and around every boundary and for values offset from zero."""
-    from advisor.maintain.fragments import _search
+    from advisor.partition.assign_pandas import _search
 
     rng = np.random.default_rng(seed)
     n = 5_000

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.maintain import fragments
+from advisor.partition import assign_pandas as fragments
 from advisor.maintain.frames import _infer_dtype, column_values, from_values, is_null, py_scalar
-from advisor.partitions import RangePartition
+from advisor.partition.range_partition import RangePartition
 
 
 def infer_by_value(vals: list):

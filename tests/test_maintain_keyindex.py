@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings, strategies as st
 
-from advisor.maintain.keyindex import DenseIntKeys, PackedIntKeys, TupleKeys
+from advisor.maintain.key_index import DenseIntKeys, PackedIntKeys, TupleKeys
 
 
 def _frame(vals):
@@ -49,7 +49,7 @@ def test_keys_that_do_not_fit_are_refused_so_the_caller_can_move():
 
 
 def test_aggregate_state_moves_to_the_dict_and_old_pickles_still_load():
-    from advisor.maintain import ops_agg_plain
+    from advisor.maintain.operators import aggregate_arrays as ops_agg_plain
 
     op = ops_agg_plain.PlainAggOp.__new__(ops_agg_plain.PlainAggOp)
     st_old = {"code": {(7,): 0}, "key_of": [(7,)], "free": []}

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from advisor.maintain.policy import (EAGER, LAZY, ArrivalAware, Batched, Eager, Lazy, expected_query_latency,
-                                     make_policy)
+from advisor.maintain.policy.policies import (
+    EAGER, LAZY, ArrivalAware, Batched, Eager, Lazy, expected_query_latency, make_policy)
 
 
 def test_eager_and_lazy():

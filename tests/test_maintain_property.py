@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.maintain import reference as ref
-from advisor.maintain.base import PandasBase
+from advisor.maintain.base_side import PandasBase
 from advisor.maintain.engine import Maintainer, MaintState
 from advisor.plan import ir
 from maintain_helpers import agg, distinct, join, part, project, scan, select, topk, union

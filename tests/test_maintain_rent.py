@@ -1,4 +1,4 @@
-"""Rent or buy operator state (advisor.maintain.rent): the ski-rental rule, and a chain on Spark that
+"""Rent or buy operator state (advisor.maintain.policy.state_rental): the ski-rental rule, and a chain on Spark that
 is recaptured while state does not pay, then buys state and continues incrementally -- equal to a
 fresh capture after every batch either way."""
 
@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.capture import capture, capture_batch
-from advisor.catalog import Catalog
-from advisor.execute import run_query
-from advisor.maintain import rent
-from advisor.maintain.service import maintain_sketch
-from advisor.partitions import build_partition
+from advisor.sketch.capture import capture, capture_batch
+from advisor.warehouse.catalog import Catalog
+from advisor.engine.execute import run_query
+from advisor.maintain.policy import state_rental as rent
+from advisor.maintain.spark.service import maintain_sketch
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
-from advisor.sketches import load_sketch
-from advisor.store import Store
-from workloads.updates import batch_frames
+from advisor.warehouse.sketch_records import load_sketch
+from advisor.warehouse.store import Store
+from workloads.data.update_batches import batch_frames
 
 from diffgen import make_facts
-from workloads.replay_steps import digest
+from workloads.replay.strategy_step import digest
 
 
 @pytest.mark.parametrize("spent,nxt,init,want", [
@@ -103,7 +103,7 @@ def test_state_groups_come_from_the_keys_statistics(spark, tmp_path):
     predicted initialisation grows by groups / GROUPS_PER_S over the same rows."""
     import pandas as pd
 
-    from advisor.stats import column_stats
+    from advisor.warehouse.column_stats import column_stats
     from diffgen import make_dims
 
     cat = Catalog(spark, Store(tmp_path))
@@ -222,7 +222,7 @@ def test_groups_a_plain_run_formed_replace_the_product_of_key_counts(spark, tmp_
     a sketched run, which forms only the groups its filter keeps, does not overwrite them."""
     import pandas as pd
 
-    from advisor.stats import column_stats
+    from advisor.warehouse.column_stats import column_stats
 
     pdf = pd.DataFrame({"k": [i % 500 for i in range(6000)], "v": [float(i % 7) for i in range(6000)]})
     pdf["j"] = pdf["k"] // 5 + 1000 * ((pdf.index // 500) % 2)  # 200 values, two per k: 1,000 pairs

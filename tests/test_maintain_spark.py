@@ -8,15 +8,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.capture import capture, capture_batch, check_safe
-from advisor.catalog import Catalog
+from advisor.sketch.capture import capture, capture_batch, check_safe
+from advisor.warehouse.catalog import Catalog
 from advisor.errors import BadInput
-from advisor.maintain.service import maintain_sketch, stale_heads
-from advisor.partitions import build_partition
+from advisor.maintain.spark.service import maintain_sketch, stale_heads
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
-from advisor.sketches import load_sketch
-from advisor.store import Store
-from workloads.updates import batch_frames
+from advisor.warehouse.sketch_records import load_sketch
+from advisor.warehouse.store import Store
+from workloads.data.update_batches import batch_frames
 
 from diffgen import make_dims, make_facts
 
@@ -95,8 +95,8 @@ def test_superseded_and_retired_states_are_deleted_heads_keep_theirs(cat):
     when it is flushed or evicted, and a superseded head's never."""
     from pathlib import Path
 
-    from advisor.maintain import states
-    from advisor.sketches import retire
+    from advisor.maintain.spark import state_store as states
+    from advisor.warehouse.sketch_records import retire
 
     sql, attr = QUERIES[0]
     q = parse_sql(sql, lambda t: cat.schema(t))

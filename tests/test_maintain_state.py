@@ -10,10 +10,10 @@ import pytest
 
 from advisor.errors import Unsupported
 from advisor.maintain import reference as ref
-from advisor.maintain.base import NEW, OLD, KeyFilter, PandasBase
+from advisor.maintain.base_side import NEW, OLD, KeyFilter, PandasBase
 from advisor.maintain.engine import Maintainer, MaintState
-from advisor.maintain.ops_base import MaintenanceError, NeedsRecapture
-from advisor.maintain.ops_join import KeyBloom
+from advisor.maintain.operators.protocol import MaintenanceError, NeedsRecapture
+from advisor.maintain.operators.join import KeyBloom
 from advisor.maintain.pushdown import pushdown_predicates, rewrite
 from advisor.plan import ir
 from maintain_helpers import (E, agg, distinct, ex51, fs, join, part, project, rows, rs_tables, scan, select, topk,

@@ -1,15 +1,15 @@
 """Lazy maintenance declined when the store's measurements say it costs more than the uses save
-(advisor.maintain.worth through hooks.before_use), on Spark with a real store; the measurements
+(advisor.maintain.policy.catch_up through hooks.before_use), on Spark with a real store; the measurements
 are logged records with chosen seconds, so the decision does not depend on this machine's speed."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.finder import usable_sketches
-from advisor.maintain import rent
-from advisor.maintain.hooks import before_use
-from workloads.updates import batch_frames
+from advisor.sketch.lookup import usable_sketches
+from advisor.maintain.policy import state_rental as rent
+from advisor.maintain.policy.triggers import before_use
+from workloads.data.update_batches import batch_frames
 
 from sketch_helpers import clustered_sketch
 
@@ -70,7 +70,7 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(spark, tmp_pa
         cat.store.log_run("run", SQL, {"template": q.template, "seconds": secs, "sketch": {"id": sk.id},
                                        "metrics": {"rows_read": rows}})
     cat.store.log_run("maintain", SQL, {"template": q.template, "how": "recapture", "seconds": 1.0})
-    from advisor.calibrate import calibrate, plain_proxy, predicted_seconds
+    from advisor.calibration.measured_costs import calibrate, plain_proxy, predicted_seconds
 
     cal = calibrate(cat.store)
     assert predicted_seconds(cal, 500) > 1.3 and plain_proxy(cal, q.template, 500) == 1.0
@@ -85,8 +85,8 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(spark, tmp_pa
 def test_a_template_never_stepped_is_predicted_from_the_other_templates_steps(spark, tmp_path):
     """Before its first incremental step a template's step is predicted as the other templates'
     median step, not as a Spark job's fixed cost (a step without a join runs no job)."""
-    from advisor.calibrate import calibrate
-    from advisor.maintain.worth import evidence
+    from advisor.calibration.measured_costs import calibrate
+    from advisor.maintain.policy.catch_up import evidence
 
     cat, q, sk = _setup(spark, tmp_path, recapture_s=3.0)
     fixed = calibrate(cat.store).fixed_s

@@ -66,10 +66,10 @@ def test_empty_all_drops_every_entry_of_every_cache_whatever_the_budget(cache):
 
 
 def test_every_driver_cache_is_registered():
-    import advisor.estimate  # noqa: F401 - registers on import
-    import advisor.maintain.service  # noqa: F401
-    import advisor.maintain.spark_base  # noqa: F401
-    import advisor.sample_query  # noqa: F401
+    import advisor.estimation.size_estimates  # noqa: F401 - registers on import
+    import advisor.maintain.spark.service  # noqa: F401
+    import advisor.maintain.spark.spark_side  # noqa: F401
+    import advisor.estimation.sample_eval  # noqa: F401
 
     assert {"operator states", "bootstrap blocks", "group estimates", "sample rows", "join sides",
             "joined tables", "drawn samples", "sample fragment ids"} <= set(memory.registered())
@@ -91,7 +91,7 @@ def test_the_budget_follows_the_environment(monkeypatch):
 def test_a_state_put_over_budget_leaves_the_cache_empty(monkeypatch):
     """The caches call the valve themselves: with a budget below what the process already holds,
     a state put into the in-process cache is dropped again at once."""
-    from advisor.maintain import states
+    from advisor.maintain.spark import state_store as states
 
     monkeypatch.setenv(memory.ENV, "1")
     states._cache.clear()

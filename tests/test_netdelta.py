@@ -8,10 +8,10 @@ import random
 import pandas as pd
 import pytest
 
-from advisor import netdelta
-from advisor.catalog import Catalog
-from advisor.metrics import collect_scan_metrics
-from advisor.store import Store
+from advisor.warehouse import net_delta as netdelta
+from advisor.warehouse.catalog import Catalog
+from advisor.engine.scan_metrics import collect_scan_metrics
+from advisor.warehouse.store import Store
 
 
 @pytest.mark.parametrize("start,end,expected", [

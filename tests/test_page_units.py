@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor import layout
+from advisor.layout import clustered_copy as layout
 from advisor.context import Context
-from advisor.metrics import collect_scan_metrics
-from advisor.select import fine_partition
-from advisor.skipping import _page_units, boundary_values, read_fraction_of, read_units
-from advisor.use import range_condition, read_set
+from advisor.engine.scan_metrics import collect_scan_metrics
+from advisor.selection.cost_model import fine_partition
+from advisor.layout.skip_prediction import _page_units, boundary_values, read_fraction_of, read_units
+from advisor.sketch.apply import range_condition, read_set
 
 ATTRS = ("k", "d", "s")
 
@@ -103,7 +103,7 @@ def test_an_unsorted_column_gives_no_page_units(tmp_path):
 def test_one_value_runs_as_an_in_list_skip_pages_like_ranges(ctx, spark, attr, n):
     """At about one value per fragment a sketch's runs become one IN list (``use.POINT_WIDTH``):
     Spark must still skip exactly the pages the model predicts, which needs the session's
-    ``inFilterThreshold`` (``advisor.session``); at Spark's default of 10 values only the list's
+    ``inFilterThreshold`` (``advisor.engine.session``); at Spark's default of 10 values only the list's
     [min, max] reaches Parquet and the scan reads more."""
     c, lays = ctx
     cat = c.catalog

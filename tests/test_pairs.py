@@ -1,4 +1,4 @@
-"""Two-attribute candidates end to end (``advisor.pairs``): offered when each attribute alone is weak,
+"""Two-attribute candidates end to end (``advisor.selection.attribute_pairs``): offered when each attribute alone is weak,
 sized within a few points of the capture, captured as two sketches, used as their conjunction with
 answers equal to the plain run, and maintained to what a recapture gives.
 
@@ -15,13 +15,13 @@ import pandas as pd
 import pytest
 
 from advisor.context import Context
-from advisor.execute import run_query, versions_now
-from advisor.finder import usable_sketches
-from advisor.layout import build_layout
-from advisor.pairs import catch_up, combine
+from advisor.engine.execute import run_query, versions_now
+from advisor.sketch.lookup import usable_sketches
+from advisor.layout.clustered_copy import build_layout
+from advisor.selection.attribute_pairs import catch_up, combine
 from advisor.plan.parse import parse_sql
-from advisor.recommend import recommend
-from advisor.select import CostParams
+from advisor.selection.recommend import recommend
+from advisor.selection.cost_model import CostParams
 
 SQL = "SELECT a, b, sum(x) AS s FROM p GROUP BY a, b HAVING sum(x) > 2000"
 
@@ -80,7 +80,7 @@ def test_the_pair_is_used_as_a_conjunction_with_the_plain_answer(ctx, rec):
 
 
 def test_advisor_run_uses_both_sketches(ctx, rec, capsys):
-    from advisor.cli import main
+    from advisor.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main(["--warehouse", str(ctx.warehouse), "run", SQL])
@@ -91,9 +91,9 @@ def test_advisor_run_uses_both_sketches(ctx, rec, capsys):
 
 
 def test_a_batch_maintains_both_sketches_to_their_recapture(ctx, rec):
-    from advisor.capture import capture
-    from advisor.partitions import load_partition
-    from advisor.sketches import load_sketch
+    from advisor.sketch.capture import capture
+    from advisor.partition.range_partition import load_partition
+    from advisor.warehouse.sketch_records import load_sketch
 
     cat = ctx.catalog
     spark = cat.spark
@@ -103,7 +103,7 @@ def test_a_batch_maintains_both_sketches_to_their_recapture(ctx, rec):
     cur = cat.read("p", cat.current_version("p"), with_rid=True)
     cat.apply_frames("p", spark.createDataFrame(ins), cur.where("a = 0 AND b = 0").select("_rid"))
     done = catch_up(cat, q)
-    from advisor.maintain.hooks import before_use
+    from advisor.maintain.policy.triggers import before_use
 
     done += before_use(cat, q)
     assert len(done) == 2

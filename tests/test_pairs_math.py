@@ -1,4 +1,4 @@
-"""Two-attribute sizing (``estimators.pairs``) on hand-computed cases, without Spark."""
+"""Two-attribute sizing (``estimators.pair_size``) on hand-computed cases, without Spark."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from estimators.pairs import joint_counts, pair_estimate, pair_read_fraction
-from estimators.size import SizeEstimate
+from estimators.pair_size import joint_counts, pair_estimate, pair_read_fraction
+from estimators.sketch_size import SizeEstimate
 
 
 def _est(prob, reps, point=()):

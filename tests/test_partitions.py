@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from pyspark.sql import types as T
 
-from advisor.catalog import Catalog
-from advisor.partitions import RangePartition, assign_column, build_partition
-from advisor.store import Store
-from advisor.use import range_condition
+from advisor.warehouse.catalog import Catalog
+from advisor.partition.range_partition import RangePartition, assign_column, build_partition
+from advisor.warehouse.store import Store
+from advisor.sketch.apply import range_condition
 
 
 def _ref_frag(part, v):
@@ -109,7 +109,7 @@ def test_many_runs_search_tree_selects_exactly_the_fragments(spark, cat, name):
     Parquet reader as a pushed filter (row-group skipping)."""
     import random
 
-    from advisor.use import TREE_LEAF, runs
+    from advisor.sketch.apply import TREE_LEAF, runs
 
     part = build_partition(cat, f"t_{name}", "a", 200)
     rng = random.Random(name)
@@ -141,7 +141,7 @@ def test_empty_sketch_filters_everything():
 
 
 def test_capped_runs_bridge_cheapest_gaps_and_keep_every_fragment():
-    from advisor.use import capped_runs, runs
+    from advisor.sketch.apply import capped_runs, runs
 
     part = RangePartition(1, "t", "a", "bigint", tuple(range(10, 1000, 10)), tuple([5] * 50 + [1] * 51))
     frags = frozenset(range(0, 100, 2))  # 50 isolated fragments, gaps of one fragment each
@@ -161,7 +161,7 @@ def test_capped_runs_bridge_cheapest_gaps_and_keep_every_fragment():
 def test_partition_carried_over_small_batches_has_exact_sizes(spark, tmp_path, name):
     """fine_partition at a later version reuses the boundaries and updates the fragment sizes from
     the batch files; they equal Spark's assignment of the new version's rows."""
-    from advisor.select import fine_partition
+    from advisor.selection.cost_model import fine_partition
 
     typ, vals = CASES[name]
     schema = T.StructType([T.StructField("a", typ, True)])
@@ -188,7 +188,7 @@ def test_jvm_bucketizer_equals_pyspark_wrapper(spark):
     outer splits, and for NaN / NULL (``handleInvalid=keep``), with 10,002 splits."""
     from pyspark.ml.feature import Bucketizer
 
-    from advisor.partitions import _bucketize
+    from advisor.partition.range_partition import _bucketize
 
     splits = [float("-inf")] + [i * 0.5 - 2500.0 for i in range(10_000)] + [float("inf")]
     vals = [i * 0.25 - 2600.0 for i in range(21_000)] + [float("nan"), None, -1e300, 1e300, 0.0, -0.0]
@@ -207,7 +207,7 @@ def test_short_runs_become_one_in_list_that_parquet_receives(spark, cat, name):
     """On an integer or date column, runs of at most ``POINT_WIDTH`` values are written as one IN
     list (wider runs stay ranges): the filter must still admit exactly the chosen fragments' rows,
     and the list must reach the Parquet reader as a value set, not as its [min, max]."""
-    from advisor.use import POINT_WIDTH
+    from advisor.sketch.apply import POINT_WIDTH
 
     part = build_partition(cat, f"t_{name}", "a", 1000)  # ~one value per fragment
     rows = assign_column(cat.read(f"t_{name}"), "a", part, "f").collect()

@@ -2,7 +2,7 @@
 
 Differential: whatever the prefetch serves must be bit for bit what the estimator draws inline,
 the generator must be left where inline draws leave it, and a prefetch for another layout must not
-be served.  The end-to-end test draws a fresh sample through ``advisor.estimate`` and checks that
+be served.  The end-to-end test draws a fresh sample through ``advisor.estimation.size_estimates`` and checks that
 the prefetch was claimed and that every size equals the estimate made with prefetching off.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import advisor.estimate as estimate_mod
-from advisor.estimate import analyze, estimate
+import advisor.estimation.size_estimates as estimate_mod
+from advisor.estimation.size_estimates import analyze, estimate
 from advisor.plan.parse import parse_sql
 from estimators import bootstrap as bs
 from estimators import prefetch

@@ -1,5 +1,5 @@
 """The prior mean's shared error in the posterior replicates (``estimators.prior_noise``) and the
-expected size taken over the replicates jointly (``estimators.size.JOINT_EXPECTATION``).  Pure
+expected size taken over the replicates jointly (``estimators.sketch_size.JOINT_EXPECTATION``).  Pure
 numpy/pandas; truths are simulated or built by hand."""
 
 import numpy as np
@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 import estimators.shrinkage as shrinkage
-import estimators.size as size
+import estimators.sketch_size as size
 from estimators.prior_noise import apply, prior_error_draws
 from estimators.shrinkage import covariate_order, local_mean
-from estimators.size import estimate_size
+from estimators.sketch_size import estimate_size
 
 
 def test_smoothers_match_the_prior_means_they_stand_for():

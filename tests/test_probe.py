@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from advisor.calibrate import calibrate
-from advisor.cli import main
+from advisor.calibration.measured_costs import calibrate
+from advisor.cli.main import main
 from advisor.context import Context
-from advisor.probe import PROBE_ROWS, PROBE_RUNS, latest_probe, record_probe
+from advisor.calibration.probe import PROBE_ROWS, PROBE_RUNS, latest_probe, record_probe
 
 
 def test_the_probe_is_logged_and_leaves_no_files(spark, tmp_path):

@@ -18,8 +18,8 @@ from rich.console import Console
 
 from advisor.context import Context
 from advisor.errors import BadInput
-from advisor.layout import build_layout
-from advisor.recommend import recommend, recommend_command
+from advisor.layout.clustered_copy import build_layout
+from advisor.selection.recommend import recommend, recommend_command
 
 HAVING = "SELECT g, sum(val) AS s FROM t GROUP BY g HAVING sum(val) > 5000"
 
@@ -101,13 +101,13 @@ def test_exact_method_sizes_group_by_candidates_from_one_capture(ctx):
     """method exact: CB-OPT-GB's candidate g is sized by a capture by value; its size equals a
     fragment-id capture's, and the saved sketch is that capture. CB-OPT's pool holds non-group-by
     attributes, which only the estimator sizes: it falls back to sampling."""
-    from advisor.capture import capture
-    from advisor.execute import versions_now
-    from advisor.finder import sketch_rows
+    from advisor.sketch.capture import capture
+    from advisor.engine.execute import versions_now
+    from advisor.sketch.lookup import sketch_rows
     from advisor.plan.parse import parse_sql
-    from advisor.sketches import load_sketch
+    from advisor.warehouse.sketch_records import load_sketch
 
-    from advisor.select import CostParams
+    from advisor.selection.cost_model import CostParams
 
     rec = recommend(ctx, HAVING, "CB-OPT-GB", method="exact", fragments=100, capture=True,
                     params=CostParams(measured=False))  # priors: the go does not depend on earlier tests
@@ -135,7 +135,7 @@ def test_read_fraction_follows_the_layout(ctx):
     assert c["g"]["read_fraction"] <= c["g"]["selectivity"] + 0.1
     assert c["ts"]["read_fraction"] > 0.95 and c["ts"]["go"] is False
     # g is the pick; whether it is a go depends on the capture costs earlier tests measured in
-    # this store (``advisor.calibrate``), so only the layout's part of the reason is checked
+    # this store (``advisor.calibration.measured_costs``), so only the layout's part of the reason is checked
     assert rec["decision"]["attr"] == "g" and "(layout " in rec["decision"]["reason"]
 
 
@@ -144,11 +144,11 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     whose base files hold about one group each, with a coarse layout (10 groups per file, so every
     layout file holds one of the 20 passing groups), is read from its base files, skipping most
     of their rows, with the plain answer."""
-    from advisor.capture import capture
-    from advisor.execute import run_query, versions_now
-    from advisor.partitions import load_partition
+    from advisor.sketch.capture import capture
+    from advisor.engine.execute import run_query, versions_now
+    from advisor.partition.range_partition import load_partition
     from advisor.plan.parse import parse_sql
-    from advisor.use import layout_pays
+    from advisor.sketch.apply import layout_pays
 
     cat = ctx.catalog
     q = parse_sql(HAVING, ctx.schema_lookup())
@@ -167,7 +167,7 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     assert sorted(plain.rows) == sorted(sketched.rows) and len(plain.rows) == 20
     assert all(sc["relation"].endswith("_base") for sc in sketched.metrics.scans)  # not the layout
     assert sketched.metrics.rows_read < plain.metrics.rows_read / 2  # row groups of sketched groups
-    from advisor.finder import read_fraction  # predicts the read of the files the scan really opens
+    from advisor.sketch.lookup import read_fraction  # predicts the read of the files the scan really opens
 
     assert read_fraction(cat, skc, vc) == pytest.approx(sketched.metrics.rows_read / plain.metrics.rows_read, abs=0.05)
 
@@ -212,7 +212,7 @@ def test_a_covariate_prior_is_named_in_the_estimation_notes(ctx, spark):
 def test_the_first_advice_of_a_process_is_marked_cold(ctx, monkeypatch):
     """Only the process's first sampling or sizing is ``cold`` (``calibrate.warm_first``); a
     recommendation that neither samples nor sizes (NO-PS) warms nothing."""
-    import advisor.recommend as r
+    import advisor.selection.recommend as r
 
     monkeypatch.setattr(r, "_advised", False)
     none = recommend(ctx, HAVING, "NO-PS")

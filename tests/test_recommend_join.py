@@ -14,16 +14,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.capture import capture_batch
+from advisor.sketch.capture import capture_batch
 from advisor.context import Context
-from advisor.execute import run_query
-from advisor.layout import build_layout
-from advisor.maintain.service import maintain_sketch
-from advisor.partitions import load_partition
+from advisor.engine.execute import run_query
+from advisor.layout.clustered_copy import build_layout
+from advisor.maintain.spark.service import maintain_sketch
+from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
-from advisor.recommend import recommend as _recommend
-from advisor.select import CostParams
-from advisor.sketches import load_sketch
+from advisor.selection.recommend import recommend as _recommend
+from advisor.selection.cost_model import CostParams
+from advisor.warehouse.sketch_records import load_sketch
 
 SQL = "SELECT day, sum(v) AS s FROM ff JOIN dd ON fk = dk GROUP BY day HAVING sum(v) > 8000"
 HEAVY = {d for d in range(100) if d % 10 == 3}

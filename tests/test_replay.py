@@ -19,7 +19,7 @@ BASELINE = ROOT / "workloads" / "baselines" / "ci" / "run.json"
 
 @pytest.fixture(scope="module")
 def ci_run(spark, tmp_path_factory):
-    from workloads.replay import replay
+    from workloads.replay.runner import replay
 
     base = tmp_path_factory.mktemp("replay")
     ctx = Context(base / "wh", spark=spark)
@@ -82,7 +82,7 @@ def test_report_of_the_run_renders_in_chromium(ci_run, tmp_path):
 
 
 def _cli(*args) -> int:
-    from advisor.cli import main
+    from advisor.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main(list(args))
@@ -97,8 +97,8 @@ def test_gate_passes_against_the_committed_baseline(ci_run, capsys):
 
 def test_gate_fails_on_a_degraded_run(spark, tmp_path, monkeypatch, capsys):
     """Degrade the engine for real: the finder refuses every sketch, so CB-OPT-GB scans everything."""
-    import advisor.finder as finder
-    from workloads.replay import replay
+    import advisor.sketch.lookup as finder
+    from workloads.replay.runner import replay
 
     monkeypatch.setattr(finder, "MAX_USE_SELECTIVITY", -1.0)
     run_dir = replay(Context(tmp_path / "wh", spark=spark), str(CI), out=str(tmp_path / "run"))
@@ -118,8 +118,8 @@ def test_gate_bad_input_is_exit_2(tmp_path, capsys):
 
 
 def test_interrupted_replay_resumes(spark, tmp_path, monkeypatch):
-    import workloads.replay_steps as rs
-    from workloads.replay import replay
+    import workloads.replay.strategy_step as rs
+    from workloads.replay.runner import replay
 
     wl = tmp_path / "tiny.yaml"
     wl.write_text(
@@ -153,7 +153,7 @@ def test_interrupted_replay_resumes(spark, tmp_path, monkeypatch):
     keys = [(q["strategy"], q["step"]) for q in doc["queries"]]
     assert sorted(keys) == sorted([(s, i) for s in ("NO-PS", "CB-OPT-GB") for i in (0, 2, 3)])
     assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
-    # one process, no lockstep gate: the JVM never gives heap back (``workloads.heap``)
+    # one process, no lockstep gate: the JVM never gives heap back (``workloads.replay.heap_release``)
     assert all(p["heap_releases"] == 0 for p in doc["summary"]["per_strategy"].values())
     # a different workload file in the same run directory is refused, not mixed in
     wl.write_text(wl.read_text().replace("seed: 3", "seed: 4"))
@@ -186,7 +186,7 @@ def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, 
     assert [(e["step"], e["strategy"]) for e in log] == (
         [(i, s) for i in (0, 1, 2) for s in ("NO-PS", "CB-OPT-GB")] + [(None, "NO-PS"), (None, "CB-OPT-GB")])
     assert all(e["type"] == "flush" for e in log[-2:])
-    # each child gave its idle heap back before each of its three steps (``workloads.heap``)
+    # each child gave its idle heap back before each of its three steps (``workloads.replay.heap_release``)
     released = {}
     for e in log[:-2]:
         heap = (e["record"] if e["type"] == "query" else e)["heap"]  # every step was preceded by one
@@ -212,7 +212,7 @@ def test_isolated_replay_runs_each_strategy_in_its_own_process(spark, tmp_path, 
 def test_a_strategys_final_state_write_counts_in_its_cumulative_time():
     """The operator states a strategy still holds are written when it finishes (``states``, written
     behind); that write is maintenance, charged to the strategy, not hidden."""
-    from workloads.run_summary import summarize
+    from workloads.replay.run_summary import summarize
 
     def rec(strategy, step, total):
         return {"strategy": strategy, "step": step, "selectivity": {"real": None}, "decision": {"action": "plain"},
@@ -231,7 +231,7 @@ def test_draws_of_a_random_strategy_replay_side_by_side(spark, tmp_path):
     """``RAND-GB@2`` is RAND-GB with its picks seeded apart: replayed as a strategy of its own, on
     the same steps, with the same answers, and its first decision weighs a group-by attribute that
     not every draw picks."""
-    from workloads.replay import replay
+    from workloads.replay.runner import replay
 
     wl = tmp_path / "draws.yaml"
     wl.write_text(

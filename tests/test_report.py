@@ -218,8 +218,8 @@ def test_bad_run_dirs_raise(tmp_path):
 
 def test_queries_timed_after_a_heap_release_are_counted_on_their_strategys_card(tmp_path):
     """Under --isolate a child short of memory gives JVM heap back before a step, and that step's
-    time includes the heap's regrowth (``workloads.heap``): the card says how many queries it touched."""
-    from workloads.run_summary import summarize
+    time includes the heap's regrowth (``workloads.replay.heap_release``): the card says how many queries it touched."""
+    from workloads.replay.run_summary import summarize
 
     run = synthetic_run()
     touched = [q for q in run["queries"] if q["strategy"] == "CB-OPT-GB"][:2]

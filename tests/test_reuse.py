@@ -7,8 +7,8 @@ import sqlglot
 from hypothesis import given, settings, strategies as st
 
 from advisor.plan import ir
-from advisor.reuse import check_reuse, cnf
-from advisor.z3enc import Encoder
+from advisor.safety.reuse_check import check_reuse, cnf
+from advisor.safety.z3_encoding import Encoder
 
 STATS = {("cities", "popden"): (2000, 7000), ("cities", "state"): ("AK", "TX")}
 

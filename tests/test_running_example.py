@@ -4,13 +4,13 @@ wrong when the unsafe popden sketch is forced onto the avg query."""
 import pandas as pd
 import pytest
 
-from advisor.capture import capture, check_safe
-from advisor.catalog import Catalog
+from advisor.sketch.capture import capture, check_safe
+from advisor.warehouse.catalog import Catalog
 from advisor.errors import BadInput
-from advisor.execute import run_query
-from advisor.partitions import build_partition
+from advisor.engine.execute import run_query
+from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
-from advisor.store import Store
+from advisor.warehouse.store import Store
 
 CITIES = pd.DataFrame({
     "popden": [4200, 6000, 5000, 7000, 2000, 3700, 2500],

@@ -10,7 +10,7 @@ import sqlglot
 from hypothesis import given, settings, strategies as st
 
 from advisor.plan import ir
-from advisor.safety import NOT_NULL, check_combination, check_safety, safe_candidates
+from advisor.safety.static_check import NOT_NULL, check_combination, check_safety, safe_candidates
 
 STATS = {("cities", "popden"): (2000, 7000), ("cities", "city"): ("Anchorage", "San Diego"),
          ("cities", "state"): ("AK", "TX")}
@@ -234,7 +234,7 @@ def test_accepted_sketches_are_safe(rows, bounds, c, shape):
 
 # ---------------- encoder ----------------
 def test_encoder_semantics():
-    from advisor.z3enc import Encoder, valid
+    from advisor.safety.z3_encoding import Encoder, valid
     enc = Encoder({"a": "int", "b": "decimal(10,2)", "s": "string", "d": "date", "t": "timestamp"})
     D, P = enc.side(""), enc.side("__ps")
     f = lambda sql, v=D: enc.encode_bool(E(sql), v)  # noqa: E731
@@ -274,7 +274,7 @@ def test_parser_running_example():
 def test_z3_work_runs_with_automatic_collection_off_and_restores_it():
     import gc
 
-    from advisor.z3enc import z3_section
+    from advisor.safety.z3_encoding import z3_section
 
     assert gc.isenabled()
     with z3_section():

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.catalog import Catalog
-from advisor.estimate import get_sample
-from advisor.store import Store
-from estimators.sample_delta import maintain
-from estimators.sampling import stratified_sample
+from advisor.warehouse.catalog import Catalog
+from advisor.estimation.size_estimates import get_sample
+from advisor.warehouse.store import Store
+from estimators.sampling.sample_delta import maintain
+from estimators.sampling.reservoir_spark import stratified_sample
 
 THETA, SEED = 0.1, 3
 

@@ -1,4 +1,4 @@
-"""The sample query on the driver (`advisor.sample_query`) against the same query run by Spark.
+"""The sample query on the driver (`advisor.estimation.sample_eval`) against the same query run by Spark.
 
 Table ``s``: 6,000 rows, 40 groups ``g``, a DECIMAL price and discount, a string with NULLs, a
 date and a double with NULLs.  For each query the frame the estimators read (keys, arguments,
@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 from advisor.context import Context
-from advisor.estimate import SID, U, analyze, estimate, get_sample, sample_frame
+from advisor.estimation.size_estimates import SID, U, analyze, estimate, get_sample, sample_frame
 from advisor.plan.parse import parse_sql
-from advisor.sample_query import local_frame
-from advisor.select import fine_partition
+from advisor.estimation.sample_eval import local_frame
+from advisor.selection.cost_model import fine_partition
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +123,7 @@ def test_estimated_sizes_do_not_depend_on_the_path(ctx, sql):
 
 
 def _dimension(ctx):
-    from advisor.sample_query import dimension_frame
+    from advisor.estimation.sample_eval import dimension_frame
 
     cat = ctx.catalog
     return lambda scan: dimension_frame(cat, scan, cat.current_version(scan.table))
@@ -146,7 +146,7 @@ def test_cached_joined_table_frames_are_shared_unchanged(ctx):
 
 
 def test_unreadable_joins_and_date_arguments_take_the_spark_path(ctx, monkeypatch):
-    import advisor.sample_query as sq
+    import advisor.estimation.sample_eval as sq
 
     cat = ctx.catalog
     join = ("SELECT s.g, sum(price) FROM s JOIN dim ON s.g = dim.g WHERE w = 1 GROUP BY s.g "
@@ -167,8 +167,8 @@ def test_driver_fragment_ids_equal_spark_assign_column(ctx, spark):
     """``estimate._fragment_ids`` assigns the sample's fragments on the driver; every id must be
     the one Spark's ``assign_column`` gives the same sample row, for each column type (int,
     decimal, date, double with NULLs, string with NULLs, timestamp), boundary values included."""
-    from advisor.estimate import _fragment_ids
-    from advisor.partitions import assign_column
+    from advisor.estimation.size_estimates import _fragment_ids
+    from advisor.partition.range_partition import assign_column
 
     cat = ctx.catalog
     if "ts" not in cat.tables():
@@ -196,6 +196,6 @@ def test_driver_fragment_ids_equal_spark_assign_column(ctx, spark):
             assert ours.tolist() == want[f"__s{i}"].astype(np.int64).tolist(), k
             assert len(set(ours.tolist())) > 3, k  # the partition really splits the sample
         if table == "s":  # integer values sitting exactly on a boundary were among those compared
-            from advisor.values import decode_value
+            from advisor.warehouse.value_kinds import decode_value
             bounds = {decode_value(b, parts[("g", 30)].dtype) for b in parts[("g", 30)].boundaries}
             assert df.filter(df.g.isin(list(bounds))).count() > 0

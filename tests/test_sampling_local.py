@@ -12,15 +12,15 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
-from advisor import estimate as estimate_module
-from advisor import samples as samples_module
-from advisor.catalog import Catalog
-from advisor.estimate import get_sample
-from advisor.store import Store
-from estimators import sampling_local
-from estimators.sampling import _key, stratified_sample
-from estimators.spark_hash import sample_keys
-from estimators.stratum_labels import labels, supported_spark_type
+from advisor.estimation import size_estimates as estimate_module
+from advisor.estimation import sample_store as samples_module
+from advisor.warehouse.catalog import Catalog
+from advisor.estimation.size_estimates import get_sample
+from advisor.warehouse.store import Store
+from estimators.sampling import reservoir_local as sampling_local
+from estimators.sampling.reservoir_spark import _key, stratified_sample
+from estimators.sampling.spark_hash import sample_keys
+from estimators.sampling.stratum_labels import labels, supported_spark_type
 
 
 def test_keys_equal_spark_xxhash64(spark):
@@ -153,7 +153,7 @@ def test_estimates_do_not_depend_on_where_the_sample_was_drawn(spark, tmp_path, 
     """Spark writes a sample in shuffle order, the driver in table order: the same rows must give the
     same estimates, intervals included."""
     from advisor.context import Context
-    from advisor.estimate import analyze, estimate
+    from advisor.estimation.size_estimates import analyze, estimate
     from advisor.plan.parse import parse_sql
 
     rng = np.random.default_rng(9)
@@ -239,7 +239,7 @@ def test_a_narrow_sample_is_maintained_with_its_columns(spark, tmp_path):
 
 def test_estimates_over_a_narrow_sample_equal_those_over_a_full_one(spark, tmp_path, monkeypatch):
     from advisor.context import Context
-    from advisor.estimate import analyze, estimate
+    from advisor.estimation.size_estimates import analyze, estimate
 
     from advisor.plan.parse import parse_sql
 
@@ -287,8 +287,8 @@ def test_stratum_codes_number_values_by_first_appearance_with_null_as_a_value(nc
     key of few possible values through a dense array, and factorizes one of many (forced here by
     a negative ``DENSE_SLACK``): every way the codes are pandas' factorize of the rows' value tuples
     (NULL a value of its own), and ``first`` is each code's first row; chunked columns included."""
-    from estimators import stratum_labels
-    from estimators.stratum_labels import group_codes
+    from estimators.sampling import stratum_labels
+    from estimators.sampling.stratum_labels import group_codes
 
     if not dense:
         monkeypatch.setattr(stratum_labels, "DENSE_SLACK", -10 ** 9)
@@ -322,7 +322,7 @@ def test_stratum_codes_number_values_by_first_appearance_with_null_as_a_value(nc
 def test_stratum_codes_of_integer_and_date_columns_match_factorize(make):
     """Integer and date strata indexed by their offset from the minimum (or, too wide or all NULL,
     dictionary-encoded) number the values exactly as pandas' factorize does, alone and paired."""
-    from estimators.stratum_labels import group_codes
+    from estimators.sampling.stratum_labels import group_codes
 
     rng = np.random.default_rng(11)
     for _ in range(60):
@@ -354,7 +354,7 @@ def test_stratum_then_key_order_is_lexsort(G, ties):
 def test_a_drawn_sample_is_read_from_memory_as_from_its_file(spark, tmp_path, monkeypatch):
     """The draw primes ``sample_query`` with the table it wrote, so its estimate reads the rows from
     memory: dates, timestamps, decimals, strings and NULLs must come back exactly as from the file."""
-    from advisor import sample_query
+    from advisor.estimation import sample_eval as sample_query
 
     monkeypatch.setattr(samples_module, "LOCAL_DRAW", True)
     rng = np.random.default_rng(5)

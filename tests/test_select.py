@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.estimate import CannotEstimate, analyze
-from advisor.partitions import RangePartition
+from advisor.estimation.size_estimates import CannotEstimate, analyze
+from advisor.partition.range_partition import RangePartition
 from advisor.plan.parse import parse_sql
-from advisor.select import (Candidate, CostParams, SizeSummary, Workload, best_granularity, cannot_pay, choose,
-                            cost, derive_partition, draw_seed, granularities_for, pool_of, strategy_draw)
+from advisor.selection.cost_model import (
+    Candidate, CostParams, SizeSummary, Workload, best_granularity, cannot_pay, choose, cost,
+    derive_partition, draw_seed, granularities_for, pool_of, strategy_draw)
 from estimators.aggregates import And, Cmp, Not, Or
 
 T = 1_000_000
@@ -78,7 +79,7 @@ def test_upper_bound_above_max_sel_is_no_go_even_with_many_reuses():
 def test_a_sketch_the_finder_would_not_use_is_no_go():
     """A 2 % sketch whose fragments leave 60 % of the row groups to read would be refused at use
     (``finder.MAX_USE_READ``), however much the row count promises: no-go with the reason."""
-    from advisor.finder import MAX_USE_READ
+    from advisor.sketch.lookup import MAX_USE_READ
 
     assert CostParams().max_read == MAX_USE_READ == 0.5
     c = cost(summ(0.02, frags=20).with_read(0.6, "row groups"), "a", T, Workload(1000), CostParams())
@@ -170,7 +171,7 @@ def test_no_ps_and_empty_pools_are_no_go_with_a_reason():
 
 
 def test_expectation_outside_its_replicate_interval_is_clamped():
-    class Est:  # the fields SizeSummary.of reads from estimators.size.SizeEstimate
+    class Est:  # the fields SizeSummary.of reads from estimators.sketch_size.SizeEstimate
         selectivity_ci, selectivity_expected, selectivity_point, fragments_expected, method = \
             (0.97, 0.99), 0.997, 0.98, 900.0, "replicates"
     part = RangePartition(0, "t", "a", "int", tuple(range(999)), (), 1, 1000)
@@ -249,8 +250,8 @@ def test_unsupported_shapes_give_a_reason(sql, msg):
 def test_reuse_and_update_rate_are_predicted_from_the_store(tmp_path):
     import time
 
-    from advisor.predict import predict_workload
-    from advisor.store import Store
+    from advisor.selection.forecast import predict_workload
+    from advisor.warehouse.store import Store
 
     store = Store(tmp_path)
     tpl = "SELECT pid, sum(numcrimes) AS s FROM crimes GROUP BY pid HAVING sum(numcrimes) > {}"
@@ -277,7 +278,7 @@ def test_reuse_and_update_rate_are_predicted_from_the_store(tmp_path):
 def test_shrinkage_repairs_the_inflated_pass_rate_of_noisy_groups(dist):
     import pandas as pd
 
-    from advisor.estimate import U, shrink_groups
+    from advisor.estimation.size_estimates import U, shrink_groups
     from estimators.aggregates import estimate_groups, pass_probability
 
     rng = np.random.default_rng(5)
@@ -302,7 +303,7 @@ def test_student_t_prior_keeps_tail_groups_that_the_normal_prior_pulls_under_the
     the bulk; the Student-t prior leaves them above the threshold, while the bulk still shrinks."""
     import pandas as pd
 
-    from advisor.estimate import U, shrink_groups
+    from advisor.estimation.size_estimates import U, shrink_groups
     from estimators.aggregates import estimate_groups, pass_probability
 
     rng = np.random.default_rng(11)
@@ -333,7 +334,7 @@ def test_shrinkage_keeps_the_pass_rate_when_the_spread_is_a_tenth_of_the_noise(n
     one) once drove it to the floor and cut the pass rate of a high threshold four-fold."""
     import pandas as pd
 
-    from advisor.estimate import U, shrink_groups
+    from advisor.estimation.size_estimates import U, shrink_groups
     from estimators.aggregates import estimate_groups, pass_probability
 
     rng = np.random.default_rng(3)

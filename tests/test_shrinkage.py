@@ -5,7 +5,7 @@ uninformative one does not.  Pure numpy/pandas."""
 import numpy as np
 import pandas as pd
 
-from advisor.estimate import U
+from advisor.estimation.size_estimates import U
 from estimators.aggregates import Cmp, estimate_groups, pass_probability
 from estimators.shrinkage import shrink_groups
 

@@ -1,4 +1,4 @@
-"""Layout-aware read fractions (advisor.skipping): pure logic on hand-built read units."""
+"""Layout-aware read fractions (advisor.layout.skip_prediction): pure logic on hand-built read units."""
 
 import datetime as dt
 from decimal import Decimal
@@ -6,9 +6,9 @@ from decimal import Decimal
 import pandas as pd
 import pytest
 
-from advisor.partitions import RangePartition
-from advisor.skipping import (ReadUnit, expected_read_fraction, fragment_spans, read_fraction_of,
-                              sketch_read_fraction, skip_ceiling)
+from advisor.partition.range_partition import RangePartition
+from advisor.layout.skip_prediction import (
+    ReadUnit, expected_read_fraction, fragment_spans, read_fraction_of, sketch_read_fraction, skip_ceiling)
 
 # Four files of 100 rows clustered on a value in [0, 400): file k holds [100k, 100k + 99].
 CLUSTERED = [ReadUnit(100, 100 * k, 100 * k + 99) for k in range(4)]
@@ -87,7 +87,7 @@ def test_bridged_gaps_are_read_for_certain():
 
 
 def test_read_set_bridges_to_the_cap_and_keeps_nulls():
-    from advisor.use import read_set
+    from advisor.sketch.apply import read_set
 
     part = RangePartition(1, "t", "a", "int", tuple(range(1, 10)), (10,) * 10 + (0,), 0, 10)
     frs = frozenset({0, 2, 4, 6, 10})  # four single-fragment runs and the NULL fragment
@@ -99,7 +99,7 @@ def test_read_set_bridges_to_the_cap_and_keeps_nulls():
 # ---- the numeric fast path against the per-unit loop (hypothesis) ----
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from advisor.skipping import _keep_scalar, unit_keep_probability  # noqa: E402
+from advisor.layout.skip_prediction import _keep_scalar, unit_keep_probability  # noqa: E402
 
 
 def _prob_tables(p, null_prob):
@@ -146,7 +146,7 @@ def test_strings_take_the_per_unit_loop():
 
 
 def test_inserted_rows_unit_keeps_the_fast_path_exact():
-    from advisor.skipping import _keep_scalar, _with_inserts
+    from advisor.layout.skip_prediction import _keep_scalar, _with_inserts
 
     files = tuple(ReadUnit(100, 100 * k, 100 * k + 99) for k in range(4)) + (ReadUnit(30, None, None, nulls=30),)
     for added in (0, 250):

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import estimators.shrinkage as sh
-from advisor.estimate import U
+from advisor.estimation.size_estimates import U
 from estimators.aggregates import Cmp, estimate_groups, pass_probability
 from estimators.shrinkage import covariate_prior, size_prior_variance, split_bins
 

@@ -1,4 +1,4 @@
-"""Operator-state persistence (``advisor.maintain.states``): written behind, read back equal, and a
+"""Operator-state persistence (``advisor.maintain.spark.state_store``): written behind, read back equal, and a
 state whose file was never written reads as no state.  A real SQLite store; no Spark."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from advisor.maintain import states
+from advisor.maintain.spark import state_store as states
 from advisor.maintain.engine import Maintainer, MaintState
-from advisor.store import Store
+from advisor.warehouse.store import Store
 from maintain_helpers import ex51, part, rs_tables
 
 SK2 = {1: ("a", part("R", "a", (6,))), 2: ("c", part("S", "c", (7,)))}
@@ -101,7 +101,7 @@ def test_a_process_writes_its_dirty_states_when_it_exits(tmp_path):
         sys.path.insert(0, {str(tests)!r})
         from advisor.maintain import states
         from advisor.maintain.engine import Maintainer
-        from advisor.store import Store
+        from advisor.warehouse.store import Store
         from maintain_helpers import ex51, part, rs_tables
         sk = {{1: ("a", part("R", "a", (6,))), 2: ("c", part("S", "c", (7,)))}}
         st = Maintainer.init(ex51(), sk, rs_tables())

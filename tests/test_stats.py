@@ -8,9 +8,9 @@ import datetime as dt
 
 import pandas as pd
 
-from advisor.catalog import Catalog
-from advisor.stats import column_stats
-from advisor.store import Store
+from advisor.warehouse.catalog import Catalog
+from advisor.warehouse.column_stats import column_stats
+from advisor.warehouse.store import Store
 
 
 def _frame(lo: int, n: int) -> pd.DataFrame:

@@ -3,8 +3,8 @@ store and Spark): a table created again restarts at version 1, which old sketche
 
 from __future__ import annotations
 
-from advisor.finder import usable_sketches
-from advisor.layout import build_layout
+from advisor.sketch.lookup import usable_sketches
+from advisor.layout.clustered_copy import build_layout
 
 from diffgen import make_facts
 from sketch_helpers import clustered_sketch
@@ -15,8 +15,8 @@ SQL = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) < 300"
 def test_a_replaced_table_retires_the_sketches_and_decisions_that_read_it(spark, tmp_path):
     """Created again under the same name, a table restarts at version 1: the old sketch's data
     version would match, and its fragments (of data that is gone) would filter the new rows."""
-    from advisor.decisions import recall, remember
-    from advisor.execute import run_query
+    from advisor.selection.decision_memory import recall, remember
+    from advisor.engine.execute import run_query
 
     cat, q, parts, sk = clustered_sketch(spark, tmp_path, SQL)
     remember(cat.store, q.template, "CB-OPT-GB", go=True, reason="go", table="facts", attr="g1",

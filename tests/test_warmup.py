@@ -1,4 +1,4 @@
-"""The replay's untimed warm-up (``workloads.warmup``): it warms the process and leaves no trace in
+"""The replay's untimed warm-up (``workloads.replay.warmup``): it warms the process and leaves no trace in
 what the strategies decide, read, answer or store (differential against the same replay without it)."""
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def _store_counts(run_dir, strategy: str) -> dict:
 
 
 def test_warm_up_leaves_decisions_reads_answers_and_stores_as_without_it(spark, tmp_path):
-    from advisor.maintain import states
-    from workloads.replay import replay
+    from advisor.maintain.spark import state_store as states
+    from workloads.replay.runner import replay
 
     cold, warm = tmp_path / "cold.yaml", tmp_path / "warm.yaml"
     cold.write_text(WORKLOAD)
@@ -78,7 +78,7 @@ def test_a_negative_warmup_is_a_schema_error(tmp_path):
     import pytest
 
     from advisor.errors import BadInput
-    from workloads.workload_file import load_workload
+    from workloads.replay.workload_file import load_workload
 
     p = tmp_path / "w.yaml"
     p.write_text(WORKLOAD + "warmup: -1\n")

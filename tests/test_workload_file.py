@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import BadInput
-from workloads.steps import literal, plan_order
-from workloads.workload_file import load_workload
+from workloads.replay.step_list import literal, plan_order
+from workloads.replay.workload_file import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = """name: w
@@ -89,7 +89,7 @@ def test_bad_yaml_and_missing_file(tmp_path):
 
 
 def test_cli_rejects_a_bad_workload_with_exit_2(tmp_path, capsys):
-    from advisor.cli import main
+    from advisor.cli.main import main
 
     p = _write(tmp_path, GOOD.replace("policy", "x").replace("seed: 1", "seed: 1\npolicy: sometimes"))
     with pytest.raises(SystemExit) as e:
@@ -120,7 +120,7 @@ def test_a_prepared_run_serves_a_file_that_changes_only_its_settings(tmp_path):
     partial log of the other file is never resumed under this one."""
     import json
 
-    from workloads.replay import prepare
+    from workloads.replay.runner import prepare
 
     base = load_workload(_write(tmp_path, GOOD))
     (tmp_path / "v2").mkdir()

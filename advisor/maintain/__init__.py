@@ -15,9 +15,9 @@ Public API:
 * `policy`: Eager, Lazy, Batched, ArrivalAware, make_policy.
 """
 
-from .base import NEW, OLD, BaseSide, KeyFilter, PandasBase
-from .engine import Maintainer, MaintState
-from .ops_base import MaintenanceError, NeedsRecapture
+from advisor.maintain.base_side import NEW, OLD, BaseSide, KeyFilter, PandasBase
+from advisor.maintain.engine import Maintainer, MaintState
+from advisor.maintain.operators.protocol import MaintenanceError, NeedsRecapture
 
 __all__ = ["Maintainer", "MaintState", "BaseSide", "PandasBase", "KeyFilter", "OLD", "NEW",
            "MaintenanceError", "NeedsRecapture"]

@@ -35,15 +35,15 @@ from sqlglot import exp
 from advisor.errors import Unsupported
 from advisor.plan import ir
 
-from . import prune, pushdown, relops
-from .base import BaseSide, PandasBase, empty_like
-from .frames import M, annotations, deep_size, empty_frame
-from .ops_agg import AggOp
-from .ops_agg_plain import PlainAggOp, plain_aggregates
-from .ops_base import Ctx, MaintenanceError, NeedsRecapture, Op
-from .ops_join import JoinOp
-from .ops_topk import TopKOp
-from .relops import Sketched
+from advisor.maintain import prune, pushdown, relops
+from advisor.maintain.base_side import BaseSide, PandasBase, empty_like
+from advisor.maintain.frames import M, annotations, deep_size, empty_frame
+from advisor.maintain.operators.aggregate import AggOp
+from advisor.maintain.operators.aggregate_arrays import PlainAggOp, plain_aggregates
+from advisor.maintain.operators.protocol import Ctx, MaintenanceError, NeedsRecapture, Op
+from advisor.maintain.operators.join import JoinOp
+from advisor.maintain.operators.topk import TopKOp
+from advisor.maintain.relops import Sketched
 
 __all__ = ["Maintainer", "MaintState", "Merge", "MaintenanceError", "NeedsRecapture"]
 

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from advisor.errors import Unsupported
 
-from .frames import from_values, normalize_series
+from advisor.maintain.frames import from_values, normalize_series
 
 _INT_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT", "UBIGINT"}
 _FLOAT_TYPES = {"FLOAT", "DOUBLE", "DECIMAL", "BIGDECIMAL", "UDECIMAL", "MONEY"}

@@ -438,7 +438,7 @@ _READY = {"int": "Int64", "float": "Float64", "dec": "Float64", "str": "string",
 def coerce_to(s: pd.Series, dtype: str) -> pd.Series:
     """Cast a base-table column to the nullable dtype of its Spark type (ints with NULLs often
     arrive as float64 from pandas/Spark, dates as datetime.date objects)."""
-    from advisor.values import kind_of
+    from advisor.warehouse.value_kinds import kind_of
 
     try:
         k = kind_of(dtype)

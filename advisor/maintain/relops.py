@@ -15,9 +15,10 @@ from sqlglot import exp
 
 from advisor.plan import ir
 
-from . import exprs
-from .fragments import assign
-from .frames import EMPTY, M, coerce_to, fcol, make_frame, normalize_frame, row_values, singleton_table
+from advisor.maintain import exprs
+from advisor.partition.assign_pandas import assign
+from advisor.maintain.frames import (
+    EMPTY, M, coerce_to, fcol, make_frame, normalize_frame, row_values, singleton_table)
 
 Sketched = dict  # scan_id -> (internal attribute name, RangePartition)
 

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from advisor.errors import BadInput, Unsupported
 from advisor.plan import ir
-from advisor.plan.types import infer
+from advisor.plan.expr_types import infer
 
 SchemaLookup = Callable[[str], list[tuple[str, str]]]  # table -> [(column, type)]; raises BadInput
 AGG_CLASSES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}

@@ -1,0 +1,69 @@
+"""`advisor bench ...`: the benchmark commands (side-by-side ratios and deterministic counters).
+
+Kept apart from ``advisor.cli.main`` so the user-facing commands stay in one readable file; the CLI's
+warehouse context and console are looked up when a command runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side ratios and counters).")
+
+@bench_app.command("use")
+def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.Option(1000, "--fragments"),
+                  reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out")):
+    """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
+    from advisor.cli.main import ctx, out
+    from workloads.bench.use_speed import bench_use, render
+    from workloads.data.datasets import load_dataset
+    from workloads.bench.suites import TPCH, TPCH_SF1
+
+    c = ctx()
+    if not c.catalog.exists("lineitem"):
+        load_dataset(c.catalog, "tpch", sf=sf)
+    res = bench_use(c, TPCH_SF1 if sf >= 1 else TPCH, fragments, reps, out)
+    render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
+@bench_app.command("advice")
+def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer.Option(300, "--queries"),
+                     datasets: List[str] = typer.Option(["tpch", "flights", "crimes"], "--dataset"),
+                     out_json: Optional[Path] = typer.Option(None, "--out")):
+    """Accuracy of the cost-based advice vs the exhaustive oracle (OPT) on generated queries."""
+    from advisor.cli.main import ctx, out
+    from workloads.bench.advice_accuracy import bench_advice_command
+
+    bench_advice_command(ctx(), out, tuple(datasets), sf, queries, (0.05, 0.10), out_json)
+
+
+@bench_app.command("maintain")
+def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional[Path] = typer.Option(None, "--out"),
+                       dataset: str = typer.Option("tpch", "--dataset", help="tpch (lineitem) or flights."),
+                       sizes: List[str] = typer.Option(["10", "100", "1000", "10000", "1%", "5%"], "--size"),
+                       kinds: List[str] = typer.Option(["insert", "delete", "mixed"], "--kind"),
+                       repeat: int = typer.Option(1, "--repeat", min=1, help="Rounds of every size x kind."),
+                       query_names: List[str] = typer.Option([], "--query", help="having_orderkey | topk_supp | "
+                                                              "join_orders (repeatable; default all)."),
+                       row_init: bool = typer.Option(True, "--row-init/--no-row-init",
+                                                     help="Also time the row-path state initialisation."),
+                       profile: Optional[Path] = typer.Option(None, "--profile", help="Write a cProfile of the "
+                                                              "incremental steps (pstats file) and print its top."),
+                       order: str = typer.Option("phased", "--order", help="phased: all incremental steps of a "
+                                                 "query, then a recapture at each version; interleaved: recapture "
+                                                 "right after each step."),
+                       recaptures: int = typer.Option(1, "--recaptures", min=1,
+                                                      help="Recaptures per step; the fastest counts.")):
+    """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf, or flights, if missing)."""
+    from advisor.cli.main import ctx, out
+    from workloads.bench.maintain_vs_recapture import bench_maintain_command
+
+    bench_maintain_command(ctx, out, dataset=dataset, sf=sf, sizes=sizes, kinds=kinds, repeat=repeat,
+                           query_names=query_names, row_init=row_init, profile=profile, order=order,
+                           recaptures=recaptures, out_json=out_json)

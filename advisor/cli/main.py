@@ -1,0 +1,471 @@
+"""The `advisor` command line (typer). Exit codes: 0 ok, 1 failed check, 2 bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from advisor.cli.bench import bench_app
+from advisor.errors import BadInput, CheckFailed
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Provenance-sketch advisor: make repeated HAVING/top-k queries on Spark skip data.")
+data_app = typer.Typer(no_args_is_help=True, help="Load datasets, list tables, apply update batches.")
+part_app = typer.Typer(no_args_is_help=True, help="Range partitions per table attribute.")
+app.add_typer(data_app, name="data")
+app.add_typer(part_app, name="partitions")
+app.add_typer(bench_app, name="bench")
+out = Console(width=None if sys.stdout.isatty() else 160)
+STATE: dict = {}
+
+
+@app.callback()
+def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="Warehouse directory (default ./.advisor or $ADVISOR_HOME)."),
+             master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default $SPARK_MASTER or local[*])."),
+             conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable).")):
+    from advisor.memory import budget_bytes
+    from advisor.engine.session import parse_conf
+
+    STATE.clear()  # in-process callers (tests) may invoke the app several times
+    STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf))
+    budget_bytes()  # a malformed $ADVISOR_DRIVER_CACHE_MB fails here, before any work
+
+
+def ctx():
+    from advisor.context import Context
+
+    if "ctx" not in STATE:
+        STATE["ctx"] = Context(STATE.get("warehouse"), STATE.get("master"), STATE.get("conf"))
+    return STATE["ctx"]
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, default=str, indent=2) + "\n")
+
+
+# ---------------- data ----------------
+@data_app.command("load")
+def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes"),
+              sf: float = typer.Option(0.1, "--sf", help="TPC-H scale factor (0.01 to 10)."),
+              rows: int = typer.Option(100_000, "--rows", help="crimes: number of rows."),
+              seed: int = typer.Option(7, "--seed", help="crimes: generator seed.")):
+    """Generate a dataset and store its tables as version 1."""
+    from workloads.data.datasets import DATASETS, load_dataset
+
+    if dataset.lower() not in DATASETS:
+        raise BadInput(f"unknown dataset {dataset!r} (choose one of: {', '.join(DATASETS)})")
+    if dataset.lower() == "tpch" and not (0.01 <= sf <= 10):
+        raise BadInput(f"--sf must be between 0.01 and 10, got {sf}")
+    if dataset.lower() == "crimes" and (rows < 1 or seed < 0):
+        raise BadInput("--rows must be >= 1 and --seed >= 0")
+    counts = load_dataset(ctx().catalog, dataset, sf=sf, rows=rows, seed=seed)
+    for t, n in counts.items():
+        out.print(f"loaded {t}: {n:,} rows")
+
+
+@data_app.command("list")
+def data_list(as_json: bool = typer.Option(False, "--json")):
+    """Tables with their versions, row counts and sizes."""
+    c = ctx()
+    from advisor.warehouse.catalog import Catalog
+
+    cat = Catalog.offline(c.store)
+    rows = []
+    for t in cat.tables():
+        for v in cat.versions(t):
+            rows.append({"table": t, "version": v.version, "kind": v.kind, "rows": v.rows, "bytes": v.bytes,
+                         "inserted": v.n_ins if v.kind == "batch" else 0, "deleted": v.n_del})
+    if as_json:
+        return emit_json(rows)
+    tab = Table("table", "version", "kind", "rows", "size", "+ins", "-del")
+    for r in rows:
+        tab.add_row(r["table"], str(r["version"]), r["kind"], f"{r['rows']:,}", f"{r['bytes'] / 1e6:.1f} MB",
+                    str(r["inserted"]), str(r["deleted"]))
+    out.print(tab)
+
+
+@data_app.command("apply")
+def data_apply(batch: Path = typer.Argument(..., help="Parquet or CSV file with an op column."),
+               table: str = typer.Option(..., "--table")):
+    """Apply an insert/delete batch as a new table version."""
+    from advisor.maintain.policy.triggers import after_apply
+
+    c = ctx()
+    v = c.catalog.apply_batch(table, str(batch))
+    out.print(f"{v.table} version {v.version}: +{v.n_ins:,} -{v.n_del:,} rows, now {v.rows:,} rows")
+    for r in after_apply(c.catalog, v.table, v.n_ins + v.n_del):
+        out.print(f"maintained sketch {r.old_id} -> {r.new_id} ({r.how}, {r.seconds:.2f}s)")
+
+
+@data_app.command("make-batch")
+def data_make_batch(table: str, out_path: Path = typer.Option(..., "--out"),
+                    inserts: int = typer.Option(1000, "--inserts"), deletes: int = typer.Option(0, "--deletes"),
+                    seed: int = typer.Option(0, "--seed")):
+    """Write an update batch for TABLE (copies of existing rows as inserts, random deletes)."""
+    from workloads.data.update_batches import make_batch
+
+    p = make_batch(ctx().catalog, table, inserts, deletes, str(out_path), seed)
+    out.print(f"wrote {p}: {inserts} insert(s), {deletes} delete(s)")
+
+
+@data_app.command("delta")
+def data_delta(table: str, v_from: int = typer.Option(..., "--from"), v_to: Optional[int] = typer.Option(None, "--to"),
+               as_json: bool = typer.Option(False, "--json")):
+    """Net inserted and deleted rows between two versions of TABLE."""
+    ins, dels = ctx().catalog.delta(table, v_from, v_to)
+    rec = {"table": table, "from": v_from, "to": v_to or ctx().catalog.current_version(table),
+           "inserted": ins.count(), "deleted": dels.count()}
+    if as_json:
+        return emit_json(rec)
+    out.print(f"{table} {rec['from']} -> {rec['to']}: {rec['inserted']:,} inserted, {rec['deleted']:,} deleted")
+
+
+@data_app.command("compact")
+def data_compact(table: str):
+    """Fold a table's batches into a new base version."""
+    v = ctx().catalog.compact(table)
+    out.print(f"{v.table} compacted into version {v.version} ({v.rows:,} rows)")
+
+
+# ---------------- partitions / layout ----------------
+@part_app.command("build")
+def partitions_build(table: str, attr: str, fragments: int = typer.Option(1000, "--fragments")):
+    """Equi-depth range partition of TABLE.ATTR with about N fragments."""
+    from advisor.partition.range_partition import build_partition
+
+    p = build_partition(ctx().catalog, table, attr, fragments)
+    nonempty = sum(1 for s in p.sizes if s)
+    out.print(f"partition {p.id}: {p.table}.{p.attr} ({p.dtype}) {p.n_ranges} ranges + NULL fragment, "
+              f"{nonempty} non-empty, largest {max(p.sizes):,} rows, NULLs {p.sizes[p.null_id]:,}")
+
+
+@part_app.command("list")
+def partitions_list():
+    """Stored partitions."""
+    tab = Table("id", "table", "attr", "type", "ranges", "table version")
+    for r in ctx().store.query("SELECT * FROM partitions ORDER BY id"):
+        tab.add_row(str(r["id"]), r["table_name"], r["attr"], r["dtype"],
+                    str(len(json.loads(r["boundaries_json"])) + 1), str(r["table_version"]))
+    out.print(tab)
+
+
+@app.command("layout")
+def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
+               then: Optional[str] = typer.Option(None, "--then", help="Second sort column within ATTR.")):
+    """Write a copy of TABLE clustered on ATTR (then --then) with a per-file min/max manifest."""
+    from advisor.layout.clustered_copy import build_layout
+
+    lay = build_layout(ctx().catalog, table, attr, rows_per_file=rows_per_file, then=then)
+    out.print(f"layout {lay['id']}: {lay['table']} clustered on {lay['attr']}, {len(lay['manifest'])} files")
+
+
+# ---------------- queries ----------------
+def _parse(sql: str):
+    from advisor.plan.parse import parse_sql
+
+    return parse_sql(sql, ctx().schema_lookup())
+
+
+def _on(spec: List[str]) -> dict[str, str]:
+    res = {}
+    for s in spec:
+        if "." not in s:
+            raise BadInput(f"--on expects TABLE.ATTR, got {s!r}")
+        t, a = s.lower().split(".", 1)
+        res[t] = a
+    return res
+
+
+@app.command("explain")
+def explain_cmd(sql: str, as_json: bool = typer.Option(False, "--json")):
+    """Plan, candidate attributes with safety verdicts and reasons, usable stored sketches."""
+    from advisor.cli.explain import explain
+
+    info = explain(ctx(), sql)
+    if as_json:
+        return emit_json(info)
+    from advisor.cli.explain import render
+
+    render(out, info)
+
+
+@app.command("capture")
+def capture_cmd(sql: str, on: List[str] = typer.Option(..., "--on", help="TABLE.ATTR to sketch (repeatable)."),
+                fragments: int = typer.Option(1000, "--fragments"),
+                as_json: bool = typer.Option(False, "--json")):
+    """Capture the provenance sketch of SQL on the given attribute(s)."""
+    from advisor.sketch.capture import capture
+    from advisor.sketch.lookup import sketch_rows
+
+    q = _parse(sql)
+    c = ctx()
+    res = capture(c.catalog, q, _on(on), fragments)
+    total = sum(c.catalog.version(p.table, res.sketch.data_versions[p.table]).rows for p in res.sketch.parts)
+    sel = sketch_rows(c.catalog, res.sketch) / max(1, total)
+    rec = {"sketch": res.sketch.to_json(), "seconds": round(res.seconds, 4), "selectivity": round(sel, 6),
+           "safety": res.verdicts}
+    if as_json:
+        return emit_json(rec)
+    for p in res.sketch.parts:
+        out.print(f"sketch {res.sketch.id}: {p.table}.{p.attr} {len(p.fragments)} fragment(s)")
+    out.print(f"selectivity {sel:.2%} of the rows; capture took {res.seconds:.2f}s")
+
+
+@app.command("run")
+def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use a stored sketch if one is usable."),
+            as_json: bool = typer.Option(False, "--json"), limit_rows: int = typer.Option(50, "--show"),
+            as_of: List[str] = typer.Option([], "--as-of", help="TABLE=VERSION: read an older version.")):
+    """Run SQL (with a usable sketch unless --no-use); result rows and scan metrics."""
+    from advisor.errors import Unsupported
+    from advisor.engine.execute import run_plain_sql, run_query, versions_now
+    from advisor.sketch.lookup import usable_sketches
+
+    c = ctx()
+    try:
+        q = _parse(sql)
+    except Unsupported as e:
+        res = run_plain_sql(c.catalog, sql, f"ran without a sketch: {e}")
+        print(f"note: {res.note}", file=sys.stderr)
+    else:
+        versions = versions_now(c.catalog, q)
+        for spec in as_of:
+            t, _, v = spec.partition("=")
+            if t.lower() not in versions or not v.isdigit():
+                raise BadInput(f"--as-of expects TABLE=VERSION for a table the query reads, got {spec!r}")
+            versions[t.lower()] = c.catalog.version(t.lower(), int(v)).version
+        sketch = None
+        if use:
+            from advisor.maintain.policy.triggers import before_use
+
+            from advisor.selection.attribute_pairs import catch_up, combine
+
+            if not as_of:
+                before_use(c.catalog, q)
+                catch_up(c.catalog, q)
+            good, _ = usable_sketches(c.catalog, q, versions)
+            sketch = combine(c.catalog, q, versions, good)
+        try:
+            res = run_query(c.catalog, q, versions, sketch)
+        except Exception as e:  # Spark analysis errors on valid-looking SQL
+            if isinstance(e, BadInput):
+                raise
+            raise BadInput(f"Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
+        c.store.log_run("run", sql, res.to_json() | {"rows": len(res.rows), "template": q.template})
+    if as_json:
+        return emit_json(res.to_json())
+    tab = Table(*res.columns)
+    for r in res.rows[:limit_rows]:
+        tab.add_row(*[str(x) for x in r])
+    out.print(tab)
+    m = res.metrics
+    out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s, {_used(res.sketch)}; read {m.files_read} files, "
+              f"{m.bytes_read / 1e6:.1f} MB, {m.rows_read:,} rows")
+
+
+def _used(sketch: dict | None) -> str:
+    """How a run used sketches: none, one, or a pair's two (``advisor.selection.attribute_pairs.combine``)."""
+    if not sketch:
+        return "no sketch"
+    if "+" not in sketch["how"]:
+        return f"sketch {sketch['id']}"
+    attrs = " AND ".join(p["attr"] for p in sketch["parts"])
+    return f"sketch {sketch['id']} with {sketch['how'].split('+')[1]} (two attributes: {attrs})"
+
+
+@app.command("sketches")
+def sketches_cmd(as_json: bool = typer.Option(False, "--json")):
+    """Stored sketches."""
+    from advisor.warehouse.sketch_records import all_sketches
+
+    sk = all_sketches(ctx().store)
+    if as_json:
+        return emit_json([s.to_json() for s in sk])
+    tab = Table("id", "parts", "data versions", "how", "parent", "sql")
+    for s in sk:
+        tab.add_row(str(s.id), "; ".join(f"{p.table}.{p.attr}: {len(p.fragments)} frags" for p in s.parts),
+                    json.dumps(s.data_versions), s.how, str(s.parent_id or ""), s.sql[:60])
+    out.print(tab)
+
+
+@app.command("calibrate")
+def calibrate_cmd(as_json: bool = typer.Option(False, "--json")):
+    """Measure one Spark job's fixed cost (a probe query over 64 rows) and store it for the cost model."""
+    from advisor.calibration.measured_costs import calibrate
+    from advisor.calibration.probe import record_probe
+
+    c = ctx()
+    rec = record_probe(c)
+    cal = calibrate(c.store)
+    info = {"probe": rec, "fixed_s": cal.fixed_s, "per_row_s": cal.per_row_s, "source": cal.source}
+    if as_json:
+        return emit_json(info)
+    out.print(f"job fixed cost {rec['seconds']:.3f} s (probe runs {rec['runs']} s); cost model: "
+              f"{cal.fixed_s:.3f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
+
+
+@app.command("recommend")
+def recommend_cmd(sql: str, strategy: str = typer.Option("CB-OPT-GB", "--strategy"),
+                  sample_rate: float = typer.Option(0.05, "--sample-rate", help="theta: sample share per stratum."),
+                  method: str = typer.Option("bootstrap", "--method", help="bootstrap | clt | exact (group-by candidates sized by one capture job)"),
+                  fragments: Optional[int] = typer.Option(None, "--fragments", help="Fix the granularity."),
+                  do_capture: bool = typer.Option(False, "--capture", help="Capture the pick if the verdict is go."),
+                  as_json: bool = typer.Option(False, "--json")):
+    """What-if: estimated sketch size +- CI per candidate, the pick, go/no-go (nothing captured by default)."""
+    from advisor.selection.recommend import recommend_command
+
+    rec = recommend_command(ctx(), out, sql, strategy, sample_rate, as_json, do_capture, fragments, method)
+    if as_json:
+        emit_json(rec)
+
+
+@app.command("maintain")
+def maintain_cmd(policy: Optional[str] = typer.Option(None, "--policy",
+                                                      help="Set the policy: eager | lazy | batched:N[,Ts] | arrival."),
+                 sketch: Optional[int] = typer.Option(None, "--sketch", help="Maintain only this sketch."),
+                 all_: bool = typer.Option(True, "--all/--none", help="Maintain every stale sketch now."),
+                 as_json: bool = typer.Option(False, "--json")):
+    """Set the maintenance policy and bring stale sketches up to date incrementally (IMP)."""
+    from advisor.maintain.policy.triggers import policy_spec, set_policy
+    from advisor.maintain.spark.service import maintain_sketch, stale_heads
+
+    c = ctx()
+    if policy is not None:
+        set_policy(c.store, policy)
+    if sketch is not None:
+        results = [maintain_sketch(c.catalog, sketch)]
+    elif all_:
+        results = [maintain_sketch(c.catalog, s.id) for s in stale_heads(c.catalog)]
+    else:
+        results = []
+    rec = {"policy": policy_spec(c.store), "maintained": [r.to_json() for r in results]}
+    if as_json:
+        return emit_json(rec)
+    out.print(f"policy: {rec['policy']}")
+    for r in results:
+        ch = "; ".join(f"{t}: +{len(a)} -{len(d)} fragments" for t, (a, d) in r.changed.items())
+        out.print(f"sketch {r.old_id} -> {r.new_id}: {r.how} over {r.delta_rows:,} delta rows in {r.seconds:.2f}s ({ch})")
+    if not results:
+        out.print("every sketch is current")
+
+
+@app.command("replay")
+def replay_cmd(workload: Path,
+               strategies: Optional[str] = typer.Option(None, "--strategies",
+                                                        help="Comma-separated, e.g. NO-PS,CB-OPT-GB (default: the file's)."),
+               out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/NAME)."),
+               fresh: bool = typer.Option(False, "--fresh", help="Discard an existing run directory instead of resuming."),
+               report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
+               isolate: bool = typer.Option(False, "--isolate",
+                                            help="Run each strategy in its own process (a fresh JVM), all "
+                                                 "released in lockstep: step i of every strategy before "
+                                                 "step i+1 of any, one at a time.")):
+    """Replay a workload file end to end for each strategy; writes a run directory (resumable)."""
+    from workloads.replay.runner import PREPARE_ONLY, prepare_run, replay, replay_isolated
+
+    if os.environ.get(PREPARE_ONLY) and out_dir is not None:  # the preparing child of --isolate
+        return prepare_run(ctx(), str(workload), str(out_dir))
+    strats = [s for s in strategies.split(",") if s.strip()] if strategies else None
+    if isolate:
+        replay_isolated(STATE, str(workload), strats, out_dir, fresh, console=Console(stderr=True))
+    run_dir = replay(ctx(), str(workload), strats, str(out_dir) if out_dir else None, fresh and not isolate,
+                     console=out)
+    _print_run(run_dir, report)
+
+
+def _print_run(run_dir: Path, report: bool) -> None:
+    """Summary table of a finished run (and the report's path)."""
+    from reports.schema import load_run
+
+    doc = load_run(run_dir)
+    sm = doc["summary"]
+    tab = Table("strategy", "queries", "cumulative s", "vs NO-PS", "rows read", "captured", "reused", "no-go",
+                "mean real sel.", title=f"replay {doc['workload']['name']}")
+    for s, p in sm["per_strategy"].items():
+        tab.add_row(s, str(p["queries"]), f"{p['cumulative_seconds']:.1f}",
+                    "-" if p["vs_no_ps"] is None else f"{p['vs_no_ps']:.2f}x", f"{p['rows_read']:,}",
+                    str(p["captured"]), str(p["reused"]), str(p["no_go"]),
+                    "-" if p["mean_real_selectivity"] is None else f"{p['mean_real_selectivity']:.1%}")
+    out.print(tab)
+    for base, d in (sm.get("draws") or {}).items():
+        if d["mean_vs_no_ps"] is not None:
+            out.print(f"{base} over {len(d['draws'])} draws: mean {d['mean_vs_no_ps']:.3f}x of NO-PS "
+                      f"({d['min_vs_no_ps']:.3f}x-{d['max_vs_no_ps']:.3f}x), "
+                      f"mean rows read {d['mean_rows_read']:,}")
+    released = {s: p["heap_releases"] for s, p in sm["per_strategy"].items() if p.get("heap_releases")}
+    if released:
+        out.print("memory ran short: query steps timed after the JVM gave heap back (they include its "
+                  "regrowth, ~2-4 s each at SF1): " + ", ".join(f"{s} {n}" for s, n in released.items()))
+    out.print(f"answers identical across strategies: {'yes' if sm['answers_identical'] else 'NO'}; "
+              f"maintained sketches equal to recapture: {'yes' if sm['maintained_equal_to_recapture'] else 'NO'}")
+    out.print(f"run directory: {run_dir}")
+    if report:
+        from reports.html import write_report
+
+        out.print(f"report: {write_report(run_dir)}")
+    if not sm["answers_identical"] or not sm["maintained_equal_to_recapture"]:
+        raise CheckFailed("a strategy returned a different answer or a maintained sketch differs from recapture")
+
+
+@app.command("report")
+def report_cmd(run_dir: Path, out_file: Optional[Path] = typer.Option(None, "--out", help="Default RUN_DIR/report.html.")):
+    """Write a self-contained report.html (renders offline) for a replay run directory."""
+    from reports.html import write_report
+    from reports.schema import RunFormatError
+
+    try:
+        path = write_report(run_dir, out_file)
+    except RunFormatError as e:
+        raise BadInput(str(e)) from None
+    out.print(f"report: {path}")
+
+
+@app.command("gate")
+def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline"),
+             max_regression: str = typer.Option("10%", "--max-regression"),
+             as_json: bool = typer.Option(False, "--json")):
+    """CI gate: compare a run's deterministic counters with a baseline run; exit 1 on regression."""
+    from reports.gate import gate_command
+
+    try:
+        return gate_command(str(run), str(baseline), max_regression, out, json_output=as_json)
+    except ValueError as e:  # RunFormatError, GateInputError, a bad threshold
+        raise BadInput(str(e)) from None
+
+
+@app.command("demo")
+def demo_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/demo).")):
+    """The main job: replay the demo workload (CB-OPT-GB vs NO-PS, with updates) and write the report."""
+    from advisor.cli.demo import run_demo
+
+    _print_run(run_demo(ctx(), STATE, out, out_dir), report=True)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    try:
+        rv = app(args=argv, standalone_mode=False)
+    except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except CheckFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as e:  # click's UsageError (typer vendors click; its module path is private)
+        if type(e).__name__ in ("UsageError", "BadParameter", "NoSuchOption", "MissingParameter",
+                                "BadArgumentUsage", "BadOptionUsage") and hasattr(e, "show"):
+            e.show()
+            sys.exit(2)
+        raise
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

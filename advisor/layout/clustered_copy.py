@@ -1,0 +1,122 @@
+"""Clustered copies of a table for skipping: sorted on one attribute, written as a few large files
+of small Parquet row groups (Spark skips row groups by their min/max, and pages by the column
+index), with a per-file min/max manifest.  Few files because opening one costs ~10-20 ms per scan:
+211 files of 30k rows read in 3.6 s what 4 files read in 2.3 s and the 2 base files in 1.3 s (SF1,
+BENCHMARKS.md).
+
+A layout is a snapshot at one table version; reads at a later version add that version's
+insert/delete batches on top (catalog.read_on_top), so a layout never serves stale rows.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+
+import pandas as pd  # module level: pandas_udf reads the type hints from the module's globals
+
+from advisor.layout import blocks
+from advisor.warehouse.catalog import RID
+from advisor.warehouse.value_kinds import encode_value, kind_of
+
+# 1 MiB row groups (~7,200 lineitem rows).  Finer groups skip more rows but every scan parses every
+# group's footer entry: at TPC-H SF1 (files of 1M rows) 128 KiB groups made the replay's sketched
+# runs 2-3x slower than 1 MiB ones over the same rows and filters (0.5-0.9 s vs 0.2-0.35 s), though
+# they read 7 % of a demo-size table where 1 MiB read 38 % (BENCHMARKS.md).
+ROW_GROUP_BYTES = 1 << 20
+# Parquet pages of at most this many rows inside those row groups (None: parquet-mr's default, about
+# one page per row group).  Spark's reader skips pages by the column index (their min/max) as well:
+# with 1,000-row pages a big_orders sketch of 57 orders at SF1 read 57,000 rows instead of the
+# 390,894 of its 57 row groups (BENCHMARKS.md).  parquet-mr cuts the sorted column's
+# pages every this many rows from each row group's start (the first after at least 100), which
+# ``skipping._page_units`` models as the read units of the layout's own attribute: the predicted
+# rows equal Spark's for 1k, 2k and 4k pages at SF1 and in ``tests/test_page_units.py``.  The
+# manifest records it per file.
+PAGE_ROWS: int | None = 1000
+
+
+def build_layout(catalog, table: str, attr: str, version: int | None = None,
+                 rows_per_file: int = 1_000_000, then: str | None = None) -> dict:
+    """Write the clustered copy and its manifest; returns the stored layout row as a dict.  ``then``
+    orders rows within each value of ``attr`` (a two-attribute sketch led by ``attr`` then skips on
+    both columns' min/max; ``advisor.selection.attribute_pairs``)."""
+    from pyspark.sql import functions as F
+
+    table = catalog.require(table)
+    attr = attr.lower()
+    dtype = catalog.column_type(table, attr)
+    v = catalog.version(table, version)
+    df = catalog.read(table, v.version, with_rid=True)
+    rows_per_file = max(rows_per_file, -(-v.rows // 200))  # at most ~200 files
+    out = catalog.root / table / f"layout_{attr}_v{v.version:06d}"
+    tmp = catalog.root / table / f".tmp-{uuid.uuid4().hex}"
+    # One sorted stream cut every `rows_per_file` rows: the files are a function of the data alone.
+    # (repartitionByRange draws its bounds from a sample seeded by the RDD id, so two builds of the
+    # same table gave different files -- and different bytes/rows read for the same sketch.)
+    if then is not None:
+        catalog.column_type(table, then.lower())  # an unknown column is bad input
+    order = [attr] + ([then.lower()] if then else []) + [RID]
+    starts = None
+    if blocks.supported(dtype):
+        df, starts = with_blocks(df, attr, dtype, min(PAGE_ROWS or blocks.BLOCK_ROWS, max(1, rows_per_file // 4)))
+    (df.repartition(1).sortWithinPartitions(*order)
+       .write.option("maxRecordsPerFile", rows_per_file)
+       .option("parquet.block.size", ROW_GROUP_BYTES)
+       .options(**({"parquet.page.row.count.limit": PAGE_ROWS} if PAGE_ROWS else {})).parquet(str(tmp)))
+    if starts is not None:
+        blocks.save_starts(tmp, starts)
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    back = catalog.spark.read.parquet(str(out)).withColumn("__file", F.input_file_name())
+    col = F.col(attr)
+    valid = col.isNotNull()
+    if kind_of(dtype) == "float":
+        valid = valid & ~F.isnan(col)
+    stats = back.groupBy("__file").agg(
+        F.min(F.when(valid, col)).alias("mn"), F.max(F.when(valid, col)).alias("mx"),
+        F.sum(F.when(valid, 0).otherwise(1)).alias("nulls"), F.count(F.lit(1)).alias("rows")).collect()
+    manifest = [{"path": r["__file"], "min": encode_value(r["mn"]), "max": encode_value(r["mx"]),
+                 "nulls": int(r["nulls"]), "rows": int(r["rows"]), **({"page_rows": PAGE_ROWS} if PAGE_ROWS else {})}
+                for r in stats]
+    manifest.sort(key=lambda m: m["path"])
+    with catalog.store.tx() as c:
+        cur = c.execute("INSERT INTO layouts(table_name, attr, table_version, path, manifest_json, created)"
+                        " VALUES (?,?,?,?,?,?)", (table, attr, v.version, str(out), json.dumps(manifest),
+                                                  time.time()))
+        lid = cur.lastrowid
+    return {"id": lid, "table": table, "attr": attr, "table_version": v.version, "path": str(out),
+            "manifest": manifest}
+
+
+def with_blocks(df, attr: str, dtype: str, rows: int):
+    """``df`` with its value-aligned block id column (``advisor.layout.blocks``) and the block starts: the
+    starts come from the attribute's value counts (one aggregation, collected as Arrow), the ids
+    from ``blocks.assign`` in a vectorized UDF, the function that also numbers later inserts."""
+    from pyspark.sql import functions as F
+
+    key = F.expr(blocks.key_sql(f"`{attr}`", dtype))
+    counts = df.select(key.alias("k")).where("k IS NOT NULL").groupBy("k").count().toArrow()
+    starts = blocks.starts_from_counts(counts.column("k").to_numpy(), counts.column("count").to_numpy(), rows)
+
+    @F.pandas_udf("int")
+    def block_of(k: pd.Series, null: pd.Series) -> pd.Series:
+        return pd.Series(blocks.assign(starts, k.to_numpy(dtype="int64"), null.to_numpy(dtype=bool)))
+
+    return df.withColumn(blocks.BLK, block_of(F.coalesce(key, F.lit(0).cast("bigint")), key.isNull())), starts
+
+
+def find_layout(store, table: str, attr: str, max_version: int | None = None) -> dict | None:
+    """Newest layout of table clustered on attr at a version <= max_version."""
+    sql = "SELECT * FROM layouts WHERE table_name=? AND attr=?"
+    args: tuple = (table, attr)
+    if max_version is not None:
+        sql += " AND table_version <= ?"
+        args += (max_version,)
+    r = store.one(sql + " ORDER BY table_version DESC, id DESC LIMIT 1", args)
+    if r is None:
+        return None
+    return {"id": r["id"], "table": r["table_name"], "attr": r["attr"], "table_version": r["table_version"],
+            "path": r["path"], "manifest": json.loads(r["manifest_json"])}

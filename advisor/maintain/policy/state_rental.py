@@ -1,0 +1,128 @@
+"""Rent or buy operator state (ski rental) for a sketch chain that has none yet.
+
+Initialising IMP state means one Spark aggregation where the plan allows (``bulk``, about a
+capture) or else reading every table the query reads into the engine (SF0.1 lineitem: ~5 s),
+while a recapture costs one instrumented scan (~1-2 s).  State pays off only if the chain is
+maintained again and again, which is not known in advance.  The classic ski-rental rule is
+2-competitive: keep *renting* (recapture, no state) while the recapture time already spent on the
+chain plus the next recapture stays within the estimated *purchase* (state initialisation); then
+buy.  Tables small enough to initialise in under ``MIN_INIT_SECONDS`` are bought at once.  The
+initialisation estimate (``predict_init``) is the rows over the median rate of earlier
+initialisations in this store (recorded in the ``states`` rows), else a prior, plus the groups the
+state will hold over ``GROUPS_PER_S``: the state's groups cross to the driver and are loaded there,
+so a state of 1.5M groups (TPC-H SF1 ``GROUP BY l_orderkey``) took 7.5 s where states of 2-20k groups
+over the same 6M rows took 2.3-3.3 s.  The recapture estimate is the chain's last recapture, else a
+scan-rate prior.  Chain spend is kept in the ``maint_rent`` table, keyed by the sketch version.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+INIT_ROWS_PER_S = 150_000.0          # prior: pyarrow read + pandas operators (measured 120k-200k on 2 cores)
+BULK_INIT_ROWS_PER_S = 1_500_000.0   # prior: one Spark aggregation (``bulk``), about a capture's cost
+RECAPTURE_ROWS_PER_S = 2_000_000.0   # prior: one instrumented Spark scan
+MIN_INIT_SECONDS = 2.0
+# prior: groups of state loaded per second on the driver (arrow transfer + operator arrays).  SF1
+# big_orders: 1.5M groups added ~4.5-5 s to a 6M-row initialisation; SF0.1: 150k groups, 0.74 s
+# load + ~0.5 s transfer (BENCHMARKS.md)
+GROUPS_PER_S = 300_000.0
+# State predicted to hold more groups than this is never bought (the chain is recaptured instead):
+# the groups are loaded on the driver.  TPC-H SF1 GROUP BY l_orderkey, l_partkey (~6M groups) took a
+# replay process to 5.2 GB resident and the kernel killed it beside four JVMs; GROUP BY l_orderkey
+# (1.5M groups) ran through 40 batches (BENCHMARKS.md).
+MAX_STATE_GROUPS = 3_000_000.0
+
+
+def should_rent(spent: float, next_recapture: float, init_cost: float,
+                min_init: float = MIN_INIT_SECONDS) -> bool:
+    """Recapture instead of initialising state: the purchase is worth considering and the rent paid
+    so far, plus this one, stays within it."""
+    return init_cost >= min_init and spent + next_recapture <= init_cost
+
+
+def init_rate(store, bulk: bool = False) -> float:
+    """Rows per second of state initialisation observed in this store (median over the same kind:
+    Spark bulk or row path), else the kind's prior.  The time ``predict_init`` gives a recorded
+    state's groups (``init_groups``) is taken out first.  Initialisations whose groups account for
+    more than half their time say little about the rows' rate and are left out while others exist;
+    with only such, at most half is taken out.  (Clamping SF1 big_orders' 6.7 s at half, with 4.9 s
+    of it its 1.48M groups, priced small states' initialisations at 3.3 s against 1.6-2.5 s
+    measured, and kept renting or declining their chains.)"""
+    rates, dominated = [], []
+    # only initialisations: every incremental step also writes a states row, and the newest 50 rows of
+    # a busy store held none (the prior was used after the first 50 steps)
+    for r in store.query("SELECT meta_json FROM states WHERE meta_json LIKE '%\"init_seconds\"%' "
+                         "ORDER BY created DESC LIMIT 50"):
+        m = json.loads(r["meta_json"])
+        if m.get("init_seconds") and m.get("init_rows") and bool(m.get("bulk")) == bulk:
+            groups_s = float(m.get("init_groups") or 0.0) / GROUPS_PER_S
+            if groups_s <= 0.5 * m["init_seconds"]:
+                rates.append(m["init_rows"] / max(m["init_seconds"] - groups_s, 1e-3))
+            else:
+                dominated.append(m["init_rows"] / max(0.5 * m["init_seconds"], 1e-3))
+    if rates or dominated:
+        return statistics.median(rates or dominated)
+    return BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
+
+
+def state_groups(store, root, template: str | None = None) -> float:
+    """Groups the operator state of a plan will hold: those a plain run of its ``template`` formed
+    (``Store.observed_groups``), else those a state of the template held (``states.template_groups``:
+    a template whose every instance used a sketch never ran plain), else per aggregation the
+    product of its keys' distinct counts (the newest table statistics in the store), capped by the
+    rows of the tables under it, summed over aggregations.  A key without statistics (a computed
+    one) leaves its aggregation out: 0 groups, the estimate before groups were counted.  The product assumes independent keys: TPC-H SF1
+    ``GROUP BY l_partkey, l_suppkey`` came out at 6M (the rows) against 800k groups formed."""
+    from advisor.plan import ir
+    from advisor.warehouse.column_stats import store_ndv
+
+    from advisor.maintain.spark.state_store import template_groups
+
+    seen = store.observed_groups(template)
+    if seen is None:
+        seen = template_groups(store, template)
+    if seen is not None:
+        return float(seen)
+    total = 0.0
+    for node in root.walk():
+        if not isinstance(node, ir.Aggregate) or not node.keys:
+            continue
+        rows = 0.0
+        for s in node.walk():
+            if isinstance(s, ir.Scan):
+                r = store.one("SELECT rows FROM versions WHERE table_name=? ORDER BY version DESC LIMIT 1", (s.table,))
+                rows += float(r["rows"]) if r else 0.0
+        g = 1.0
+        for k in node.keys:
+            c = node.child.col(k)
+            ndv = store_ndv(store, c.table, c.source) if c.table and c.source else None
+            if not ndv:
+                g = 0.0
+                break
+            g *= float(ndv)
+        total += min(g, rows)
+    return total
+
+
+def too_big(store, root, template: str | None = None) -> bool:
+    """Whether the plan's operator state would hold more than ``MAX_STATE_GROUPS`` groups."""
+    return state_groups(store, root, template) > MAX_STATE_GROUPS
+
+
+def predict_init(store, root, rows: float, bulk: bool, template: str | None = None) -> float:
+    """Predicted seconds to initialise the operator state of plan ``root`` over ``rows`` input rows."""
+    return rows / init_rate(store, bulk) + state_groups(store, root, template) / GROUPS_PER_S
+
+
+def rent_of(store, sketch_id: int) -> tuple[float, float]:
+    """(recapture seconds spent on the chain so far, the last one) for a rented sketch version."""
+    r = store.one("SELECT spent, last FROM maint_rent WHERE sketch_id=?", (sketch_id,))
+    return (float(r["spent"]), float(r["last"])) if r else (0.0, 0.0)
+
+
+def record_rent(store, sketch_id: int, spent: float, last: float) -> None:
+    with store.tx() as c:
+        c.execute("INSERT OR REPLACE INTO maint_rent VALUES (?,?,?,?)", (sketch_id, spent, last, time.time()))

@@ -1,0 +1,204 @@
+"""Operator-state persistence: one file per sketch head, behind an in-process write-behind cache.
+
+Writing a state is the costly part of a maintenance step: for TPC-H SF1's 1.5M-group HAVING state,
+pickling and zlib take 0.55-0.7 s against 14 ms of engine work (BENCHMARKS.md).  And a
+head's state is usually superseded by the chain's next step before anyone reads its file.  So
+``save`` records the state's row (path and initialisation record) in SQLite and keeps the state in
+memory, marked dirty.  The file is written (temp file + rename) when:
+- the entry is evicted (the LRU budget or the memory valve);
+- someone calls ``flush``, including the ``atexit`` hook at the end of every process;
+- never, for a head superseded first (``prune`` drops its entry).
+A row whose file is missing and whose state is not cached (a process killed before its flush)
+reads as no state, so the chain re-initialises or recaptures: that costs time, never answers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import pickle
+import time
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+
+from advisor import memory
+
+from advisor.maintain.engine import MaintState
+
+CACHE_BYTES = 1 << 30  # in-process budget for operator state kept unpickled (LRU, by ``memory_bytes``)
+
+# (store path, sketch id) -> [state, bytes, file still to write or None]
+_cache: "OrderedDict[tuple[str, int], list]" = OrderedDict()
+
+
+def _write(path: Path, state: MaintState) -> int:
+    """Write the state's file atomically (temp name, then rename); returns its size."""
+    data = state.to_bytes()
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
+    tmp.write_bytes(data)
+    tmp.rename(path)
+    return len(data)
+
+
+def _drop_oldest() -> bool:
+    """Evict the least recently used entry, writing its file first if it is dirty (the valve's
+    ``shrink``; False once the cache is empty)."""
+    if not _cache:
+        return False
+    _, (state, _, pending) = _cache.popitem(last=False)
+    if pending is not None:
+        _write(pending, state)
+    return True
+
+
+memory.register("operator states", _drop_oldest, rank=9)  # used every maintenance step
+
+
+def _put(key: tuple[str, int], state, size: int, pending: Path | None = None) -> None:
+    """Keep ``state`` in memory (``pending``: its file, not yet written); evict least recently
+    used entries beyond the budget, and relieve the memory valve."""
+    _cache[key] = [state, size, pending]
+    _cache.move_to_end(key)
+    while sum(e[1] for e in _cache.values()) > CACHE_BYTES and len(_cache) > 1:
+        _drop_oldest()
+    memory.relieve()
+
+
+def state_dir(store) -> Path:
+    d = store.warehouse / "states"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def save(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:
+    """Record the state of head ``sketch_id`` (its row now, its file later: module docstring);
+    ``init`` = {init_seconds, init_rows, init_groups} when it was just initialised (the rate feeds
+    ``rent.init_rate``).  Returns the state's in-memory size estimate in bytes."""
+    store = catalog.store
+    path = state_dir(store) / f"sketch_{sketch_id}.state"
+    size = state.memory_bytes()
+    meta = {"bytes": size, "groups": _groups(state)} | (init or {})
+    with store.tx() as c:
+        c.execute("INSERT OR REPLACE INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
+                  (sketch_id, str(path), json.dumps(meta), time.time()))
+    _put((str(store.path), sketch_id), state, size, path)
+    return size
+
+
+def _groups(state: MaintState) -> int | None:
+    """Groups held by the state's lowest aggregation (what a derivation copies), or None."""
+    from advisor.maintain.spark.bulk_init import _agg_op
+
+    op = _agg_op(state)
+    return len(op.index) if op is not None else None
+
+
+def groups(store, sketch_id: int) -> int | None:
+    """Groups the sketch's live state held when it was saved (its ``states`` row), or None when
+    it has no state or none was recorded."""
+    if not has(store, sketch_id):
+        return None
+    r = store.one("SELECT meta_json FROM states WHERE sketch_id=?", (sketch_id,))
+    g = json.loads(r["meta_json"]).get("groups") if r is not None else None
+    return int(g) if g is not None else None
+
+
+def template_groups(store, template: str | None) -> int | None:
+    """Groups the newest recorded state of any sketch of ``template`` held, or None."""
+    if template is None:
+        return None
+    r = store.one("SELECT json_extract(st.meta_json, '$.groups') AS g FROM states st JOIN sketches s "
+                  "ON s.id = st.sketch_id WHERE s.template=? AND json_extract(st.meta_json, '$.groups') "
+                  "IS NOT NULL ORDER BY st.sketch_id DESC LIMIT 1", (template,))
+    return int(r["g"]) if r is not None else None
+
+
+def load(catalog, sketch_id: int) -> MaintState | None:
+    """The sketch's operator state, taken out of the cache (the caller mutates it and saves the
+    result under the next head's id) or read from its file; None if it has none."""
+    hit = _cache.pop((str(catalog.store.path), sketch_id), None)
+    if hit is not None:
+        return hit[0]
+    path = _file(catalog.store, sketch_id)
+    if path is None:
+        return None
+    try:
+        return MaintState.from_bytes(path.read_bytes())
+    except (ValueError, pickle.UnpicklingError, EOFError):
+        return None  # damaged state: fall back to re-initialisation
+
+
+def copy(catalog, sketch_id: int) -> MaintState | None:
+    """An independent copy of the sketch's state (the head keeps its own), or None."""
+    hit = _cache.get((str(catalog.store.path), sketch_id))
+    if hit is not None:
+        _cache.move_to_end((str(catalog.store.path), sketch_id))
+        return pickle.loads(pickle.dumps(hit[0], protocol=pickle.HIGHEST_PROTOCOL))
+    path = _file(catalog.store, sketch_id)
+    return MaintState.from_bytes(path.read_bytes()) if path is not None else None
+
+
+def _file(store, sketch_id: int) -> Path | None:
+    """The sketch's state file, if it is on disk (a pruned state's row has an empty path)."""
+    r = store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
+    return Path(r["path"]) if r is not None and r["path"] and Path(r["path"]).is_file() else None
+
+
+def has(store, sketch_id: int) -> bool:
+    """Whether the sketch has operator state: cached in this process, or on disk."""
+    return (str(store.path), sketch_id) in _cache or _file(store, sketch_id) is not None
+
+
+def flush() -> tuple[int, float]:
+    """Write every dirty cached state to its file (entries stay cached, now clean); returns
+    (files written, seconds)."""
+    t0, n = time.perf_counter(), 0
+    for entry in list(_cache.values()):
+        if entry[2] is not None:
+            _write(entry[2], entry[0])
+            entry[2] = None
+            n += 1
+    return n, time.perf_counter() - t0
+
+
+atexit.register(flush)
+
+
+def evict_all() -> tuple[int, float]:
+    """Write what is dirty and empty the cache (the next step reads its state from disk); returns
+    (files written, seconds)."""
+    t0, n = time.perf_counter(), sum(1 for e in _cache.values() if e[2] is not None)
+    while _cache:
+        _drop_oldest()
+    return n, time.perf_counter() - t0
+
+
+def discard(store) -> int:
+    """Drop every cached state of ``store`` unwritten (a scratch store about to be deleted);
+    returns how many were dropped."""
+    keys = [k for k in _cache if k[0] == str(store.path)]
+    for k in keys:
+        del _cache[k]
+    return len(keys)
+
+
+def prune(catalog) -> int:
+    """Drop the states of sketches that are no longer live heads (superseded by a newer version of
+    their chain, or retired): state is only ever read at a head, and each version has its own
+    (tens of MB at SF1), so without this the states directory grows with every batch.  Rows stay,
+    path emptied, for their initialisation records (``rent.init_rate``); a dirty cached state is
+    dropped unwritten.  Returns the number of states dropped."""
+    from advisor.warehouse.sketch_records import latest_versions
+
+    store = catalog.store
+    live = {s.id for s in latest_versions(store)}
+    dead = [r for r in store.query("SELECT sketch_id, path FROM states WHERE path != ''") if r["sketch_id"] not in live]
+    if not dead:
+        return 0
+    with store.tx() as c:  # rows first: a crash before the unlink leaves an orphan file, never a dangling row
+        c.executemany("UPDATE states SET path='' WHERE sketch_id=?", [(r["sketch_id"],) for r in dead])
+    for r in dead:
+        _cache.pop((str(store.path), r["sketch_id"]), None)
+        Path(r["path"]).unlink(missing_ok=True)
+    return len(dead)

@@ -1,0 +1,161 @@
+"""Remembered sketch decisions per (query template, strategy), so a dashboard's tenth instance of
+a template does not pay for sampling and estimation again.
+
+* **go** on ``table.attr`` with partition P: a later instance with no usable sketch (its bindings
+  defeat the reuse test, or the data changed under a sketch that was dropped) is captured directly
+  on the same attribute and partition; the choice of attribute is a property of the template (the
+  bindings move the selectivity, not which attribute is safe and clustered with the provenance).
+* **no-go, structural** (no safe candidate in the strategy's pool, nothing estimable): final for
+  the template.
+* **no-go by cost**: the decision weighed capture against ``horizon`` predicted uses; after that
+  many further instances the evidence (the template's observed frequency) has changed, so the
+  template is estimated again.  A no-go *before sampling* (``select.cannot_pay``) cost nothing to
+  decide, and the count of predicted uses is all that moves it with the same measured costs, so it
+  is remembered exactly until that count could make it pay (``pays_after``): at TPC-H SF1 a top-k
+  template declined at a tie (3.00 scans of saving against 3.00) was remembered for 3 instances
+  where the next one would already have gone.
+* **go contradicted by measurement** (``revisit``): the cost model predicts time from rows read, but
+  a filter of up to 32 ranges over a scattered sketch can read most rows and still pay for the
+  filter and for compiling each fresh filter text, and a template whose new bindings each need a
+  capture pays it per use (TPC-H SF1 big_orders: 1.49x of plain over a replay).  From the
+  template's latest ``MIN_SKETCHED`` sketched uses measured in this store (each run and the capture
+  it needed, if any: the run record's ``capture_seconds``; ``Calibration.use_s``) the *next* use is
+  predicted as the median run plus the share of uses that needed a capture times the median such
+  capture.  If that exceeds ``MARGIN`` times the plain runs, the go becomes a no-go by cost with a
+  longer horizon and the template's live sketches are retired (no further reuse or maintenance).
+  Medians make it less sensitive to single outliers than a mean of the ten uses
+  (a replay's first captures in a fresh JVM took 5-10 s against 1-2 s later), though
+  on that replay's actual uses both rules judged alike.  The judgement waits for ten uses: with
+  three uses it turned every template of a replay into a no-go.  Maintenance is left
+  to ``maintain.worth``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Memo:
+    template: str
+    strategy: str
+    table: str | None
+    attr: str | None
+    partition_id: int | None
+    go: bool
+    structural: bool
+    reason: str
+    horizon: float
+    skips: int
+    step: str | None
+
+
+def recall(store, template: str, strategy: str) -> Memo | None:
+    r = store.one("SELECT * FROM decisions WHERE template=? AND strategy=?", (template, strategy))
+    if r is None:
+        return None
+    return Memo(r["template"], r["strategy"], r["table_name"], r["attr"], r["partition_id"], bool(r["go"]),
+                bool(r["structural"]), r["reason"], float(r["horizon"]), int(r["skips"]), r["step"])
+
+
+def remember(store, template: str, strategy: str, *, go: bool, reason: str, table: str | None = None,
+             attr: str | None = None, partition_id: int | None = None, structural: bool = False,
+             horizon: float = 3.0, step: str | None = None) -> None:
+    with store.tx() as c:
+        c.execute("INSERT OR REPLACE INTO decisions(template, strategy, table_name, attr, partition_id, go, "
+                  "structural, reason, horizon, skips, step, created) VALUES (?,?,?,?,?,?,?,?,?,0,?,?)",
+                  (template, strategy, table, attr, partition_id, int(go), int(structural), reason,
+                   float(horizon), step, time.time()))
+
+
+def skip(store, memo: Memo) -> bool:
+    """Count one more instance decided by the memo; False once a cost-based no-go is due for re-estimation."""
+    if memo.go or memo.structural:
+        return True
+    if memo.skips + 1 > memo.horizon:
+        return False
+    with store.tx() as c:
+        c.execute("UPDATE decisions SET skips=skips+1 WHERE template=? AND strategy=?", (memo.template, memo.strategy))
+    return True
+
+
+def pays_after(T: float, w, p, advice_rows: float | None, limit: int = 64) -> int | None:
+    """The fewest further predicted uses with which ``select.cannot_pay`` would pass, the measured
+    costs being the same (None if none up to ``limit``): a template seen once more predicts one use
+    more, so a no-go before sampling need be remembered for one instance fewer than this."""
+    from dataclasses import replace
+
+    from advisor.selection.cost_model import cannot_pay
+
+    for k in range(1, limit + 1):
+        if cannot_pay(T, replace(w, reuses=w.reuses + k), p, advice_rows) is None:
+            return k
+    return None
+
+
+def forget(store, template: str, strategy: str) -> None:
+    with store.tx() as c:
+        c.execute("DELETE FROM decisions WHERE template=? AND strategy=?", (template, strategy))
+
+
+MIN_SKETCHED = 10     # sketched uses of a template before its go is judged by them
+MARGIN = 1.25         # ... and how much dearer than plain they must be on average
+REVISIT_FACTOR = 4.0  # a contradicted go is re-estimated after this many times its horizon
+
+
+def next_use(sketched: list) -> tuple[float, float, int, float]:
+    """(predicted seconds of the next sketched use, median run, uses that needed a capture, median
+    such capture) from (run, capture) pairs; a bare number is a run without capture.  A pair with
+    run 0 is a use its capture job answered (no separate run): the prediction is the share of uses
+    with a run times the median run plus the share with a capture times the median capture."""
+    import statistics
+
+    pairs = [(u, 0.0) if isinstance(u, (int, float)) else (float(u[0]), float(u[1])) for u in sketched]
+    runs = [r for r, _ in pairs if r > 0]
+    run = statistics.median(runs) if runs else 0.0
+    caps = [c for _, c in pairs if c > 0]
+    cap = statistics.median(caps) if caps else 0.0
+    return (len(runs) * run + len(caps) * cap) / len(pairs), run, len(caps), cap
+
+
+def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str | None:
+    """Why the measured uses contradict sketching (newest first; the latest ``MIN_SKETCHED`` sketched
+    uses as (run, capture) pairs, up to 10 plain runs), or None.  Without plain runs of the template,
+    ``plain_pred`` (its captures' median, else the fitted cost line) stands in."""
+    import statistics
+
+    if len(sketched) < MIN_SKETCHED:
+        return None
+    ps = statistics.median(plain[:10]) if plain else plain_pred
+    if ps is None:
+        return None
+    ss, run, k, cap = next_use(sketched[:MIN_SKETCHED])
+    if ss <= MARGIN * ps:
+        return None
+    how = f"median of {min(len(plain), 10)}" if plain else "predicted: no plain run of the template"
+    return (f"no-go (measured): a sketched use costs ~{ss:.2f} s (median run {run:.2f} s + {k} of the last "
+            f"{MIN_SKETCHED} uses needed a capture of ~{cap:.2f} s) against {ps:.2f} s plain ({how})")
+
+
+def revisit(store, template: str, strategy: str, rows: float, step: str | None = None) -> str | None:
+    """Turn a remembered go that this store's measurements contradict into a no-go (``measured_loss``)
+    and retire the template's live sketches; returns the reason, or None when the go stands.
+    ``rows``: rows a plain run reads (for the fitted line when the template never ran plain)."""
+    from advisor.calibration.measured_costs import calibrate, plain_proxy
+    from advisor.warehouse.sketch_records import latest_versions, retire
+
+    memo = recall(store, template, strategy)
+    if memo is None or not memo.go:
+        return None
+    cal = calibrate(store)
+    plain = cal.query_s.get(template, ([], []))[0]
+    why = measured_loss(plain, cal.use_s.get(template, []), plain_proxy(cal, template, rows))
+    if why is None:
+        return None
+    remember(store, template, strategy, go=False, reason=f"{why}; was go on {memo.table}.{memo.attr}",
+             horizon=REVISIT_FACTOR * memo.horizon, step=step)
+    for sk in latest_versions(store):
+        if sk.template == template:
+            retire(store, sk.id, why)
+    return why

@@ -1,0 +1,241 @@
+"""Using a sketch: merged range conditions on the sketched attribute, pushed into every scan.
+
+Adjacent fragments are merged into one `a >= lo AND a < hi` run (an infinite end drops its bound),
+and runs of a few integer or date values are listed in one `a IN (...)` instead; the NULL fragment
+adds `a IS NULL` (and NaN for floating columns). An empty sketch becomes `false`.
+When a clustered layout pays (``layout_pays``) the scan reads it instead of the base files; Spark
+skips its row groups by their min/max.
+"""
+
+from __future__ import annotations
+
+from advisor.partition.range_partition import RangePartition
+from advisor.warehouse.value_kinds import kind_of, sql_literal
+from advisor.plan.to_sql import q
+
+
+def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
+    """Maximal runs [i, j] of consecutive range fragment ids (NULL fragment excluded)."""
+    ids = sorted(f for f in fragments if f != part.null_id)
+    out: list[tuple[int, int]] = []
+    for f in ids:
+        if out and out[-1][1] == f - 1:
+            out[-1] = (out[-1][0], f)
+        else:
+            out.append((f, f))
+    return out
+
+
+# Bridging above this many ranges. Each new filter text is a new whole-stage-codegen class: the
+# query's loop runs interpreted until HotSpot has compiled that (huge) method, so the first run of a
+# fresh filter costs more than later ones.  As one flat OR a fresh big_orders sketch at SF1 took
+# 1.6-2.0 s at 32 ranges, 3.0 s at 77, 11-13 s at 128 (the plain query: 1.6-1.8 s); ``range_condition``'s
+# search tree tests O(log ranges) bounds per row and took 1.2-1.5 s at 32, 0.8-1.2 s at 77-105, and
+# 3.1-3.3 s at 128 (BENCHMARKS.md). Replays meet a fresh filter at every capture and every
+# maintained version, so the first run is the common case.  With layouts in 1,000-row pages the cap
+# became the larger cost: bridging a scattered sketch to 64 runs fills the gaps' pages.  SF1
+# big_orders at c = 290 (203 fragments of 10,001): 64 runs read 2.08M rows in 0.72-0.76 s, 200 runs
+# 322k rows in 0.34-0.38 s (fresh filters in a warm JVM; 2.25 s and 1.30 s as the JVM's very first
+# query); at c = 293-296, 0.36-0.62 s against 0.27-0.36 s (BENCHMARKS.md).
+MAX_RUNS = 256
+
+
+def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:
+    """Runs of the sketch, with the cheapest gaps bridged until at most `max_runs` remain.
+
+    Bridging adds fragments, and a superset of a safe sketch is safe (seed 001, Lemma 5), so the
+    answer cannot change; we pick the gaps holding the fewest rows (fragment sizes) to lose little."""
+    rs = runs(fragments, part)
+    if len(rs) <= max_runs:
+        return rs
+    sizes = part.sizes
+
+    def gap_rows(a, b):
+        return sum(sizes[f] for f in range(a[1] + 1, b[0]) if f < len(sizes)) if sizes else b[0] - a[1]
+
+    import heapq
+
+    rs = list(rs)
+    while len(rs) > max_runs:
+        gaps = [(gap_rows(rs[k], rs[k + 1]), k) for k in range(len(rs) - 1)]
+        # bridge the cheapest gaps in one sweep (non-overlapping), then re-evaluate
+        need = len(rs) - max_runs
+        chosen = sorted(k for _, k in heapq.nsmallest(need, gaps))
+        merged, skip = [], set(chosen)
+        k = 0
+        while k < len(rs):
+            lo, hi = rs[k]
+            while k in skip:
+                k += 1
+                hi = rs[k][1]
+            merged.append((lo, hi))
+            k += 1
+        rs = merged
+    return rs
+
+
+def read_set(fragments, part: RangePartition, max_runs: int = MAX_RUNS) -> frozenset:
+    """The fragments a sketch's filter actually admits: its runs after bridging, plus NULLs."""
+    got = {f for i, j in capped_runs(fragments, part, max_runs) for f in range(i, j + 1)}
+    return frozenset(got | (set(fragments) & {part.null_id}))
+
+
+# Runs OR'd flat at the leaves of ``range_condition``'s search tree.
+TREE_LEAF = 4
+# A bounded run over an integer or date column holding at most POINT_WIDTH values is written as those
+# values, all such runs in one IN list (at most MAX_POINTS values; the rest stay ranges).  Spark
+# tests an IN list per row in a hash set, and pushes it to Parquet as a value set when it holds at
+# most ``spark.sql.parquet.pushdown.inFilterThreshold`` values (``advisor.engine.session`` sets it to
+# MAX_POINTS).  A sketch on l_suppkey at 10,002 fragments is mostly one-value runs: at SF1, 216 of
+# them as a search tree took 0.73-1.5 s per sketched run, as one IN list 0.64-0.75 s, and counting
+# the layout's rows 0.34-0.50 s against 0.17-0.22 s (BENCHMARKS.md).
+POINT_WIDTH = 4
+MAX_POINTS = 1024
+
+
+def _points(part: RangePartition, i: int, j: int) -> list | None:
+    """The values of run [i, j] if it is a bounded run of at most ``POINT_WIDTH`` integer or date values."""
+    import datetime as dt
+
+    from advisor.warehouse.value_kinds import decode_value, encode_value
+
+    kind = kind_of(part.dtype)
+    if kind not in ("int", "date") or i == 0 or j >= len(part.boundaries):
+        return None
+    lo, hi = (decode_value(part.boundaries[k], part.dtype) for k in (i - 1, j))
+    width = (hi - lo).days if kind == "date" else int(hi) - int(lo)
+    if width > POINT_WIDTH:
+        return None
+    if kind == "date":  # encoded like the boundaries, for ``sql_literal``
+        return [encode_value(lo + dt.timedelta(days=d)) for d in range(width)]
+    return list(range(int(lo), int(hi)))
+
+
+def range_condition(part: RangePartition, fragments: frozenset, column: str, max_runs: int = MAX_RUNS) -> str:
+    """SQL condition selecting the rows in the given fragments of `part` (exactly, unless more than
+    `max_runs` runs forced bridging of small gaps, which only adds rows)."""
+    col = q(column)
+    nb = len(part.boundaries)
+    lit = lambda i: sql_literal(part.boundaries[i], part.dtype)  # noqa: E731
+
+    def leaf(i: int, j: int) -> str:
+        conds = ([f"{col} >= {lit(i - 1)}"] if i > 0 else []) + ([f"{col} < {lit(j)}"] if j < nb else [])
+        return "(" + " AND ".join(conds or [f"{col} IS NOT NULL"]) + ")"
+
+    def tree(rs: list[tuple[int, int]]) -> str:
+        # runs are sorted and disjoint: a value below run m's lower bound can only be in runs < m,
+        # one at or above it only in runs >= m, so each row tests O(log runs) bounds, not all of them
+        m = len(rs) // 2
+        cut = lit(rs[m][0] - 1)
+        return f"(({col} < {cut} AND {branch(rs[:m])}) OR ({col} >= {cut} AND {branch(rs[m:])}))"
+
+    def branch(rs: list[tuple[int, int]]) -> str:
+        return " OR ".join(leaf(i, j) for i, j in rs) if len(rs) <= TREE_LEAF else tree(rs)
+
+    points, ranged = [], []
+    for i, j in capped_runs(fragments, part, max_runs):
+        vals = _points(part, i, j)
+        if vals is not None and len(points) + len(vals) <= MAX_POINTS:
+            points += vals
+        else:
+            ranged.append((i, j))
+    terms = [f"{col} IN ({', '.join(sql_literal(v, part.dtype) for v in points)})"] if points else []
+    terms += [branch(ranged)] if ranged else []
+    if part.null_id in fragments:
+        nulls = f"{col} IS NULL"
+        if kind_of(part.dtype) == "float":
+            nulls = f"({nulls} OR isnan({col}))"
+        terms.append(nulls)
+    return " OR ".join(terms) if terms else "false"
+
+
+LAYOUT_GAIN = 0.8
+
+
+def scan_units(catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
+    """(units, read fraction, layout?) of the files a sketched scan opens: the clustered layout only
+    when it skips clearly more than the base files do (reads at most ``LAYOUT_GAIN`` of their
+    rows), since a layout is more files to open and list than the base files' few large ones.
+    Read fractions are those of what the scan filters on: the layout's block list
+    (``block_condition``), else the bridged ranges (``read_set``)."""
+    from advisor.layout import blocks
+    from advisor.layout.clustered_copy import find_layout
+    from advisor.layout.skip_prediction import boundary_values, read_fraction_of, read_units
+
+    b = boundary_values(part)
+    exact, fragments = fragments, read_set(fragments, part)
+    units = read_units(catalog, table, attr, version)
+    frac = read_fraction_of(units.units, b, fragments, part.null_id)
+    if not units.source.startswith("layout"):
+        return units, frac, False
+    lay = find_layout(catalog.store, table, attr, version)
+    starts = blocks.load_starts(lay["path"]) if lay is not None and lay["attr"] == attr else None
+    ids = None if starts is None else blocks.sketch_blocks(starts, part, exact)
+    if ids is not None and len(ids) <= blocks.MAX_IDS:  # read as its blocks (``block_condition``)
+        frac = blocks.read_fraction(units.units, starts, part.dtype, ids)
+    base = read_units(catalog, table, attr, version, layout=False)
+    base_frac = read_fraction_of(base.units, b, fragments, part.null_id)
+    return (units, frac, True) if frac <= LAYOUT_GAIN * base_frac else (base, base_frac, False)
+
+
+def layout_pays(catalog, table: str, attr: str, version: int, part: RangePartition, fragments) -> bool:
+    """Whether a sketched scan reads the clustered layout (``scan_units``)."""
+    return scan_units(catalog, table, attr, version, part, fragments)[2]
+
+
+def layout_view(catalog, lay: dict, version: int) -> str:
+    """Register (once per layout and table version) and return the view of a clustered layout
+    brought to ``version``.  Every sketch on the layout shares it: building a DataFrame over the
+    layout and the batches since is file listing, 0.5-0.8 s per query at SF1 when it was per sketch."""
+    from advisor.engine.execute import registered
+
+    from advisor.layout import blocks
+
+    name = catalog.view_name(lay["table"], version, f"_l{lay['id']}")
+    starts = blocks.load_starts(lay["path"])
+    dtype = catalog.column_type(lay["table"], lay["attr"])
+    numbered = None if starts is None else (  # later inserts get their block ids too
+        lambda f: blocks.ontop_file(lay, f, lay["attr"], dtype, starts))
+    return registered(catalog, name, lambda: catalog.read_on_top(
+        catalog.parquet(lay["path"]), lay["table"], lay["table_version"], version, map_ins=numbered))
+
+
+def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:
+    """The sketch as the layout's block ids (``advisor.layout.blocks``: one code text for every sketch),
+    or None when the layout has no blocks or the ids are too many."""
+    from advisor.layout import blocks
+
+    starts = blocks.load_starts(lay["path"]) if lay["attr"] == part.attr else None
+    return None if starts is None else blocks.condition(starts, part, fragments)
+
+
+def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
+    """Scan source function applying `sketch` to every access of each sketched table."""
+    from advisor.engine.execute import table_view
+    from advisor.layout.clustered_copy import find_layout
+    from advisor.partition.range_partition import load_partition
+    from advisor.plan.to_sql import Source
+
+    conds: dict[str, str] = {}
+    views: dict[str, str] = {}
+    for p in sketch.parts:
+        part = load_partition(catalog.store, p.partition_id)
+        cond = range_condition(part, p.fragments, p.attr)
+        if p.table in conds:  # a two-attribute sketch (``advisor.selection.attribute_pairs``): both filters, the first's layout
+            conds[p.table] = f"({conds[p.table]}) AND ({cond})"
+            continue
+        conds[p.table] = cond
+        v = versions[p.table]
+        lay = find_layout(catalog.store, p.table, p.attr, v) if use_layout else None
+        if lay is not None and layout_pays(catalog, p.table, p.attr, v, part, p.fragments):
+            views[p.table] = layout_view(catalog, lay, v)
+            conds[p.table] = block_condition(lay, part, p.fragments) or cond
+        else:
+            views[p.table] = table_view(catalog, p.table, v)
+
+    def source(scan):
+        if scan.table in conds:
+            return Source(f"{views[scan.table]} WHERE {conds[scan.table]}")
+        return Source(table_view(catalog, scan.table, versions.get(scan.table)))
+
+    return source

@@ -1,0 +1,327 @@
+"""Capture: run the instrumented query once and record, per sketched table, its fragment set.
+
+Fragment ids come from a binary search (partitions.assign_column) added to the sketched scans'
+source; to_sql.capture_sql propagates them through joins, aggregation, HAVING, DISTINCT, top-k
+and UNION as Spark bitmaps, and the single result row is decoded on the driver. All accesses of
+one table share the table's sketch (their fragment sets are ORed), so `use` filters every access.
+
+When every aggregation above a sketched scan groups by the sketched attribute (``value_lineage``),
+a group's provenance rows all share that attribute's value, so the sketch is the fragments of the
+result groups' values: the capture carries values instead of per-row fragment ids and bitmaps
+(``to_sql`` kind VAL) and costs about one plain run of the query.  Such a capture can also answer
+its query in the same job (``answering_capture``): the result rows carry their value, and the
+sketch is read off them on the driver, so the first use of a sketch costs one job, not two.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from advisor.errors import BadInput, Unsupported
+from advisor.engine.execute import table_view, versions_now
+from advisor.partition.range_partition import RangePartition, assign_column, build_partition, find_partition
+from advisor.plan import ir
+from advisor.plan.to_sql import VAL, Source, answer_sql, capture_sql, lam_name, null_flag
+from advisor.warehouse.sketch_records import Sketch, SketchPart, decode_bitmap, save_sketch
+
+FRAG = "__frag"
+
+
+@dataclass
+class CaptureResult:
+    sketch: Sketch
+    seconds: float
+    verdicts: dict
+    answer: object = None  # execute.RunResult when the capture job also answered the query
+
+
+def sketch_attrs(query: ir.Query, on: dict[str, str]) -> set[str]:
+    """Internal attribute names (one per scan of each sketched table) for the safety check."""
+    X = set()
+    tables = {s.table for s in query.scans()}
+    for t, a in on.items():
+        if t not in tables:
+            raise BadInput(f"the query does not read table {t!r} (it reads {', '.join(sorted(tables))})")
+        for s in query.scans():
+            if s.table == t:
+                hit = [c.name for c in s.cols if c.source == a]
+                if not hit:
+                    raise BadInput(f"unknown column {a!r} in table {t!r}")
+                X.add(hit[0])
+    return X
+
+
+def check_safe(catalog, query: ir.Query, on: dict[str, str], versions: dict[str, int]):
+    """Z3 safety verdict for sketching `on` (table -> attribute) in query."""
+    from advisor.safety.static_check import check_safety
+    from advisor.warehouse.column_stats import stats_for_query
+
+    X = sketch_attrs(query, on)
+    return check_safety(query.root, X, stats_for_query(catalog, query, versions))
+
+
+def ensure_partition(catalog, table: str, attr: str, fragments: int, version: int) -> RangePartition:
+    part = find_partition(catalog.store, table, attr, fragments)
+    if part is None:
+        part = build_partition(catalog, table, attr, fragments, version)
+    return part
+
+
+def value_lineage(query: ir.Query, on: dict[str, str]) -> bool:
+    """True when the value of each sketched attribute is constant over the provenance of every
+    result row: every Aggregate / DISTINCT above a sketched scan keeps the attribute (by its
+    internal name, or a name a projection gave it unchanged) among its keys, every top-k above it
+    still outputs it (so ties never pick between fragments), there is at least one such
+    aggregation, and no UNION lies above it."""
+    from sqlglot import exp
+
+    names = {}
+    for s in query.scans():
+        if s.table in on:
+            hit = [c.name for c in s.cols if c.source == on[s.table]]
+            if not hit:
+                return False
+            names[s.scan_id] = hit[0]
+
+    def walk(node: ir.Node):
+        """(ok, scan_id -> (names the attribute goes by here, grouped by an aggregation yet))."""
+        if isinstance(node, ir.Scan):
+            return True, ({node.scan_id: (frozenset([names[node.scan_id]]), False)}
+                          if node.scan_id in names else {})
+        ok, below = True, {}
+        for ch in node.children:
+            o, b = walk(ch)
+            ok, below = ok and o, {**below, **b}
+        if not ok or not below:
+            return ok, below
+        if isinstance(node, ir.Union):
+            return False, below
+        if isinstance(node, ir.Project):
+            return True, {sid: (al | {c.name for e, c in node.items
+                                       if isinstance(e, exp.Column) and e.name in al}, g)
+                          for sid, (al, g) in below.items()}
+        if isinstance(node, ir.Aggregate):
+            keys = set(node.keys)
+        elif isinstance(node, (ir.Distinct, ir.TopK)):
+            keys = {c.name for c in node.cols}
+        else:
+            return True, below
+        if any(not (al & keys) for al, _ in below.values()):
+            return False, below
+        grouped = not isinstance(node, ir.TopK)
+        return True, {sid: (al, g or grouped) for sid, (al, g) in below.items()}
+
+    ok, seen = walk(query.root)
+    return ok and bool(seen) and all(g for _, g in seen.values())
+
+
+def by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition]) -> bool:
+    """``by_value_types_ok`` for the partitions' column types."""
+    return by_value_types_ok(query, on, {t: parts[t].dtype for t in on})
+
+
+def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str]) -> bool:
+    """``value_lineage`` holds and no sketched attribute (Spark type per table in ``dtypes``) is a
+    timestamp: collected timestamps come back in the session's time zone, fragment ids are
+    computed on the stored instants."""
+    from advisor.warehouse.value_kinds import kind_of
+
+    return value_lineage(query, on) and all(kind_of(dtypes[t]) != "ts" for t in on)
+
+
+def _capture_views(catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int],
+                   by_value: bool = False):
+    """Source function for an instrumented query: sketched tables get a fragment-id column, or with
+    ``by_value`` (see ``value_lineage``) the plain table whose sketched attribute is carried as is."""
+    if by_value:
+        def value_source(scan: ir.Scan) -> Source:
+            view = table_view(catalog, scan.table, versions.get(scan.table))
+            return Source(view, on[scan.table], VAL) if scan.table in on else Source(view)
+
+        return value_source
+    views: dict[str, str] = {}
+    for t, a in on.items():
+        name = catalog.view_name(t, versions[t], f"_cap{parts[t].id}")
+        if not catalog.spark.catalog.tableExists(name):
+            df = catalog.read(t, versions[t])
+            assign_column(df, a, parts[t], FRAG).createOrReplaceTempView(name)
+        views[t] = name
+
+    def source(scan: ir.Scan) -> Source:
+        if scan.table in views:
+            return Source(views[scan.table], FRAG)
+        return Source(table_view(catalog, scan.table, versions.get(scan.table)))
+
+    return source
+
+
+def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
+    """Versions of every table the query reads: a change to any of them can change the sketch."""
+    return {t: versions[t] for t in sorted({s.table for s in query.scans()})}
+
+
+def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "",
+            parts: dict[str, RangePartition] | None = None, by_value: bool = False) -> dict:
+    import pandas as pd
+
+    from advisor.partition.assign_pandas import assign
+
+    scan_table = {s.scan_id: s.table for s in query.scans()}
+    frags: dict[str, set] = {t: set() for t in on}
+    for lam, sid in lam_scans.items():
+        t = scan_table[sid]
+        if by_value:
+            part = parts[t]
+            frags[t] |= {int(f) for f in assign(pd.Series(list(row[prefix + lam] or [])), part)}
+            if row[prefix + null_flag(lam)]:
+                frags[t].add(part.null_id)
+        else:
+            frags[t] |= decode_bitmap(row[prefix + lam])
+    return frags
+
+
+def _lam_columns(lam_scans: dict[str, int], by_value: bool) -> list[str]:
+    return [c for lam in lam_scans for c in ((lam, null_flag(lam)) if by_value else (lam,))]
+
+
+def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str, RangePartition]]],
+                  versions: dict[str, int], save: bool = False, by_value: bool = True) -> tuple[list[Sketch], float]:
+    """Capture many (query, table->attr, partitions) at once in ONE Spark job (a cross join of the
+    one-row capture queries). No safety check: callers (the OPT oracle, harnesses) check first.
+    ``by_value=False`` forces the fragment-id path everywhere (tests compare the two).
+    Returns the sketches in item order and the job's seconds."""
+    selects, metas = [], []
+    for i, (q, on, parts) in enumerate(items):
+        bv = by_value and by_value_ok(q, on, parts)
+        sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions, bv))
+        cols = ", ".join(f"`{c}` AS `c{i}_{c}`" for c in _lam_columns(lam_scans, bv))
+        selects.append(f"(SELECT {cols} FROM ({sql}) s{i}) j{i}")
+        metas.append((q, on, parts, lam_scans, bv))
+    t0 = time.perf_counter()
+    row = catalog.spark.sql("SELECT * FROM " + " CROSS JOIN ".join(selects)).first()
+    secs = time.perf_counter() - t0
+    out = []
+    for i, (q, on, parts, lam_scans, bv) in enumerate(metas):
+        frags = _decode(q, on, row, lam_scans, f"c{i}_", parts, bv)
+        sk = Sketch(0, q.template, q.bindings, q.sql,
+                    [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
+                    _all_versions(q, versions))
+        out.append(save_sketch(catalog.store, sk) if save else sk)
+    return out, secs
+
+
+def _one_row_capture(catalog, query: ir.Query, source) -> tuple[object, dict[str, int], float]:
+    """Run the one-row capture query (``to_sql.capture_sql``): (its row, {Λ: scan_id}, seconds)."""
+    sql, lam_scans = capture_sql(query, source)
+    t0 = time.perf_counter()
+    row = catalog.spark.sql(sql).first()
+    return row, lam_scans, time.perf_counter() - t0
+
+
+def answering_capture(catalog, query: ir.Query, source) -> tuple[object, dict, dict[str, int], float]:
+    """Run the query once, instrumented by value (``to_sql.answer_sql``): its answer as an
+    ``execute.RunResult`` (rows, scan metrics, seconds) and, per Λ column, the distinct non-NULL
+    values over the result rows and whether a NULL was among them -- what the one-row capture's
+    ``collect_set`` and NULL flag give, read off the answer instead of a second job.  Returns
+    (run, a capture row {Λ: values, null_flag(Λ): bool} for ``_decode``, {Λ: scan_id}, seconds)."""
+    from advisor.engine.execute import RunResult
+    from advisor.engine.scan_metrics import collect_scan_metrics
+
+    sql, lam_scans = answer_sql(query, source)
+    n = len(query.output_names)
+    t0 = time.perf_counter()
+    df = catalog.spark.sql(sql)
+    got = df.collect()
+    secs = time.perf_counter() - t0
+    row: dict = {}
+    for j, lam in enumerate(lam_scans):
+        col = [r[n + j] for r in got]
+        row[lam] = list({v for v in col if v is not None})
+        row[null_flag(lam)] = any(v is None for v in col)
+    rows = [tuple(r[:n]) for r in got]
+    run = RunResult(list(query.output_names), rows, collect_scan_metrics(df), secs, None,
+                    "answered by the capture job")
+    return run, row, lam_scans, secs
+
+
+def capture_values(catalog, query: ir.Query, table: str, attrs: list[str],
+                   versions: dict[str, int], answer: list | None = None) -> tuple[dict[str, tuple[list, bool]], float]:
+    """The distinct values (and whether NULL is among them) that each of ``attrs`` takes over the
+    provenance of the query's result, for several attributes of one table in ONE Spark job: each
+    attribute is carried by value (``to_sql`` kind VAL, extra columns ``Source.more_vals``).  A
+    sketch on any partition of an attribute is then its values' fragments (``value_sketch``), so
+    every candidate at every granularity is sized exactly for about one plain run of the query.
+    Every attribute must pass ``by_value_ok`` on its own.  Returns ({attr: (values, has_null)}, seconds).
+    With an ``answer`` list the job also answers the query (``answering_capture``): its
+    ``RunResult`` is appended to the list."""
+    attrs = list(attrs)
+    if not attrs:
+        raise ValueError("no attribute to capture")
+
+    def source(scan: ir.Scan) -> Source:
+        view = table_view(catalog, scan.table, versions.get(scan.table))
+        return Source(view, attrs[0], VAL, tuple(attrs[1:])) if scan.table == table else Source(view)
+
+    if answer is not None:
+        run, row, lam_scans, secs = answering_capture(catalog, query, source)
+        answer.append(run)
+    else:
+        row, lam_scans, secs = _one_row_capture(catalog, query, source)
+    out: dict[str, tuple[list, bool]] = {a: ([], False) for a in attrs}
+    for sid in sorted(set(lam_scans.values())):
+        for j, a in enumerate(attrs):
+            lam = lam_name(sid, j)
+            vals, has_null = out[a]
+            out[a] = (vals + list(row[lam] or []), has_null or bool(row[null_flag(lam)]))
+    return out, secs
+
+
+def value_sketch(query: ir.Query, table: str, part: RangePartition, values: list, has_null: bool,
+                 versions: dict[str, int]) -> Sketch:
+    """The (unsaved) sketch of ``query`` on ``part`` from its attribute's provenance values."""
+    import pandas as pd
+
+    from advisor.partition.assign_pandas import assign
+
+    frags = {int(f) for f in assign(pd.Series(values), part)} if values else set()
+    if has_null:
+        frags.add(part.null_id)
+    return Sketch(0, query.template, query.bindings, query.sql,
+                  [SketchPart(table, part.attr, part.id, frozenset(frags))], _all_versions(query, versions))
+
+
+def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
+            versions: dict[str, int] | None = None, check: bool = True,
+            partitions: dict[str, RangePartition] | None = None, by_value: bool = True,
+            answer: bool = False) -> CaptureResult:
+    """Capture and store the sketch of `query` on the given table.attr pairs (by value when
+    ``value_lineage`` allows and ``by_value`` is left on).  With ``answer``, a capture by value
+    also answers the query in the same job (``CaptureResult.answer``); one by fragment ids does not
+    (its rows would carry a bitmap each) and leaves ``answer`` None."""
+    if query.unsupported:
+        raise Unsupported(query.unsupported)
+    versions = versions or versions_now(catalog, query)
+    verdicts = {}
+    if check:
+        v = check_safe(catalog, query, on, versions)
+        verdicts = {f"{t}.{a}": v.reason for t, a in on.items()}
+        if not v.safe:
+            raise BadInput(f"cannot sketch {', '.join(f'{t}.{a}' for t, a in on.items())}: {v.reason}")
+    parts = dict(partitions or {})
+    for t, a in on.items():
+        if t not in parts:
+            parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
+    bv = by_value and by_value_ok(query, on, parts)
+    source = _capture_views(catalog, on, parts, versions, bv)
+    run = None
+    if answer and bv:
+        run, row, lam_scans, secs = answering_capture(catalog, query, source)
+    else:
+        row, lam_scans, secs = _one_row_capture(catalog, query, source)
+    frags = _decode(query, on, row, lam_scans, "", parts, bv)
+    sk = Sketch(0, query.template, query.bindings, query.sql,
+                [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],
+                _all_versions(query, versions))
+    save_sketch(catalog.store, sk)
+    return CaptureResult(sk, secs, verdicts, run)

@@ -1,0 +1,459 @@
+r"""Sketch-size estimators for one candidate attribute (digest §2.9, §2.11, C9).
+
+Inputs: the sample (pandas) with a fragment-id column for the candidate (``frag``, from the
+candidate's range partition) and the group columns; a ``groups`` table with one row per group and
+its pass probability ``p`` (from ``aggregates.pass_probability``, ``topk`` or ``estimate_nested``);
+the fragment sizes ``|R_r|`` of the full table.  Outputs a ``SizeEstimate`` with three estimators:
+
+(a) **Point, Algorithm 2** [PAPER]: groups judged to pass (``p_g >= 0.5`` by default, or the
+    paper's point classification via ``point_pass``) are mapped to fragments and the full fragment
+    sizes are summed: ``size~ = sum_{r in R_sat} |R_r|``.  The paper maps groups to fragments with a
+    scan of the full relation; here the mapping is whatever is *certain*: an exact ``mapping``
+    (group -> fragments, e.g. from one batched semi-join on Spark) if given, otherwise the fragments
+    of the group's sampled rows.  The latter is exact when the candidate is a group-by attribute or
+    functionally determined by the group key (``determined=True``: every row of a group has the same
+    value, so its one sampled row reveals the group's only fragment) and a lower bound otherwise.
+
+(b) **Expectation** (Definition 9 corrected, digest §2.11) [INFERRED]:
+    ``E[rows] = sum_r |R_r| * (1 - prod_g (1 - p_g * t_gr))`` and
+    ``E[fragments] = sum_r (1 - prod_g (1 - p_g * t_gr))`` where ``t_gr = P(group g has a row in
+    fragment r)``.  Assumes groups pass independently and passing is independent of where a group's
+    unseen rows lie.  ``t_gr = 1`` for certain cells; 0 or the model below otherwise.
+    When ``p`` is the mean of ``pass_replicates`` (the bootstrap), the expectation is instead the
+    replicates' mean coverage ``mean_b sum_r |R_r| (1 - prod_{g passes in b} (1 - t_gr))``
+    (``JOINT_EXPECTATION``): the replicates carry the prior mean's error shared by neighbouring
+    groups (``estimators.prior_noise``), so groups that pass together count once.  TPC-H SF1's
+    selective median error went from 7.6 % to 5.2 % with both (BENCHMARKS.md).
+
+(c) **Interval** on the rows: with ``pass_replicates`` (B x G booleans -- bootstrap replicates, or
+    parametric ones for the CLT) each replicate fixes the set of passing groups; the fragment
+    probabilities given that set, ``1 - prod_{g passes in b}(1 - t_gr)``, are drawn as independent
+    Bernoullis (deterministic when all ``t`` are 0/1), and the covered rows' percentile interval is
+    returned (``method='replicates'``).  This keeps the strong positive correlation between fragments
+    touched by the same group.  Without replicates: a Poisson-binomial normal approximation
+    ``mean +- z * sqrt(sum_r |R_r|^2 P_r (1 - P_r))`` treating fragments as independent -- too narrow
+    when groups span many fragments (``method='normal'``).
+
+Unseen rows of a group (candidate not determined by the group key) -- derivation
+--------------------------------------------------------------------------------
+A stratified sample shows only ``n_g`` of the ``N_g`` rows of group g, so only some of the fragments
+the group touches.  Model the group's rows as exchangeable draws from a group-specific fragment
+distribution ``q_g`` (a probability vector over fragments).
+
+* Known ``q_g``, all ``N_g`` rows unseen (the brief's formula): fragment r is missed with
+  probability ``(1 - q_gr)^{N_g}``, so ``E[#distinct fragments] = sum_r 1 - (1 - q_gr)^{N_g}``
+  (``expected_distinct_fragments``, checked by brute-force enumeration in the tests).
+* Given the sample: a fragment holding a sampled row (``m_gr > 0``) is touched for certain; only the
+  ``K_g = N_g - n_g`` unsampled rows are unknown, so ``t_gr = 1 - (1 - q_gr)^{K_g}`` for unobserved
+  fragments.  Using all ``N_g`` rows would double count the observed ones.
+* ``q_gr`` is unknown.  Plugging in the empirical ``m_gr / n_g`` puts zero mass on every unobserved
+  fragment and reproduces the sample-only lower bound (it underestimated the number of fragments by
+  14-79 % on our synthetic tables).  Instead we put a Dirichlet prior ``q_g ~ Dir(alpha * pi_g)``
+  on it.  For an unobserved fragment the posterior of ``q_gr`` is ``Beta(a, b)`` with
+  ``a = alpha*pi_gr``, ``b = alpha*(1 - pi_gr) + n_g``, and
+  ``P(no unseen row in r) = E[(1-q)^K] = B(a, b+K) / B(a, b)`` (the Polya-urn predictive; checked
+  by enumeration), hence ``t_gr = 1 - exp(lnG(b+K) + lnG(a+b) - lnG(b) - lnG(a+b+K))``.
+* Prior mean ``pi_g`` -- where unseen rows may go.  Fragments of a range partition are ordered, and
+  a candidate that makes a good sketch is correlated with the group, so a group's rows sit in a run
+  of neighbouring fragments.  ``pi_g`` is the table's row distribution ``|R_r| / |R|`` restricted to
+  a *window* of fragment positions around the group's sampled fragments and renormalised
+  (``estimators.windows.group_windows``: the observed span widened by the German-tank estimate of
+  the unseen part, widths pooled across groups, and clipped to the union of the spans of other
+  groups that contain the group's own when enough of them do).  With ``window=False``
+  ``pi_g`` is the whole table's distribution; that variant behaves like a Chinese-restaurant
+  process whose number of fragments keeps growing with ``K`` and overestimated 2x on concentrated
+  groups in our synthetic tests.  An independent candidate is handled too: the sampled rows then
+  span the table, and so does the window.
+* Prior mean of the *passing* groups (``passing_prior``).  Which groups pass depends
+  on where their rows lie (flights' busy hours carry other flight numbers and departure times than
+  quiet ones), so the table's distribution is the wrong mean for them.  Their sampled rows'
+  fragments, weighted by pass probability, replace it, mixed with the table's distribution at the
+  share the other passing groups cannot predict (leave-one-group-out).  Flights' selective median
+  error went from 5.5 % to 3.9 % with it (BENCHMARKS.md); a share of a few per cent still
+  leaks when many unseen rows are drawn, so such sketches stay over- rather than under-estimated.
+* ``alpha`` -- how concentrated a group is *within* its window: ``alpha -> 0`` means each group lives
+  in the fragments it was seen in, ``alpha -> inf`` means ``q_g = pi_g``.  Estimated by the method of
+  moments from the sample: under the model two distinct rows of one group share a fragment with
+  probability ``(alpha * S_g + 1) / (alpha + 1)``, ``S_g = sum_r pi_gr^2``; matching the observed
+  pooled pair count ``sum_{g,r} m_gr (m_gr - 1)`` against ``sum_g n_g (n_g - 1)`` gives a closed form
+  (``estimate_alpha``).  No group with two sampled rows means no information: ``alpha = inf``, the
+  conservative choice (over- rather than under-estimates sizes, so a useless sketch is not chosen on
+  false hope).  ``SizeEstimate.alpha`` reports the value used.
+* Assumptions [INFERRED]: one ``alpha`` for all groups; contiguous groups (a bimodal group's window
+  covers the gap between its modes -- overestimate); a skewed group's long tail beyond the window
+  is missed (underestimate); pair rates treat the finite group as infinite.  On synthetic tables
+  (uniform, skewed, bimodal, independent; groups of 5-300 rows, theta = 0.1) the expected fragment
+  count was within -26 %..+54 % of the truth (the +54 % on bimodal groups), versus -14 %..-79 % for
+  the sample-only count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+from estimators.clt import z_value
+from estimators.unseen_rows import (
+    _group_term, _touch, _window_cells, estimate_alpha, expected_distinct_fragments, passing_prior,
+    touch_probability, unseen_touch_probability, window_sums)
+from estimators.windows import group_windows  # noqa: F401 - re-exported
+
+
+@dataclass
+class SizeEstimate:
+    """Estimated sketch size for one candidate attribute.
+
+    Rows are tuples of the full table covered by the sketch's fragments (the paper's ``size``);
+    selectivity is rows / total rows (lower is better).  ``ci_lo``/``ci_hi`` are in rows.
+    ``method`` is how the interval was computed (``'replicates'`` or ``'normal'``); ``touch`` how
+    groups were mapped to fragments (``'mapping'``, ``'determined'``, ``'model'``), ``alpha`` the
+    concentration used by the model (``nan`` when unused).
+    """
+
+    fragments_point: int
+    fragments_expected: float
+    rows_expected: float
+    selectivity_expected: float
+    ci_lo: float
+    ci_hi: float
+    method: str
+    rows_point: float = 0.0
+    selectivity_point: float = 0.0
+    total_rows: float = 0.0
+    n_fragments: int = 0
+    touch: str = "determined"
+    alpha: float = float("nan")
+    confidence: float = 0.95
+    point_fragments: tuple = ()
+    fragment_probability: pd.Series = field(default=None, repr=False)
+    settled: bool = False  # stopped once covering >= 1 - SETTLE_EPS: the sizes are lower bounds within it
+    # (B, F) per replicate: P(fragment covered | that replicate's passing groups); None without replicates.
+    # Two candidates sized from the same replicates can be combined per replicate (``estimators.pair_size``).
+    replicate_probability: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def selectivity_ci(self) -> tuple[float, float]:
+        """The row interval as fractions of the table."""
+        t = self.total_rows or 1.0
+        return self.ci_lo / t, self.ci_hi / t
+
+
+def _fragments(fragment_sizes) -> tuple[pd.Index, np.ndarray]:
+    if isinstance(fragment_sizes, pd.Series):
+        ids, sizes = pd.Index(fragment_sizes.index), fragment_sizes.to_numpy(dtype=float)
+    elif isinstance(fragment_sizes, Mapping):
+        ids, sizes = pd.Index(list(fragment_sizes.keys())), np.asarray(list(fragment_sizes.values()), dtype=float)
+    else:
+        sizes = np.asarray(fragment_sizes, dtype=float)
+        ids = pd.RangeIndex(sizes.shape[0])
+    if not ids.is_unique:
+        raise ValueError("fragment ids must be unique")
+    if (sizes < 0).any():
+        raise ValueError("fragment sizes must be >= 0")
+    return ids, sizes
+
+
+def _key_index(frame: pd.DataFrame, cols: list) -> pd.Index:
+    if len(cols) == 1:
+        return pd.Index(frame[cols[0]])
+    return pd.MultiIndex.from_frame(frame[cols])
+
+
+def _lookup_groups(groups: pd.DataFrame, other: pd.DataFrame, cols: list) -> np.ndarray:
+    if not cols:
+        return np.zeros(len(other), dtype=np.int64)
+    idx = _key_index(groups, cols)
+    if not idx.is_unique:
+        raise ValueError("groups table has duplicate group keys")
+    return np.asarray(idx.get_indexer(_key_index(other, cols)), dtype=np.int64)
+
+
+def group_rows(groups: pd.DataFrame, sample: pd.DataFrame, group_cols) -> np.ndarray:
+    """Row of ``groups`` holding each sample row's group (-1 if none): ``estimate_size``'s
+    ``sample_groups``."""
+    return _lookup_groups(groups, sample, list(group_cols))
+
+
+def _lookup_frags(ids: pd.Index, values: pd.Series, what: str) -> np.ndarray:
+    pos = np.asarray(ids.get_indexer(values), dtype=np.int64)
+    if (pos < 0).any():
+        bad = pd.Series(values).iloc[np.flatnonzero(pos < 0)[0]]
+        raise ValueError(f"{what} has fragment id {bad!r} that is not in fragment_sizes")
+    return pos
+
+
+def _positions(ids: pd.Index) -> np.ndarray:
+    """Rank of every fragment id in sorted order (range order); input order if ids do not sort."""
+    try:
+        order = np.argsort(np.asarray(ids), kind="stable")
+    except TypeError:
+        return np.arange(len(ids))
+    pos = np.empty(len(ids), dtype=np.int64)
+    pos[order] = np.arange(len(ids))
+    return pos
+
+
+SATURATED = -40.0  # -expm1(x) rounds to exactly 1.0 in float64 for x below about -37
+SETTLE_EPS = 1e-3  # stop adding groups once the sketch covers >= 1 - this share in expectation and every replicate
+
+
+def _covers_all(log_miss, L, C, sizes, total: float) -> bool:
+    """Whether the groups read so far already cover at least ``1 - SETTLE_EPS`` of the rows in
+    expectation and in every replicate.  Later groups only add coverage, so the final size lies in
+    ``[current, total]``: within 0.1 %, and such a sketch can never pay for itself.  Stopping there
+    spares the candidates that cover everything but not to the last float bit (flights: ``flight``
+    for hourly groups took 0.9 s of a 1.2 s estimation to end at 0.9999993)."""
+    need = (1.0 - SETTLE_EPS) * total
+    P = -np.expm1(log_miss)
+    if float(np.where(np.isneginf(log_miss), 1.0, P) @ sizes) < need:
+        return False
+    if L is None:
+        return True
+    Pb = np.where(C > 0, 1.0, -np.expm1(L))
+    return bool((Pb @ sizes >= need).all())
+
+
+PASS_PRIOR = True  # unseen rows of passing groups follow the passing groups' sampled fragments (passing_prior)
+JOINT_EXPECTATION = True  # expected size as the replicates' mean coverage (keeps their correlation)
+DENSE_SHARE = 0.1  # window cells above this share of a block's (group, fragment) cells: BLAS beats sparse
+
+
+def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
+                  group_cols: Sequence[str], frag_col: str = "frag", p_col: str = "p",
+                  total_rows: float | None = None, pass_replicates: np.ndarray | None = None,
+                  point_pass: np.ndarray | None = None, mapping: pd.DataFrame | None = None,
+                  determined: bool = False, alpha: float | None = None, n_col: str = "_n_g",
+                  N_col: str = "N", window: bool = True, confidence: float = 0.95, seed: int = 0,
+                  chunk_cells: int = 2_000_000, sample_groups: np.ndarray | None = None,
+                  reuse: dict | None = None) -> SizeEstimate:
+    """Point, expected and interval sketch size for one candidate (see the module docstring).
+
+    ``sample``: sample rows with ``group_cols`` and ``frag_col``; ``groups``: one row per group with
+    ``group_cols``, ``p_col`` and optionally ``N_col`` (population rows; else the sample's ``n_col``);
+    groups missing from ``groups`` count as never passing.  ``fragment_sizes``: dict/Series
+    ``frag id -> |R_r|`` or an array indexed by fragment id.  ``pass_replicates``: optional ``(B, G)``
+    booleans aligned with ``groups`` (enables the replicate interval).  ``point_pass``: optional
+    ``(G,)`` booleans for the point estimate (default ``p >= 0.5``).  ``mapping``: optional exact
+    group -> fragment table (``group_cols`` + ``frag_col``).  ``determined``: the candidate is a
+    group-by attribute or functionally determined by the group key.  Otherwise unseen rows are
+    modelled (``touch='model'``): ``alpha`` fixes the concentration instead of estimating it
+    (``alpha=0`` is the sample-only lower bound), ``window=False`` drops the locality window.
+    Group -> fragment probabilities are built in dense blocks of about ``chunk_cells`` cells.
+    ``sample_groups``: optional ``group_rows(groups, sample, group_cols)``, precomputed once when
+    several candidates are sized over the same sample and groups (the lookup is a multi-column join).
+    ``reuse``: a dict the threshold-free part (observed cells, unseen-row model, windows) is kept in
+    on the first call and read from on later calls with the same sample, groups (in the same order),
+    fragments and options but other pass probabilities -- the next HAVING constant or LIMIT.
+    """
+    group_cols = list(group_cols)
+    ids, sizes = _fragments(fragment_sizes)
+    F = sizes.shape[0]
+    total = float(sizes.sum()) if total_rows is None else float(total_rows)
+    if total <= 0:
+        raise ValueError("total_rows must be > 0")
+    G = len(groups)
+    p = np.clip(groups[p_col].to_numpy(dtype=float), 0.0, 1.0) if G else np.zeros(0)
+    if pass_replicates is not None:
+        pass_replicates = np.asarray(pass_replicates, dtype=bool)
+        if pass_replicates.ndim != 2 or pass_replicates.shape[1] != G:
+            raise ValueError(f"pass_replicates must have shape (B, {G})")
+    pt = (p >= 0.5) if point_pass is None else np.asarray(point_pass, dtype=bool)
+    if reuse:
+        prep = reuse
+    else:
+        prep = _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determined, alpha, n_col,
+                        N_col, window, sample_groups)
+        if reuse is not None:
+            reuse.update(prep)
+    return _size(p, pt, pass_replicates, sizes, ids, total, F, prep, chunk_cells, confidence, seed)
+
+
+def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determined, alpha, n_col, N_col, window,
+             sample_groups) -> dict:
+    """The part of ``estimate_size`` that does not depend on the pass probabilities."""
+    G, F = len(groups), sizes.shape[0]
+    # observed cells (group, fragment) with sample counts
+    if sample_groups is None:
+        sg = _lookup_groups(groups, sample, group_cols)
+    else:
+        sg = np.asarray(sample_groups, dtype=np.int64)
+        if sg.shape != (len(sample),):
+            raise ValueError(f"sample_groups must have shape ({len(sample)},)")
+    keep = sg >= 0
+    sf = _lookup_frags(ids, sample[frag_col][keep], "sample")
+    sg = sg[keep]
+    n_g = np.bincount(sg, minlength=G).astype(float)
+    codes, m_cell = np.unique(sg * F + sf, return_counts=True)
+    obs_g, obs_r = codes // F, codes % F
+
+    if N_col in groups.columns:
+        N_g = groups[N_col].to_numpy(dtype=float)
+    elif n_col in sample.columns and G:
+        N_g = np.zeros(G)
+        np.maximum.at(N_g, sg, sample[n_col].to_numpy(dtype=float)[keep])
+    else:
+        N_g = n_g.copy()
+    K_g = np.maximum(N_g - n_g, 0.0)
+    pi = sizes / sizes.sum() if sizes.sum() > 0 else np.full(F, 1.0 / max(F, 1))
+
+    if mapping is not None:
+        touch = "mapping"
+        mg = _lookup_groups(groups, mapping, group_cols)
+        mk = mg >= 0
+        mr = _lookup_frags(ids, mapping[frag_col][mk], "mapping")
+        cert = np.unique(np.concatenate([codes, mg[mk] * F + mr]))
+        alpha_used = float("nan")
+    elif determined:
+        touch, cert, alpha_used = "determined", codes, float("nan")
+    else:
+        touch, cert = "model", codes
+        pos = _positions(ids)
+        if window:
+            wlo, whi = group_windows(obs_g, pos[obs_r], n_g, G)
+        else:
+            wlo, whi = np.full(G, -np.inf), np.full(G, np.inf)
+        i0 = np.clip(np.ceil(wlo), 0, F).astype(np.int64)
+        i1 = np.clip(np.floor(whi) + 1, 0, F).astype(np.int64)
+        mass = np.maximum(window_sums(pi, pos, i0, i1), 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pi_sq = np.where(mass > 0, window_sums(pi ** 2, pos, i0, i1) / mass ** 2, 1.0)
+        alpha_used = float(alpha) if alpha is not None else estimate_alpha(m_cell, n_g, pi_sq)
+    out = dict(n_g=n_g, K_g=K_g, pi=pi, touch=touch, alpha=alpha_used, cert_g=cert // F, cert_r=cert % F,
+               cell_m=m_cell.astype(float) if touch == "model" else None)
+    if touch == "model":
+        out.update(pos=pos, i0=i0, i1=i1, mass=mass)
+    order = np.argsort(out["cert_g"], kind="stable")
+    out.update(cg_sorted=out["cert_g"][order], cr_sorted=out["cert_r"][order])
+    return out
+
+
+def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells, confidence, seed) -> SizeEstimate:
+    """The pass-probability part of ``estimate_size``: point, expectation and interval."""
+    n_g, K_g, pi, touch, alpha_used = (prep[k] for k in ("n_g", "K_g", "pi", "touch", "alpha"))
+    cert_g, cert_r, cg_sorted, cr_sorted = (prep[k] for k in ("cert_g", "cert_r", "cg_sorted", "cr_sorted"))
+    pos, i0, i1, mass = (prep.get(k) for k in ("pos", "i0", "i1", "mass"))
+    # point estimate (Algorithm 2)
+    pf = np.unique(cert_r[pt[cert_g]]) if cert_g.size else np.zeros(0, dtype=np.int64)
+    rows_point = float(sizes[pf].sum())
+
+    # expectation and replicate interval, chunked over the groups that can pass
+    relevant = (p > 0) | pt
+    if pass_replicates is not None:
+        relevant |= pass_replicates.any(axis=0)
+    gl = np.flatnonzero(relevant)
+    log_miss = np.zeros(F)
+    if pass_replicates is not None:
+        Bn = pass_replicates.shape[0]
+        L = np.zeros((Bn, F))
+        C = np.zeros((Bn, F))
+    step = max(1, int(chunk_cells) // max(F, 1))
+    use_model = touch == "model" and alpha_used != 0
+    if use_model and PASS_PRIOR:
+        pi_p = passing_prior(p, cert_g, cert_r, prep["cell_m"], pi, F)
+        if pi_p is not None:
+            pi, mass = pi_p, np.maximum(window_sums(pi_p, pos, i0, i1), 0.0)
+    # Once every fragment's miss log-probability (and every replicate's) is below SATURATED, P and
+    # Pb are exactly 1.0 in float64 and later groups cannot change them (they only add <= 0 to
+    # log_miss / L and >= 0 to C): stop early.  A small first block makes the check pay off for
+    # candidates whose sketch covers every fragment anyway (most non-selective ones).  Fragments no
+    # group can reach (no prior mass under the model, no sampled row) stay at 0 and are not checked.
+    reach = np.zeros(F, dtype=bool)
+    reach[cert_r] = True
+    if use_model:
+        reach |= pi > 0
+    # Blocks grow geometrically from step/16 to step, so both checks come early.
+    bounds, size = [0], max(1, step // 16)
+    while bounds[-1] < gl.shape[0]:
+        bounds.append(min(gl.shape[0], bounds[-1] + size))
+        size = min(step, 2 * size)
+    settled = False
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if lo and (log_miss[reach] < SATURATED).all() and (
+                pass_replicates is None or ((L[:, reach] < SATURATED) | (C[:, reach] > 0)).all()):
+            break
+        if lo and _covers_all(log_miss, L if pass_replicates is not None else None,
+                              C if pass_replicates is not None else None, sizes, total):
+            settled = True
+            break
+        chunk = gl[lo:hi]
+        nc = chunk.shape[0]
+        a = np.searchsorted(cg_sorted, chunk, side="left")
+        b = np.searchsorted(cg_sorted, chunk, side="right")
+        cnt = b - a
+        crow = np.repeat(np.arange(nc), cnt)  # certain cells: the sample saw the group there
+        within = np.arange(crow.shape[0]) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        cfrag = cr_sorted[np.repeat(a, cnt) + within]
+        if use_model:
+            wrow, wfrag, wt = _window_cells(n_g[chunk], K_g[chunk], i0[chunk], i1[chunk], mass[chunk], pos, pi,
+                                            alpha_used)
+            keep = ~np.isin(wrow * F + wfrag, crow * F + cfrag)
+            sure = keep & (wt >= 1.0)
+            crow, cfrag = np.concatenate([crow, wrow[sure]]), np.concatenate([cfrag, wfrag[sure]])
+            keep &= ~sure & (wt > 0)
+            wrow, wfrag, wt = wrow[keep], wfrag[keep], wt[keep]
+        else:
+            wrow, wfrag, wt = crow[:0], cfrag[:0], np.zeros(0)
+        pc = p[chunk]
+        with np.errstate(divide="ignore"):
+            log_miss += np.bincount(cfrag, np.log1p(-np.minimum(pc[crow], 1.0)), minlength=F)
+            lw = np.log1p(-wt)
+            log_miss += np.bincount(wfrag, np.log1p(-np.minimum(pc[wrow] * wt, 1.0)), minlength=F)
+        if pass_replicates is not None:
+            Rt = np.ascontiguousarray(pass_replicates[:, chunk].T, dtype=float)  # (groups, B)
+            C += (sparse.csr_matrix((np.ones(crow.shape[0]), (crow, cfrag)), shape=(nc, F)).T @ Rt).T
+            if wrow.shape[0] > DENSE_SHARE * nc * F:
+                Lt = np.zeros((nc, F))
+                Lt[wrow, wfrag] = lw
+                L += Rt.T @ Lt
+            elif wrow.shape[0]:
+                L += (sparse.csr_matrix((lw, (wrow, wfrag)), shape=(nc, F)).T @ Rt).T
+    P = -np.expm1(log_miss)
+    P = np.clip(np.where(np.isneginf(log_miss), 1.0, P), 0.0, 1.0)
+    frags_exp = float(P.sum())
+    rows_exp = float(P @ sizes)
+
+    Pb = None
+    if pass_replicates is not None:
+        Pb = np.clip(np.where(C > 0, 1.0, -np.expm1(L)), 0.0, 1.0)
+        if JOINT_EXPECTATION and not settled and np.allclose(p, pass_replicates.mean(axis=0), atol=1e-9):
+            P = Pb.mean(axis=0)
+            frags_exp, rows_exp = float(P.sum()), float(P @ sizes)
+        rng = np.random.default_rng(seed)
+        covered = (rng.random(Pb.shape) < Pb).astype(float) @ sizes
+        a_ = (1.0 - confidence) / 2.0
+        ci_lo, ci_hi = (float(x) for x in np.quantile(covered, [a_, 1.0 - a_]))
+        method = "replicates"
+    else:
+        z = z_value(confidence)
+        sd = float(np.sqrt(np.sum(sizes ** 2 * P * (1.0 - P))))
+        ci_lo, ci_hi = max(0.0, rows_exp - z * sd), min(total, rows_exp + z * sd)
+        method = "normal"
+    return SizeEstimate(
+        fragments_point=int(pf.shape[0]), fragments_expected=frags_exp, rows_expected=rows_exp,
+        selectivity_expected=rows_exp / total, ci_lo=ci_lo, ci_hi=ci_hi, method=method,
+        rows_point=rows_point, selectivity_point=rows_point / total, total_rows=total,
+        n_fragments=F, touch=touch, alpha=alpha_used, confidence=confidence,
+        point_fragments=tuple(ids[pf].tolist()), fragment_probability=pd.Series(P, index=ids, name="p"),
+        settled=settled, replicate_probability=Pb)
+
+
+def size_for_having(sample: pd.DataFrame, est, predicate, fragment_sizes, *, frag_col: str = "frag",
+                    point_rule: str = "p>=0.5", **kwargs) -> SizeEstimate:
+    """Convenience: ``estimate_size`` for a HAVING query from ``aggregates.GroupEstimates``.
+
+    ``point_rule``: ``'p>=0.5'`` (default) or ``'estimate'`` (the paper's Algorithm 1 classification
+    by point estimate).  Other keyword arguments go to ``estimate_size``.
+    """
+    from estimators.aggregates import pass_matrix, pass_probability, point_pass
+
+    groups = est.frame[est.group_cols + ["N"]].copy()
+    groups["p"] = pass_probability(est, predicate).to_numpy()
+    if point_rule not in ("p>=0.5", "estimate"):
+        raise ValueError("point_rule must be 'p>=0.5' or 'estimate'")
+    pp = point_pass(est, predicate) if point_rule == "estimate" else None
+    return estimate_size(sample, groups, fragment_sizes, group_cols=est.group_cols, frag_col=frag_col,
+                         pass_replicates=pass_matrix(est, predicate), point_pass=pp, **kwargs)

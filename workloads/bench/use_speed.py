@@ -1,0 +1,68 @@
+"""Benchmark: plain vs sketched runs of the TPC-H suite, side by side in one run.
+
+For each query: capture (timed), then alternate plain and sketched runs `reps` times and report
+medians, plus the deterministic counters (files, bytes, rows read) and the sketch's size.
+Sketched tables get a clustered layout first (its build time is reported separately).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from advisor.sketch.capture import capture
+from advisor.engine.execute import run_query, versions_now
+from advisor.sketch.lookup import sketch_rows
+from advisor.layout.clustered_copy import build_layout, find_layout
+from advisor.plan.parse import parse_sql
+
+
+def bench_use(ctx, suite, fragments: int = 1000, reps: int = 3, console=None) -> list[dict]:
+    cat = ctx.catalog
+    out = []
+    for name, sql, on in suite:
+        q = parse_sql(sql, ctx.schema_lookup())
+        versions = versions_now(cat, q)
+        t_layout = 0.0
+        for t, a in on.items():
+            if find_layout(cat.store, t, a, versions[t]) is None:
+                t0 = time.perf_counter()
+                build_layout(cat, t, a, versions[t])
+                t_layout += time.perf_counter() - t0
+        run_query(cat, q, versions)  # warm-up: file listing, JIT
+        cap = capture(cat, q, on, fragments, versions)
+        plain, sk = [], []
+        for _ in range(reps):
+            plain.append(run_query(cat, q, versions))
+            sk.append(run_query(cat, q, versions, sketch=cap.sketch))
+        same = all(sorted(map(repr, p.rows)) == sorted(map(repr, s.rows)) for p, s in zip(plain, sk))
+        tp = statistics.median(r.seconds for r in plain)
+        ts = statistics.median(r.seconds for r in sk)
+        total = sum(cat.version(t, versions[t]).rows for t in on)
+        rec = {"query": name, "same": same, "rows": len(plain[0].rows),
+               "fragments": {p.table: len(p.fragments) for p in cap.sketch.parts},
+               "selectivity": sketch_rows(cat, cap.sketch) / max(1, total),
+               "plain": plain[0].metrics.to_dict() | {"scans": None},
+               "sketched": sk[0].metrics.to_dict() | {"scans": None},
+               "t_plain": tp, "t_sketched": ts, "speedup": tp / ts if ts else None,
+               "t_capture": cap.seconds, "capture_over_plain": cap.seconds / tp if tp else None,
+               "t_layout": t_layout}
+        out.append(rec)
+        if console is not None:
+            console.print(f"{name}: {tp:.2f}s -> {ts:.2f}s ({rec['speedup']:.1f}x), rows read "
+                          f"{rec['plain']['rows_read']:,} -> {rec['sketched']['rows_read']:,}, same={same}")
+    return out
+
+
+def render(console, results: list[dict]) -> None:
+    from rich.table import Table
+
+    tab = Table("query", "frags", "selectivity", "files p/s", "MB p/s", "rows read p/s", "plain s", "sketch s",
+                "speedup", "capture/plain", "same")
+    for r in results:
+        p, s = r["plain"], r["sketched"]
+        tab.add_row(r["query"], ",".join(str(v) for v in r["fragments"].values()), f"{r['selectivity']:.3%}",
+                    f"{p['files_read']}/{s['files_read']}", f"{p['bytes_read'] / 1e6:.1f}/{s['bytes_read'] / 1e6:.1f}",
+                    f"{p['rows_read']:,}/{s['rows_read']:,}", f"{r['t_plain']:.2f}", f"{r['t_sketched']:.2f}",
+                    f"{r['speedup']:.1f}x", f"{r['capture_over_plain']:.2f}", "yes" if r["same"] else "NO")
+    console.print(tab)

@@ -1,0 +1,448 @@
+"""`advisor replay WORKLOAD`: run a workload end to end for several strategies, side by side.
+
+Run directory layout::
+
+    RUN/plan.json            the prepared steps (bindings, batch versions); written once, atomically
+    RUN/warehouse/           the run's own data: datasets as loaded plus every update batch
+    RUN/strategies/<S>/      one sketch store per strategy (a copy of the data warehouse's SQLite
+                             file: same tables, versions, partitions and layouts; its own sketches,
+                             samples, maintenance state and run history)
+    RUN/warmup/<S>/          scratch stores of the untimed warm-up (``warmup: N``; deleted after it)
+    RUN/log.jsonl            one line per finished step and strategy (the resume log)
+    RUN/run.json             the run log of ``reports/schema.py``, rewritten after every strategy
+
+Fairness: all update batches are applied once, up front, while preparing; each strategy then starts
+with every table pinned at its first version and moves a pin forward at each update step
+(``Catalog.pin``), so all strategies see the same versions in the same order and batch writing is
+charged to none of them.  An interrupted replay resumes from ``log.jsonl``: finished steps are not
+run again; a step cut off half-way may have left a sketch in that strategy's store, which later steps
+may reuse (correctness is unaffected; its counters may differ from an uninterrupted run).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from advisor.errors import BadInput
+
+from workloads.replay import strategy_step as replay_steps
+from workloads.replay.heap_release import HeapKeeper
+from workloads.replay.lockstep import Gate
+from workloads.replay.run_summary import summarize
+from workloads.replay.warmup import ROUTINES, warm_up
+from workloads.replay.workload_file import Workload, load_workload
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def _java() -> str:
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
+        return (out.stderr or out.stdout).splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def environment(spark) -> dict:
+    import pyspark
+
+    from importlib.metadata import version
+
+    return {"advisor": version("sketch-advisor"), "python": sys.version.split()[0], "pyspark": pyspark.__version__,
+            "java": _java(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "master": spark.sparkContext.master, "started": _now(), "finished": None}
+
+
+def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
+    """Load data, build layouts and table statistics, draw the steps, apply every batch; returns (and
+    writes) plan.json."""
+    from advisor.layout.clustered_copy import build_layout
+    from workloads.data.datasets import load_dataset
+    from workloads.replay.step_list import plan_steps
+    from workloads.data.update_batches import batch_frames
+
+    plan_path = run_dir / "plan.json"
+    if plan_path.exists():
+        plan = json.loads(plan_path.read_text())
+        if plan.get("sha256") == wl.sha256:
+            return plan
+        if plan.get("plan_sha256") != wl.plan_sha256:
+            raise BadInput(f"{run_dir} holds a replay of a different workload file; pass a new --out or --fresh")
+        log = run_dir / "log.jsonl"
+        if log.exists() and log.stat().st_size > 0:
+            raise BadInput(f"{run_dir} holds a partial replay of another version of this workload file "
+                           "(same data and steps, other settings); pass a new --out or --fresh")
+        # the same data and steps: the prepared directory serves this file's settings from now on
+        plan["sha256"] = wl.sha256
+        _write_json(plan_path, plan)
+        return plan
+    wh = run_dir / "warehouse"
+    if wh.exists():  # an interrupted preparation: start it over
+        shutil.rmtree(wh)
+    ctx = ctx_factory(wh)
+    cat = ctx.catalog
+    secs, datasets = {}, []
+    t0 = time.perf_counter()
+    for d in wl.datasets:
+        progress(f"loading {d['name']}")
+        counts = load_dataset(cat, d["name"], sf=float(d.get("sf", 0.1)), rows=int(d.get("rows", 100_000)),
+                              seed=int(d.get("seed", 7)))
+        datasets.append({"name": d["name"], "sf": d.get("sf"), "tables": counts})
+    secs["load"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for t, a in wl.layouts:
+        progress(f"clustering {t} by {a}")
+        cat.column_type(cat.require(t), a)
+        build_layout(cat, t, a, rows_per_file=wl.layout_rows_per_file)
+    secs["layouts"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    from advisor.warehouse.column_stats import column_stats
+    for t in cat.tables():  # table statistics, as ANALYZE TABLE would keep them: shared by every strategy
+        progress(f"statistics of {t}")
+        column_stats(cat, t)
+    secs["statistics"] = time.perf_counter() - t0
+    if wl.measured_costs:  # one job's fixed cost, for every strategy's cost model (advisor.calibration.probe)
+        from advisor.calibration.probe import record_probe
+
+        progress("probing a Spark job's fixed cost")
+        t0 = time.perf_counter()
+        record_probe(ctx)
+        secs["probe"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    progress("drawing bindings")
+    steps = plan_steps(cat, wl)
+    _check_templates(ctx, wl, steps)
+    secs["bindings"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    initial = {t: cat.current_version(t) for t in cat.tables()}
+    n_up = sum(1 for s in steps if s["kind"] == "update")
+    for j, s in enumerate(s for s in steps if s["kind"] == "update"):
+        progress(f"writing update batch {j + 1}/{n_up} ({s['table']})")
+        if not cat.exists(s["table"]):
+            raise BadInput(f"{wl.path}: update of unknown table {s['table']!r}")
+        ins, dels = batch_frames(cat, s["table"], s["inserts"], s["deletes"], seed=wl.seed * 7919 + s["step"])
+        s["version"] = cat.apply_frames(s["table"], ins, dels).version
+    secs["batches"] = time.perf_counter() - t0
+    plan = {"sha256": wl.sha256, "plan_sha256": wl.plan_sha256, "steps": steps, "initial_versions": initial,
+            "datasets": datasets, "prepare_seconds": {k: round(v, 3) for k, v in secs.items()}}
+    ctx.store.close()
+    _write_json(plan_path, plan)
+    return plan
+
+
+def _check_templates(ctx, wl: Workload, steps: list[dict]) -> None:
+    """Every template's first instance must parse against the loaded tables (or be a supported
+    fallback): unknown tables or columns are a workload error, reported before anything runs."""
+    from advisor.errors import Unsupported
+    from advisor.plan.parse import parse_sql
+
+    seen = set()
+    for s in steps:
+        if s["kind"] != "query" or s["template"] in seen:
+            continue
+        seen.add(s["template"])
+        try:
+            parse_sql(s["sql"], ctx.schema_lookup())
+        except Unsupported:
+            pass  # runs without a sketch; the record says why
+        except BadInput as e:
+            t = wl.templates[s["template"]]
+            raise BadInput(f"{wl.path}:{t.line}: template '{t.name}': {e}") from None
+
+
+def _clone_store(src: Path, dst_dir: Path) -> None:
+    """Copy the data warehouse's SQLite file into a strategy's directory (online backup, atomic)."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    final = dst_dir / "advisor.db"
+    if final.exists():
+        return
+    tmp = dst_dir / ".advisor.db.tmp"
+    a, b = sqlite3.connect(src), sqlite3.connect(tmp)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+    os.replace(tmp, final)
+
+
+def _read_log(path: Path) -> list[dict]:
+    out = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                break  # a line cut off by the interruption: everything after it is redone
+    return out
+
+
+def unfinished(run_dir: Path, strategies: list[str]) -> list[str]:
+    """The strategies that still have a step to run in ``run_dir`` (all of them before it is prepared):
+    a finished strategy's process exits at once on a resumed run, so it needs no memory."""
+    plan_path = run_dir / "plan.json"
+    if not plan_path.exists():
+        return list(strategies)
+    try:
+        steps = [st["step"] for st in json.loads(plan_path.read_text())["steps"]]
+    except (ValueError, KeyError, TypeError):
+        return list(strategies)  # a damaged plan is reported by ``prepare``; count every strategy here
+    done = {(r.get("strategy"), r.get("step")) for r in _read_log(run_dir / "log.jsonl")}
+    return [s for s in strategies if any((s, st) not in done for st in steps)]
+
+
+def child_argv(options: dict) -> list[str]:
+    """The ``advisor`` command with the global options (warehouse, master, conf) of this invocation."""
+    argv = [sys.executable, "-m", "advisor.cli.main"]
+    if options.get("warehouse"):
+        argv += ["--warehouse", str(options["warehouse"])]
+    if options.get("master"):
+        argv += ["--master", options["master"]]
+    for k, v in (options.get("conf") or {}).items():
+        argv += ["--conf", f"{k}={v}"]
+    return argv
+
+
+def replay_isolated(options: dict, workload_path: str, strategies: list[str] | None, out, fresh: bool,
+                    console=None) -> None:
+    """Run each strategy's replay in a child process of its own (``options``: the CLI's global options),
+    all into the same run directory, released in lockstep (``workloads.replay.lockstep``): step i of every
+    strategy runs before step i + 1 of any, one process at a time.
+
+    A shared JVM measures strategies unalike (a later one inherits the earlier ones' compiled code
+    and caches), and strategies run one after another are timed minutes apart on a machine whose
+    speed drifts (BENCHMARKS.md).  The caller then replays once more in-process,
+    which finds every step done and writes ``run.json``."""
+    from advisor.engine.session import DEFAULT_CONF
+
+    from workloads.replay.lockstep import available_bytes, memory_warning, run_lockstep
+
+    wl = load_workload(workload_path)
+    strats = [s.strip().upper() for s in (strategies or wl.strategies)]
+    if out is None:
+        raise BadInput("--isolate needs --out: the child processes must share one run directory")
+    heap = (options.get("conf") or {}).get("spark.driver.memory", DEFAULT_CONF["spark.driver.memory"])
+    alive = strats if fresh else unfinished(Path(out), strats)  # a resumed run's finished ones exit at once
+    warn = memory_warning(len(alive), heap, available_bytes())
+    if warn:
+        print(warn, file=sys.stderr, flush=True)
+    if fresh and Path(out).exists():
+        shutil.rmtree(out)
+    argvs = {s: child_argv(options) + ["replay", workload_path, "--strategies", s, "--out", str(out), "--no-report"]
+             for s in strats}
+    if not (Path(out) / "plan.json").exists():
+        # prepare in a process of its own: the child that prepared (loading data, writing layouts)
+        # started its steps with a warm JVM, and in the demo its first plain runs took 0.45-0.57 s
+        # against 1.2-3.7 s for the same queries in the other, cold, child
+        first = next(iter(argvs.values()))
+        rc = subprocess.run(first, env=dict(os.environ, **{PREPARE_ONLY: "1"})).returncode
+        if rc != 0:
+            raise BadInput(f"preparing the run {out} in its own process failed (exit code {rc})")
+    if console is None:
+        run_lockstep(argvs)
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("starting one process per strategy", total=None)
+        run_lockstep(argvs, lambda s, step: bar.update(task, description=f"lockstep: {s} finished step {step}"))
+
+
+PREPARE_ONLY = "ADVISOR_REPLAY_PREPARE_ONLY"  # set by ``replay_isolated`` for its preparing child
+
+
+def _contexts(spark):
+    """Factory of contexts over warehouse directories, all on one SparkSession."""
+    from advisor.context import Context
+
+    return lambda wh: Context(warehouse=wh, spark=spark)
+
+
+def prepare_run(ctx, workload_path: str, out: str) -> None:
+    """Prepare the run directory (data, layouts, statistics, probe, plan) and stop."""
+    wl = load_workload(workload_path)
+    run_dir = Path(out).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    prepare(_contexts(ctx.spark), wl, run_dir, lambda msg: print(f"preparing: {msg}", file=sys.stderr, flush=True))
+
+
+def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
+           fresh: bool = False, console=None, quiet: bool = False) -> Path:
+    """Replay the workload; returns the run directory (with run.json)."""
+    from advisor.maintain.spark import state_store as states
+    from advisor.maintain.policy.triggers import set_policy
+    from advisor.selection.cost_model import strategy_draw, unknown_strategy
+
+    wl = load_workload(workload_path)
+    strats = [s.strip().upper() for s in (strategies or wl.strategies)]
+    for s in strats:
+        if strategy_draw(s) is None:
+            raise BadInput(unknown_strategy(s))
+    run_dir = Path(out or (ctx.warehouse / "runs" / wl.name)).resolve()
+    if fresh and run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spark = ctx.spark
+    factory = _contexts(spark)
+    gate = Gate.from_env()  # a child of ``replay_isolated``: wait for the parent before every step
+    keeper = HeapKeeper(spark) if gate is not None else None  # gives idle heap back when memory is short
+    prog = _Progress(console, strats, quiet or gate is not None)
+    with prog:
+        plan = prepare(factory, wl, run_dir, prog.note)
+        log_path = run_dir / "log.jsonl"
+        log = _read_log(log_path)
+        env = environment(spark)
+        queries = [r["record"] for r in log if r["type"] == "query"]
+        maint = [m for r in log if r["type"] in ("query", "update") for m in r["maintenance"]]
+        flushes = {r["strategy"]: r["seconds"] for r in log if r["type"] == "flush"}
+        warmups: dict[str, list[float]] = {}
+        for r in log:
+            if r["type"] == "warmup":
+                warmups.setdefault(r["strategy"], []).append(r["seconds"])
+        done = {(r["strategy"], r["step"]) for r in log}
+        steps = plan["steps"]
+        n_q = sum(1 for s in steps if s["kind"] == "query")
+        for s in strats:
+            prog.start(s, n_q, [q for q in queries if q["strategy"] == s])
+        with open(log_path, "a") as logf:
+            for s in strats:
+                sdir = run_dir / "strategies" / s
+                _clone_store(run_dir / "warehouse" / "advisor.db", sdir)
+                if wl.warmup and any((s, st["step"]) not in done for st in steps):
+                    # before the first gate: lockstep starts the children one after another, so each
+                    # warms up alone, and no strategy's timed step runs beside it
+                    prog.note(f"{s}: warming up (untimed: {wl.warmup} steps as {' and '.join(ROUTINES)})")
+                    w = warm_up(factory, run_dir, plan, wl, s)
+                    warmups.setdefault(s, []).append(w["seconds"])
+                    logf.write(json.dumps({"type": "warmup", "strategy": s, "step": None, **w,
+                                           "pid": os.getpid()}) + "\n")
+                    logf.flush()
+                sctx = factory(sdir)
+                set_policy(sctx.store, wl.policy)
+                cat = sctx.catalog
+                for t, v in plan["initial_versions"].items():
+                    cat.pin(t, v)
+                for step in steps:
+                    heap = None
+                    if gate is not None and (s, step["step"]) not in done:
+                        heap = keeper.between_steps()
+                        gate.wait(step["step"])
+                    if step["kind"] == "update":
+                        if (s, step["step"]) in done:
+                            cat.pin(step["table"], step["version"])
+                            continue
+                        prog.note(f"{s}: update batch at step {step['step']} ({step['table']})")
+                        ms = replay_steps.run_update(sctx, s, step, wl.measure_recapture)
+                        entry = {"type": "update", "strategy": s, "step": step["step"], "maintenance": ms,
+                                 "pid": os.getpid()}
+                    else:
+                        if (s, step["step"]) in done:
+                            continue
+                        prog.note(f"{s}: step {step['step']} {step['template']}")
+                        rec, ms = replay_steps.run_query_step(sctx, s, step, wl)
+                        queries.append(rec)
+                        prog.query_done(s, rec)
+                        entry = {"type": "query", "strategy": s, "step": step["step"], "record": rec,
+                                 "maintenance": ms, "pid": os.getpid()}
+                    if heap:  # heap given back before this step (``workloads.replay.heap_release``): its time includes regrowth
+                        (entry["record"] if step["kind"] == "query" else entry)["heap"] = heap
+                    maint.extend(ms)
+                    logf.write(json.dumps(entry, default=str) + "\n")
+                    logf.flush()
+                if s not in flushes:  # the live heads' operator states, written behind (``states``)
+                    if gate is not None and steps:
+                        gate.wait(steps[-1]["step"] + 1)  # alone, as a step: timed without the others
+                    files, secs = states.evict_all()
+                    flushes[s] = secs
+                    logf.write(json.dumps({"type": "flush", "strategy": s, "step": None, "files": files,
+                                           "seconds": round(secs, 4), "pid": os.getpid()}) + "\n")
+                    logf.flush()
+                sctx.store.close()
+                _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True,
+                                                           flushes=flushes, warmups=warmups))
+        if gate is not None:
+            gate.end()
+        env["finished"] = _now()
+        doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False, flushes=flushes, warmups=warmups)
+        _write_json(run_dir / "run.json", doc)
+    return run_dir
+
+
+def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: list[dict], maint: list[dict],
+             partial: bool, flushes: dict[str, float] | None = None,
+             warmups: dict[str, list[float]] | None = None) -> dict:
+    order = {s: i for i, s in enumerate(strats)}
+    qs = sorted((q for q in queries if q["strategy"] in order), key=lambda q: (order[q["strategy"]], q["step"]))
+    ms = [m for m in maint if m["strategy"] in order]
+    return {"format": "advisor-run/1", "status": "partial" if partial else "complete",
+            "workload": {"name": wl.name, "path": wl.path, "sha256": wl.sha256, "description": wl.description,
+                         "seed": wl.seed, "policy": wl.policy, "sample_rate": wl.sample_rate, "config": wl.raw},
+            "environment": env, "datasets": plan["datasets"], "prepare_seconds": plan["prepare_seconds"],
+            "strategies": strats, "steps": plan["steps"], "queries": qs, "maintenance": ms,
+            "warmup": {"steps": wl.warmup, "seconds": {k: v for k, v in (warmups or {}).items() if k in order}},
+            "summary": summarize(strats, qs, ms, flushes)}
+
+
+class _Progress:
+    """Rich progress: one bar per strategy (queries done, sketches, cumulative time), plus a status line."""
+
+    def __init__(self, console, strategies: list[str], quiet: bool):
+        self.quiet = quiet or console is None
+        self.tasks, self.stats = {}, {}
+        if not self.quiet:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                                console=Console(stderr=True), transient=False)
+            self.status = self.bar.add_task("preparing", total=None, info="")
+
+    def __enter__(self):
+        if not self.quiet:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if not self.quiet:
+            self.bar.__exit__(*exc)
+
+    def note(self, msg: str) -> None:
+        if not self.quiet:
+            self.bar.update(self.status, description=msg)
+
+    def start(self, s: str, total: int, done: list[dict]) -> None:
+        self.stats[s] = {"n": len(done), "sketches": sum(1 for q in done if q["decision"]["action"] == "capture"),
+                         "secs": sum(q["seconds"]["total"] for q in done)}
+        if not self.quiet:
+            self.tasks[s] = self.bar.add_task(f"{s:<10}", total=total, completed=len(done), info=self._info(s))
+
+    def _info(self, s: str) -> str:
+        st = self.stats[s]
+        return f"sketches {st['sketches']:>3}  cumulative {st['secs']:7.1f}s"
+
+    def query_done(self, s: str, rec: dict) -> None:
+        st = self.stats[s]
+        st["n"] += 1
+        st["sketches"] += rec["decision"]["action"] == "capture"
+        st["secs"] += rec["seconds"]["total"]
+        if not self.quiet:
+            self.bar.update(self.tasks[s], completed=st["n"], info=self._info(s))
