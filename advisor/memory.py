@@ -1,10 +1,10 @@
 """Driver memory valve for the in-process caches.
 
 Each cache (operator states, bootstrap replicate blocks, group estimates, sample rows, join sides)
-has its own bound, but together they took a replay's strategy process to 4.4 GB resident, and the
-kernel killed it beside four JVMs (TPC-H SF1, BENCHMARKS.md).  Every cache registers a
-``shrink`` that drops its least recently used entry, with a rank; ``relieve`` empties caches in
-rank order while the process's resident set is above the budget.  Every cached value can be
+has its own bound (``advisor.caches``), but together they took a replay's strategy process to
+4.4 GB resident, and the kernel killed it beside four JVMs (TPC-H SF1, BENCHMARKS.md).  Every memo
+with a ``rank`` in the registry can ``shrink`` by its least recently used entry; ``relieve``
+empties them in rank order while the process's resident set is above the budget.  Every cached value can be
 rebuilt (states are on disk, draws are seeded), so dropping costs time, never answers.
 
 Budget: ``ADVISOR_DRIVER_CACHE_MB`` (resident megabytes above which caches are dropped), else
@@ -17,34 +17,13 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
-from typing import Callable
+
+from advisor import caches
+from advisor.errors import BadInput
 
 ENV = "ADVISOR_DRIVER_CACHE_MB"
 DEFAULT_FRACTION = 0.1
 DEFAULT_MAX_MB = 2048
-
-_shrinkers: dict[str, tuple[int, Callable[[], bool]]] = {}
-
-
-def register(name: str, shrink: Callable[[], bool], rank: int = 5) -> None:
-    """Register a cache's ``shrink`` (drops one entry, False once the cache is empty).  Caches of
-    lower ``rank`` are emptied first: those a replay seldom hits before those it uses every step
-    (operator states: dropping one costs a reload, ~0.6 s for 500k groups at SF1)."""
-    _shrinkers[name] = (rank, shrink)
-
-
-def registered() -> list[str]:
-    return sorted(_shrinkers)
-
-
-def lru_shrinker(cache) -> Callable[[], bool]:
-    """``shrink`` for an ``OrderedDict`` kept in least-recently-used-first order."""
-    def shrink() -> bool:
-        if not cache:
-            return False
-        cache.popitem(last=False)
-        return True
-    return shrink
 
 
 def rss_bytes() -> int:
@@ -65,8 +44,6 @@ def budget_bytes() -> int:
         except ValueError:
             mb = -1.0
         if not mb > 0:
-            from advisor.errors import BadInput
-
             raise BadInput(f"{ENV} must be a positive number of megabytes, got {env!r}")
         return int(mb * (1 << 20))
     try:
@@ -89,15 +66,16 @@ def _trim_heap() -> None:
 def _drops():
     """Drop cache entries one at a time, lowest rank first and least recently used first within a
     cache; yields after each one."""
-    for _, shrink in sorted(_shrinkers.values(), key=lambda rs: rs[0]):
-        while shrink():
+    for memo in caches.ranked():
+        while memo.shrink():
             yield
 
 
 def empty_all() -> int:
-    """Empty every registered cache, lowest rank first; returns the entries dropped (a replay's
-    warm-up leaves the interpreter and the JVM warm, not the data it cached: ``workloads.replay.warmup``)."""
-    dropped = sum(1 for _ in _drops())
+    """Empty every registered memo, the valve's lowest rank first; returns the entries dropped (a
+    replay's warm-up leaves the interpreter and the JVM warm, not the data it cached:
+    ``workloads.replay.warmup``)."""
+    dropped = caches.drain_all()
     gc.collect()
     _trim_heap()
     return dropped

@@ -182,7 +182,7 @@ class GroupEstimates:
         return self.frame["exists"].to_numpy(dtype=bool)
 
 
-def _group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.DataFrame]:
+def group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.DataFrame]:
     if not group_cols:
         return np.zeros(len(df), dtype=np.int64), pd.DataFrame(index=pd.RangeIndex(1))
     gb = df.groupby(group_cols, sort=True, dropna=False)
@@ -191,7 +191,7 @@ def _group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.Dat
     return codes, keys
 
 
-def _interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def percentile_interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of replicates per group (NaN where every replicate is NULL)."""
     from estimators.quantiles import nan_quantiles
 
@@ -243,7 +243,7 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         if u.shape[0] != len(df):
             raise ValueError("where mask length differs from the sample")
 
-    gi, keys = _group_codes(df, group_cols)
+    gi, keys = group_codes(df, group_cols)
     G = len(keys)
     if strata_col and strata_col in df.columns:
         si, _ = pd.factorize(df[strata_col], sort=True, use_na_sentinel=False)
@@ -330,7 +330,7 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         if method == "bootstrap" or f in ("min", "max"):
             reps = boot_reps[name]
             se = replicate_stderr(reps, axis=0)
-            lo, hi = _interval(reps, confidence)
+            lo, hi = percentile_interval(reps, confidence)
         else:
             _, var = stratified_clt(f, si, gi, G, N_h, y, m, fpc=fpc)
             se = np.sqrt(np.clip(var, 0.0, None))

@@ -51,11 +51,13 @@ import hashlib
 import math
 import sys
 import warnings
-from collections import OrderedDict
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+
+from advisor.caches import BoundedMemo
+from estimators.prefetch_jobs import claim
 
 AGG_FUNCS = ("sum", "count", "avg", "min", "max")
 _ALIASES = {"mean": "avg", "average": "avg"}
@@ -206,11 +208,12 @@ def _weights_t(s: np.ndarray, N_h: np.ndarray, B: int, rng: np.random.Generator,
     return wt, counts > 0
 
 
-_BLOCKS: "OrderedDict[tuple, tuple]" = OrderedDict()  # replicate_blocks' cache
-# per process (a replay runs one per strategy); 50 replicates of 100k rows: 45 MB, of a TPC-H SF1
-# sample (300k rows): 135 MB.  At 256 MB one SF1 sample fitted and the advice harness's queries,
-# which alternate between 9 samples, missed 31 times (~0.28 s each; BENCHMARKS.md).
+# replicate_blocks' cache, per process (a replay runs one per strategy); 50 replicates of 100k rows:
+# 45 MB, of a TPC-H SF1 sample (300k rows): 135 MB.  At 256 MB one SF1 sample fitted and the advice
+# harness's queries, which alternate between 9 samples, missed 31 times (~0.28 s each; BENCHMARKS.md).
 BLOCKS_CACHE_BYTES = 1 << 30
+_BLOCKS = BoundedMemo("bootstrap blocks", max_bytes=BLOCKS_CACHE_BYTES, rank=2, keep_one=False,
+                      size_of=lambda v: sum(x.nbytes + y.nbytes for x, y in v[0]))
 
 
 def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: int,
@@ -232,8 +235,6 @@ def replicate_blocks(stratum_idx: np.ndarray, N_h: np.ndarray, B: int, block: in
     key = blocks_key(s, N, B, block, fpc, rng)
     hit = _BLOCKS.pop(key, None)
     if hit is None:
-        from estimators.prefetch import claim
-
         hit = claim(key)  # computed ahead on the helper thread for this very layout and stream
     if hit is not None:
         _BLOCKS[key] = hit
@@ -270,10 +271,14 @@ def draw_blocks(s: np.ndarray, N: np.ndarray, B: int, block: int, rng: np.random
     return out
 
 
+def blocks_cached(key: tuple) -> bool:
+    """Are the replicate blocks of ``key`` (``blocks_key``) in the cache?"""
+    return key in _BLOCKS
+
+
 def _trim_blocks() -> None:
     """Evict the least recently used blocks until the cache holds at most ``BLOCKS_CACHE_BYTES``."""
-    while _BLOCKS and sum(x.nbytes + y.nbytes for v in _BLOCKS.values() for x, y in v[0]) > BLOCKS_CACHE_BYTES:
-        _BLOCKS.popitem(last=False)
+    _BLOCKS.evict()
 
 
 class GroupIndex:

@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from estimators.aggregates import GroupEstimates, Predicate, _group_codes, _interval, pass_matrix, point_pass
+from estimators.aggregates import GroupEstimates, Predicate, group_codes, percentile_interval, pass_matrix, point_pass
 from estimators.bootstrap import GroupIndex, normalize_agg, replicate_stderr
 
 # --- nested aggregation ---------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def estimate_nested(inner: GroupEstimates, outer_group_cols: Sequence[str], oute
         raise ValueError(f"outer group columns {missing} are not inner group columns")
     inner_pass = pass_matrix(inner, inner_having)
     inner_pt = point_pass(inner, inner_having)
-    og, okeys = _group_codes(inner.frame, outer_group_cols)
+    og, okeys = group_codes(inner.frame, outer_group_cols)
     O = len(okeys)
     oidx = GroupIndex(og, O)
     B = inner_pass.shape[0]
@@ -105,7 +105,7 @@ def estimate_nested(inner: GroupEstimates, outer_group_cols: Sequence[str], oute
         name = f"{func}({ref_name})"
         point = _outer_reduce(func, Vp, inner_pt, oidx)
         reps = _outer_reduce(func, Vr, inner_pass, oidx)
-        lo, hi = _interval(reps, inner.confidence)
+        lo, hi = percentile_interval(reps, inner.confidence)
         out[name], out[name + "_se"] = point, replicate_stderr(reps, axis=0)
         out[name + "_lo"], out[name + "_hi"] = lo, hi
         names.append(name)

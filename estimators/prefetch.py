@@ -14,36 +14,14 @@ simply not claimed.
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from estimators.bootstrap import block_size, blocks_cached, blocks_key, draw_blocks, stratum_sizes
+from estimators.prefetch_jobs import CLAIMED, Job, claim, helper_pool, submit  # noqa: F401 - re-exported
+
 ENABLED = True  # off: every replicate is drawn inline (tests compare the two)
-_POOL: Optional[ThreadPoolExecutor] = None
-_JOBS: list = []
-_LOCK = threading.Lock()
-CLAIMED = {"hit": 0, "miss": 0}  # for tests and benchmarks: claims served by a prefetch, or not
-
-
-def helper_pool() -> ThreadPoolExecutor:
-    """The estimators' one helper thread (created on first use): the machine's second core for
-    numpy work that overlaps the driver's own (prefetched replicates, the draw's hash keys)."""
-    global _POOL
-    with _LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(1, thread_name_prefix="advisor-helper")
-        return _POOL
-
-
-class _Job:
-    """One prefetch: its key, published as soon as the layout is known, then the blocks."""
-
-    def __init__(self) -> None:
-        self.key: Optional[tuple] = None
-        self.ready = threading.Event()
-        self.future = None
 
 
 def layout(labels: Sequence, k: np.ndarray, N: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -51,8 +29,6 @@ def layout(labels: Sequence, k: np.ndarray, N: np.ndarray) -> Optional[tuple[np.
     sample of ``k[h]`` rows from each stratum ``h`` of ``N[h]`` rows labelled ``labels[h]``: strata
     numbered in the labels' sorted order (its ``pd.factorize(sort=True)``), rows in stratum order.
     None for strata without sampled rows or labels that are not unique."""
-    from estimators.bootstrap import stratum_sizes
-
     labels = np.asarray(labels, dtype=object)
     k = np.asarray(k, dtype=np.int64)
     if k.shape[0] == 0 or (k <= 0).any() or len(set(labels.tolist())) != labels.shape[0]:
@@ -67,11 +43,9 @@ def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, 
     """Start drawing, on the helper thread, the replicate blocks of the layout ``make_layout()``
     returns (``layout``'s pair, or None to give up), as ``estimate_groups`` would draw them with
     ``B``, ``block_cells`` and ``seed``."""
-    from estimators.bootstrap import _BLOCKS, block_size, blocks_key, draw_blocks
-
     if not ENABLED:
         return
-    job = _Job()
+    job = Job()
 
     def run():
         try:
@@ -82,7 +56,7 @@ def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, 
             rng = np.random.default_rng(seed)
             block = block_size(s.shape[0], block_cells)
             key = blocks_key(s, N, B, block, fpc, rng)
-            if key in _BLOCKS:  # drawn before and still cached: nothing to do ahead
+            if blocks_cached(key):  # drawn before and still cached: nothing to do ahead
                 return None
             job.key = key
         finally:
@@ -90,23 +64,4 @@ def start(make_layout: Callable[[], Optional[tuple]], B: int, block_cells: int, 
         out = draw_blocks(s, N, B, block, rng, fpc)
         return out, rng.bit_generator.state
 
-    pool = helper_pool()
-    with _LOCK:
-        job.future = pool.submit(run)
-        _JOBS.append(job)
-
-
-def claim(key: tuple) -> Optional[tuple]:
-    """``(blocks, generator state after them)`` prefetched under ``key``, or None.  Every pending
-    prefetch is taken off the list: one serves the next draw or none (an unclaimed one is only
-    memory until it finishes)."""
-    with _LOCK:
-        jobs = _JOBS[:]
-        _JOBS.clear()
-    for job in jobs:
-        job.ready.wait()
-        if job.key == key:
-            CLAIMED["hit"] += 1
-            return job.future.result()
-    CLAIMED["miss"] += 1
-    return None
+    submit(job, run)

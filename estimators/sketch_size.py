@@ -98,7 +98,7 @@ from scipy import sparse
 
 from estimators.clt import z_value
 from estimators.unseen_rows import (
-    _group_term, _touch, _window_cells, estimate_alpha, expected_distinct_fragments, passing_prior,
+    group_term, touch_cells, window_cells, estimate_alpha, expected_distinct_fragments, passing_prior,
     touch_probability, unseen_touch_probability, window_sums)
 from estimators.windows import group_windows  # noqa: F401 - re-exported
 
@@ -388,7 +388,7 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         within = np.arange(crow.shape[0]) - np.repeat(np.cumsum(cnt) - cnt, cnt)
         cfrag = cr_sorted[np.repeat(a, cnt) + within]
         if use_model:
-            wrow, wfrag, wt = _window_cells(n_g[chunk], K_g[chunk], i0[chunk], i1[chunk], mass[chunk], pos, pi,
+            wrow, wfrag, wt = window_cells(n_g[chunk], K_g[chunk], i0[chunk], i1[chunk], mass[chunk], pos, pi,
                                             alpha_used)
             keep = ~np.isin(wrow * F + wfrag, crow * F + cfrag)
             sure = keep & (wt >= 1.0)

@@ -29,10 +29,10 @@ def unseen_touch_probability(n_g: np.ndarray, K_g: np.ndarray, pi: np.ndarray, a
     pi = pi[None, :] if pi.ndim == 1 else pi
     if alpha == 0:
         return np.zeros((n_g.shape[0], pi.shape[1]))
-    return _touch(n_g, K, pi, alpha, _group_term(n_g, K, alpha))
+    return touch_cells(n_g, K, pi, alpha, group_term(n_g, K, alpha))
 
 
-def _group_term(n, K, alpha: float):
+def group_term(n, K, alpha: float):
     """The part of the unseen-touch log-probability that depends on the group only:
     ``lgamma(alpha + n) - lgamma(alpha + n + K)`` (``a + b = alpha + n`` in every fragment)."""
     if alpha == 0 or np.isinf(alpha):
@@ -41,7 +41,7 @@ def _group_term(n, K, alpha: float):
         return gammaln(alpha + n) - gammaln(alpha + n + K)
 
 
-def _touch(n_g, K, pi, alpha: float, term) -> np.ndarray:
+def touch_cells(n_g, K, pi, alpha: float, term) -> np.ndarray:
     """Elementwise ``unseen_touch_probability`` with the group term precomputed (two ``gammaln`` per
     cell instead of four)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -100,7 +100,7 @@ def window_sums(values: np.ndarray, pos: np.ndarray, i0: np.ndarray, i1: np.ndar
     return c[i1] - c[i0]
 
 
-def _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unseen-touch probabilities of groups whose prior is ``pi`` restricted to the fragment
     positions ``[i0, i1)`` and renormalised by ``mass``, as cells ``(group row, fragment, t)``; zero
     outside the window, so only the window's cells are listed.
@@ -127,8 +127,8 @@ def _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha) -> tuple[np.ndarray, n
     r = frag[np.arange(row.shape[0]) - np.repeat(start, width) + lo[row]]
     with np.errstate(divide="ignore", invalid="ignore"):
         pi_c = np.nan_to_num(pi[r] / um[row])
-    term = _group_term(uk[:, 0], uk[:, 1], alpha)
-    t_u = _touch(uk[row, 0], uk[row, 1], pi_c, alpha, None if term is None else term[row])
+    term = group_term(uk[:, 0], uk[:, 1], alpha)
+    t_u = touch_cells(uk[row, 0], uk[row, 1], pi_c, alpha, None if term is None else term[row])
     # every group takes its key's cells
     gw = width[inv]
     g_row = np.repeat(np.arange(G), gw)

@@ -120,7 +120,8 @@ def _sorted(rows):
 
 
 def test_sketched_runs_filter_by_blocks_and_answer_exactly(spark, laid_out):
-    from advisor.engine.execute import run_query, versions_now
+    from advisor.sketch.run import run_query
+    from advisor.engine.execute import versions_now
     from advisor.sketch.apply import sketch_source
 
     c, lay, q, sk = laid_out

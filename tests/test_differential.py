@@ -17,7 +17,8 @@ from advisor.sketch.capture import (
     _capture_views, _decode, answering_capture, by_value_ok, capture_batch, capture_values, sketch_attrs,
     value_lineage, value_sketch)
 from advisor.warehouse.catalog import Catalog
-from advisor.engine.execute import plain_source, run_query, versions_now
+from advisor.engine.execute import plain_source, versions_now
+from advisor.sketch.run import run_query
 from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.plan.to_sql import query_sql

@@ -8,7 +8,8 @@ import pytest
 
 from advisor.sketch.capture import capture, check_safe
 from advisor.warehouse.catalog import Catalog
-from advisor.engine.execute import run_query, versions_now
+from advisor.sketch.run import run_query
+from advisor.engine.execute import versions_now
 from advisor.plan.parse import parse_sql
 from advisor.warehouse.store import Store
 from workloads.data.datasets import load_dataset

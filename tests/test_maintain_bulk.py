@@ -10,7 +10,7 @@ import pytest
 from advisor.sketch.capture import capture, capture_batch
 from advisor.warehouse.catalog import Catalog
 from advisor.maintain.spark import bulk_init as bulk
-from advisor.maintain.spark.service import _sketched, init_state, maintain_sketch
+from advisor.maintain.spark.service import sketched_scans, init_state, maintain_sketch
 from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.warehouse.sketch_records import load_sketch
@@ -60,7 +60,7 @@ def test_bulk_state_equals_row_state(cat, sql, attr):
     q = _q(cat, sql)
     part = build_partition(cat, "facts", attr, 8)
     sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
-    sketched = _sketched(cat, q, sk)
+    sketched = sketched_scans(cat, q, sk)
     fast = init_state(cat, sk, q, sketched, use_bulk=True)
     slow = init_state(cat, sk, q, sketched, use_bulk=False)
     assert fast.snapshot() == slow.snapshot()
@@ -73,7 +73,7 @@ def test_bulk_sum_of_decimals_matches_within_rounding(cat):
     q = _q(cat, "SELECT g1, sum(m) AS a FROM facts GROUP BY g1 HAVING sum(m) > 2000")
     part = build_partition(cat, "facts", "g1", 8)
     sk = capture(cat, q, {"facts": "g1"}, 8, check=False, partitions={"facts": part}).sketch
-    sketched = _sketched(cat, q, sk)
+    sketched = sketched_scans(cat, q, sk)
     fast = init_state(cat, sk, q, sketched, use_bulk=True)
     slow = init_state(cat, sk, q, sketched, use_bulk=False)
     (fa,) = [s for k, s in fast.snapshot()["ops"].items() if "Aggregate" in k]
@@ -89,7 +89,7 @@ def test_join_blooms_hold_every_key(cat):
     q = _q(cat, SUPPORTED[3][0])
     part = build_partition(cat, "facts", "k", 8)
     sk = capture(cat, q, {"facts": "k"}, 8, check=False, partitions={"facts": part}).sketch
-    st = init_state(cat, sk, q, _sketched(cat, q, sk), use_bulk=True)
+    st = init_state(cat, sk, q, sketched_scans(cat, q, sk), use_bulk=True)
     (join,) = [op for op in st.root_op.walk() if type(op).__name__ == "JoinOp"]
     assert join.use_bloom
     keys = [(int(g),) for g in cat.read_pandas("facts", cat.current_version("facts"))["g1"].unique()]

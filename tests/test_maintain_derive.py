@@ -132,7 +132,7 @@ def test_the_gate_counts_a_head_states_groups_not_the_key_product(cat, monkeypat
     true count a binding is captured while no head has state, and derived once one has (its state's
     recorded groups).  TPC-H SF1 (l_partkey, l_suppkey): 2e9 by the product, 800k held."""
     import advisor.maintain.spark.derive as D
-    from advisor.maintain.policy import state_rental as rent
+    from advisor.maintain.spark import state_rental as rent
     from advisor.maintain.spark import state_store as states
 
     sql = "SELECT g1, g2, sum(v) AS a FROM facts GROUP BY g1, g2 HAVING sum(v) > {}"
@@ -167,7 +167,7 @@ def test_stale_stateless_heads_buy_state_by_ski_rental(cat, monkeypatch):
     from that state."""
     import json
 
-    import advisor.maintain.policy.state_rental as R
+    import advisor.maintain.spark.state_rental as R
 
     sql = "SELECT g1, count(*) AS n, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > {}"
     part = build_partition(cat, "facts", "g1", 12)

@@ -1,4 +1,4 @@
-"""Rent or buy operator state (advisor.maintain.policy.state_rental): the ski-rental rule, and a chain on Spark that
+"""Rent or buy operator state (advisor.maintain.spark.state_rental): the ski-rental rule, and a chain on Spark that
 is recaptured while state does not pay, then buys state and continues incrementally -- equal to a
 fresh capture after every batch either way."""
 
@@ -8,8 +8,8 @@ import pytest
 
 from advisor.sketch.capture import capture, capture_batch
 from advisor.warehouse.catalog import Catalog
-from advisor.engine.execute import run_query
-from advisor.maintain.policy import state_rental as rent
+from advisor.sketch.run import run_query
+from advisor.maintain.spark import state_rental as rent
 from advisor.maintain.spark.service import maintain_sketch
 from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql

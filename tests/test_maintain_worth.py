@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.sketch.lookup import usable_sketches
-from advisor.maintain.policy import state_rental as rent
+from advisor.maintain.spark import state_rental as rent
 from advisor.maintain.policy.triggers import before_use
 from workloads.data.update_batches import batch_frames
 

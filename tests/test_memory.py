@@ -1,22 +1,16 @@
 """The driver memory valve (``advisor.memory``): caches are dropped while the process is over budget."""
 
-from collections import OrderedDict
-
 import numpy as np
 import pytest
 
-from advisor import memory
+from advisor import caches, memory
+from advisor.caches import BoundedMemo
 
 
 @pytest.fixture
 def cache():
-    c = OrderedDict()
-    saved = dict(memory._shrinkers)
-    memory._shrinkers.clear()  # this process's real caches stay out of the count
-    memory.register("test arrays", memory.lru_shrinker(c))
-    yield c
-    memory._shrinkers.clear()
-    memory._shrinkers.update(saved)
+    with caches.isolated():  # this process's real caches stay out of the count
+        yield BoundedMemo("test arrays", rank=5)
 
 
 def _fill(c, n=6, mb=64):
@@ -44,8 +38,7 @@ def test_under_budget_nothing_is_dropped(cache):
 
 @pytest.mark.skipif(memory.rss_bytes() == 0, reason="no /proc/self/statm on this platform")
 def test_lower_ranked_caches_are_emptied_first(cache):
-    keep = OrderedDict()
-    memory.register("kept", memory.lru_shrinker(keep), rank=9)
+    keep = BoundedMemo("kept", rank=9)
     _fill(cache, n=3)
     _fill(keep, n=3)
     limit = memory.rss_bytes() - (100 << 20)  # two 64 MB arrays are enough
@@ -56,8 +49,7 @@ def test_lower_ranked_caches_are_emptied_first(cache):
 
 
 def test_empty_all_drops_every_entry_of_every_cache_whatever_the_budget(cache):
-    other = OrderedDict()
-    memory.register("other", memory.lru_shrinker(other), rank=9)
+    other = BoundedMemo("other", rank=9)
     _fill(cache, n=3, mb=1)
     _fill(other, n=2, mb=1)
     assert memory.empty_all() == 5
@@ -72,7 +64,7 @@ def test_every_driver_cache_is_registered():
     import advisor.estimation.sample_eval  # noqa: F401
 
     assert {"operator states", "bootstrap blocks", "group estimates", "sample rows", "join sides",
-            "joined tables", "drawn samples", "sample fragment ids"} <= set(memory.registered())
+            "joined tables", "drawn samples", "sample fragment ids"} <= set(caches.names())
 
 
 def test_the_budget_follows_the_environment(monkeypatch):

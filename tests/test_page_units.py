@@ -18,9 +18,10 @@ import pytest
 from advisor.layout import clustered_copy as layout
 from advisor.context import Context
 from advisor.engine.scan_metrics import collect_scan_metrics
-from advisor.selection.cost_model import fine_partition
+from advisor.partition.refine import fine_partition
 from advisor.layout.skip_prediction import _page_units, boundary_values, read_fraction_of, read_units
-from advisor.sketch.apply import range_condition, read_set
+from advisor.sketch.apply import range_condition
+from advisor.partition.fragment_runs import read_set
 
 ATTRS = ("k", "d", "s")
 

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from advisor.context import Context
-from advisor.engine.execute import run_query, versions_now
+from advisor.sketch.run import run_query
+from advisor.engine.execute import versions_now
 from advisor.sketch.lookup import usable_sketches
 from advisor.layout.clustered_copy import build_layout
 from advisor.selection.attribute_pairs import catch_up, combine

@@ -109,7 +109,8 @@ def test_many_runs_search_tree_selects_exactly_the_fragments(spark, cat, name):
     Parquet reader as a pushed filter (row-group skipping)."""
     import random
 
-    from advisor.sketch.apply import TREE_LEAF, runs
+    from advisor.sketch.apply import TREE_LEAF
+    from advisor.partition.fragment_runs import runs
 
     part = build_partition(cat, f"t_{name}", "a", 200)
     rng = random.Random(name)
@@ -141,7 +142,7 @@ def test_empty_sketch_filters_everything():
 
 
 def test_capped_runs_bridge_cheapest_gaps_and_keep_every_fragment():
-    from advisor.sketch.apply import capped_runs, runs
+    from advisor.partition.fragment_runs import capped_runs, runs
 
     part = RangePartition(1, "t", "a", "bigint", tuple(range(10, 1000, 10)), tuple([5] * 50 + [1] * 51))
     frags = frozenset(range(0, 100, 2))  # 50 isolated fragments, gaps of one fragment each
@@ -161,7 +162,7 @@ def test_capped_runs_bridge_cheapest_gaps_and_keep_every_fragment():
 def test_partition_carried_over_small_batches_has_exact_sizes(spark, tmp_path, name):
     """fine_partition at a later version reuses the boundaries and updates the fragment sizes from
     the batch files; they equal Spark's assignment of the new version's rows."""
-    from advisor.selection.cost_model import fine_partition
+    from advisor.partition.refine import fine_partition
 
     typ, vals = CASES[name]
     schema = T.StructType([T.StructField("a", typ, True)])

@@ -145,7 +145,8 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     layout file holds one of the 20 passing groups), is read from its base files, skipping most
     of their rows, with the plain answer."""
     from advisor.sketch.capture import capture
-    from advisor.engine.execute import run_query, versions_now
+    from advisor.sketch.run import run_query
+    from advisor.engine.execute import versions_now
     from advisor.partition.range_partition import load_partition
     from advisor.plan.parse import parse_sql
     from advisor.sketch.apply import layout_pays

@@ -16,7 +16,7 @@ import pytest
 
 from advisor.sketch.capture import capture_batch
 from advisor.context import Context
-from advisor.engine.execute import run_query
+from advisor.sketch.run import run_query
 from advisor.layout.clustered_copy import build_layout
 from advisor.maintain.spark.service import maintain_sketch
 from advisor.partition.range_partition import load_partition

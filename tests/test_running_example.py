@@ -7,7 +7,7 @@ import pytest
 from advisor.sketch.capture import capture, check_safe
 from advisor.warehouse.catalog import Catalog
 from advisor.errors import BadInput
-from advisor.engine.execute import run_query
+from advisor.sketch.run import run_query
 from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.warehouse.store import Store

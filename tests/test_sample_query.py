@@ -18,7 +18,7 @@ from advisor.context import Context
 from advisor.estimation.size_estimates import SID, U, analyze, estimate, get_sample, sample_frame
 from advisor.plan.parse import parse_sql
 from advisor.estimation.sample_eval import local_frame
-from advisor.selection.cost_model import fine_partition
+from advisor.partition.refine import fine_partition
 
 
 @pytest.fixture(scope="module")

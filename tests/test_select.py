@@ -9,9 +9,11 @@ import pytest
 from advisor.estimation.size_estimates import CannotEstimate, analyze
 from advisor.partition.range_partition import RangePartition
 from advisor.plan.parse import parse_sql
+from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.selection.cost_model import (
-    Candidate, CostParams, SizeSummary, Workload, best_granularity, cannot_pay, choose, cost,
-    derive_partition, draw_seed, granularities_for, pool_of, strategy_draw)
+    CostParams, Workload, best_granularity, cannot_pay, choose, cost, draw_seed, granularities_for,
+    pool_of, strategy_draw)
+from advisor.partition.refine import derive_partition
 from estimators.aggregates import And, Cmp, Not, Or
 
 T = 1_000_000

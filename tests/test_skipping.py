@@ -87,7 +87,7 @@ def test_bridged_gaps_are_read_for_certain():
 
 
 def test_read_set_bridges_to_the_cap_and_keeps_nulls():
-    from advisor.sketch.apply import read_set
+    from advisor.partition.fragment_runs import read_set
 
     part = RangePartition(1, "t", "a", "int", tuple(range(1, 10)), (10,) * 10 + (0,), 0, 10)
     frs = frozenset({0, 2, 4, 6, 10})  # four single-fragment runs and the NULL fragment

@@ -16,7 +16,7 @@ def test_a_replaced_table_retires_the_sketches_and_decisions_that_read_it(spark,
     """Created again under the same name, a table restarts at version 1: the old sketch's data
     version would match, and its fragments (of data that is gone) would filter the new rows."""
     from advisor.selection.decision_memory import recall, remember
-    from advisor.engine.execute import run_query
+    from advisor.sketch.run import run_query
 
     cat, q, parts, sk = clustered_sketch(spark, tmp_path, SQL)
     remember(cat.store, q.template, "CB-OPT-GB", go=True, reason="go", table="facts", attr="g1",

@@ -18,7 +18,7 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side rat
 def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.Option(1000, "--fragments"),
                   reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out")):
     """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
-    from advisor.cli.main import ctx, out
+    from advisor.cli.common import ctx, out
     from workloads.bench.use_speed import bench_use, render
     from workloads.data.datasets import load_dataset
     from workloads.bench.suites import TPCH, TPCH_SF1
@@ -37,7 +37,7 @@ def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer
                      datasets: List[str] = typer.Option(["tpch", "flights", "crimes"], "--dataset"),
                      out_json: Optional[Path] = typer.Option(None, "--out")):
     """Accuracy of the cost-based advice vs the exhaustive oracle (OPT) on generated queries."""
-    from advisor.cli.main import ctx, out
+    from advisor.cli.common import ctx, out
     from workloads.bench.advice_accuracy import bench_advice_command
 
     bench_advice_command(ctx(), out, tuple(datasets), sf, queries, (0.05, 0.10), out_json)
@@ -61,7 +61,7 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
                        recaptures: int = typer.Option(1, "--recaptures", min=1,
                                                       help="Recaptures per step; the fastest counts.")):
     """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf, or flights, if missing)."""
-    from advisor.cli.main import ctx, out
+    from advisor.cli.common import ctx, out
     from workloads.bench.maintain_vs_recapture import bench_maintain_command
 
     bench_maintain_command(ctx, out, dataset=dataset, sf=sf, sizes=sizes, kinds=kinds, repeat=repeat,

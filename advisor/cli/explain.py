@@ -4,18 +4,7 @@ and which stored sketches could serve the query (and why the others cannot)."""
 from __future__ import annotations
 
 from advisor.errors import Unsupported
-from advisor.warehouse.value_kinds import kind_of
-
-
-def candidate_columns(catalog, table: str) -> list[str]:
-    out = []
-    for c, t in catalog.schema(table):
-        try:
-            if kind_of(t) in ("int", "dec", "float", "date", "ts", "str"):
-                out.append(c)
-        except Exception:
-            continue
-    return out
+from advisor.selection.candidates import candidate_columns
 
 
 def explain(ctx, sql: str) -> dict:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from advisor.cli.bench import bench_app
 from advisor.errors import BadInput, CheckFailed
+from advisor.cli.common import out, STATE, ctx
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Provenance-sketch advisor: make repeated HAVING/top-k queries on Spark skip data.")
@@ -22,8 +23,6 @@ part_app = typer.Typer(no_args_is_help=True, help="Range partitions per table at
 app.add_typer(data_app, name="data")
 app.add_typer(part_app, name="partitions")
 app.add_typer(bench_app, name="bench")
-out = Console(width=None if sys.stdout.isatty() else 160)
-STATE: dict = {}
 
 
 @app.callback()
@@ -36,14 +35,6 @@ def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=
     STATE.clear()  # in-process callers (tests) may invoke the app several times
     STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf))
     budget_bytes()  # a malformed $ADVISOR_DRIVER_CACHE_MB fails here, before any work
-
-
-def ctx():
-    from advisor.context import Context
-
-    if "ctx" not in STATE:
-        STATE["ctx"] = Context(STATE.get("warehouse"), STATE.get("master"), STATE.get("conf"))
-    return STATE["ctx"]
 
 
 def emit_json(obj) -> None:
@@ -224,7 +215,8 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
             as_of: List[str] = typer.Option([], "--as-of", help="TABLE=VERSION: read an older version.")):
     """Run SQL (with a usable sketch unless --no-use); result rows and scan metrics."""
     from advisor.errors import Unsupported
-    from advisor.engine.execute import run_plain_sql, run_query, versions_now
+    from advisor.engine.execute import run_plain_sql, versions_now
+    from advisor.sketch.run import run_query
     from advisor.sketch.lookup import usable_sketches
 
     c = ctx()

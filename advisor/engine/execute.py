@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from advisor.plan import ir
-from advisor.plan.to_sql import Source, query_sql
+from advisor.plan.to_sql import Source
 from advisor.engine.scan_metrics import ScanMetrics, collect_scan_metrics
 
 
@@ -49,25 +49,6 @@ def plain_source(catalog, versions: dict[str, int]):
     def src(scan: ir.Scan) -> Source:
         return Source(table_view(catalog, scan.table, versions.get(scan.table)))
     return src
-
-
-def run_query(catalog, query: ir.Query, versions: Optional[dict[str, int]] = None, sketch=None,
-              use_layout: bool = True) -> RunResult:
-    """Execute query (with `sketch` applied to its scans if given); rows, scan metrics, seconds."""
-    from advisor.sketch.apply import sketch_source
-
-    versions = versions or versions_now(catalog, query)
-    t0 = time.perf_counter()  # building the source (views, filter text) is part of running the query
-    if sketch is None:
-        source = plain_source(catalog, versions)
-    else:
-        source = sketch_source(catalog, sketch, versions, use_layout=use_layout)
-    sql = query_sql(query, source)
-    df = catalog.spark.sql(sql)
-    rows = [tuple(r) for r in df.collect()]
-    secs = time.perf_counter() - t0
-    return RunResult(list(query.output_names), rows, collect_scan_metrics(df), secs,
-                     sketch.to_json() if sketch is not None else None)
 
 
 def run_plain_sql(catalog, sql: str, note: str) -> RunResult:

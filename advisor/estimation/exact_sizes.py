@@ -6,7 +6,8 @@ bootstrap's estimates (``advisor.selection.cost_model`` module docstring); the c
 
 from __future__ import annotations
 
-from advisor.selection.cost_model import SizeSummary, store_partition
+from advisor.estimation.candidate_sizes import SizeSummary
+from advisor.partition.refine import store_partition
 
 
 def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, float]:
@@ -25,7 +26,7 @@ def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None 
     list the first by-value job also answers the query (``capture.capture_values``)."""
     from advisor.layout.skip_prediction import read_fraction_of, boundary_values
     from advisor.sketch.capture import by_value_ok, capture_batch, capture_values, value_sketch
-    from advisor.sketch.apply import read_set
+    from advisor.partition.fragment_runs import read_set
 
     keys = sorted(parts)
     stored = {k: store_partition(catalog, parts[k]) for k in keys}

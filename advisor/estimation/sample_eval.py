@@ -20,31 +20,30 @@ are the nearest double of the same decimal).
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from advisor import memory
+from advisor.caches import BoundedMemo
 from advisor.errors import Unsupported
 from advisor.plan import ir
 
-_SAMPLES: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (path, mtime, columns) -> sample rows
 _KEEP = 16  # (sample, columns) entries; a sample is tens of thousands of rows
+# (path, mtime, columns) -> sample rows
+_SAMPLES = BoundedMemo("sample rows", _KEEP, rank=4)
 
 
-def _cached(cache: OrderedDict, keep: int, key: tuple, make) -> Optional[pd.DataFrame]:
+def _cached(cache: BoundedMemo, key: tuple, make) -> Optional[pd.DataFrame]:
     """``cache[key]``, built by ``make()`` on a miss (a None result is returned, not kept), as the
-    most recent entry of an LRU of ``keep`` entries."""
+    most recent entry of the memo."""
     got = cache.pop(key, None)
     if got is None:
         got = make()
         if got is None:
             return None
-    cache[key] = got
-    while len(cache) > keep:
-        cache.popitem(last=False)
+    cache.put(key, got)
     memory.relieve()
     return got
 
@@ -52,11 +51,11 @@ def _cached(cache: OrderedDict, keep: int, key: tuple, make) -> Optional[pd.Data
 def _nulls(n: int, spark_type: str) -> pd.Series:
     """A column of ``n`` NULLs, already in the engine's dtype for ``spark_type`` (no conversion)."""
     from advisor.errors import BadInput
-    from advisor.maintain.frames import _READY
+    from advisor.maintain.frames import READY_DTYPES
     from advisor.warehouse.value_kinds import kind_of
 
     try:
-        dtype = _READY.get(kind_of(spark_type), "object")
+        dtype = READY_DTYPES.get(kind_of(spark_type), "object")
     except BadInput:  # a type that is never partitioned on (arrays, maps, ...): plain objects
         dtype = "object"
     if dtype == "datetime64[ns]":
@@ -64,8 +63,9 @@ def _nulls(n: int, spark_type: str) -> pd.Series:
     return pd.Series(pd.NA, index=pd.RangeIndex(n), dtype=dtype)  # a scalar fill, not an n-item list
 
 
-_DRAWN: "OrderedDict[tuple, object]" = OrderedDict()  # (path, mtime) -> the Arrow table just written there
 _DRAWN_KEEP = 2
+# (path, mtime) -> the Arrow table just written there
+_DRAWN = BoundedMemo("drawn samples", _DRAWN_KEEP, rank=3)
 
 
 def prime(path: str, table) -> None:
@@ -79,9 +79,7 @@ def prime(path: str, table) -> None:
     if len(files) != 1 or not pq.read_schema(os.path.join(path, files[0])).remove_metadata().equals(
             table.schema.remove_metadata()):
         return
-    _DRAWN[(path, os.path.getmtime(path))] = table
-    while len(_DRAWN) > _DRAWN_KEEP:
-        _DRAWN.popitem(last=False)
+    _DRAWN.put((path, os.path.getmtime(path)), table)
     memory.relieve()
 
 
@@ -104,14 +102,13 @@ def local_rows(path: str, columns: list) -> pd.DataFrame:
         return to_nullable_pandas(d.to_table(columns=cols, filter=pc.field("_in") if "_in" in d.schema.names else None))
 
     mtime = os.path.getmtime(path)
-    return _cached(_SAMPLES, _KEEP, (path, mtime, tuple(sorted(set(columns)))), read)
+    return _cached(_SAMPLES, (path, mtime, tuple(sorted(set(columns)))), read)
 
 
-_DIMS: "OrderedDict[tuple, pd.DataFrame]" = OrderedDict()  # (table, version, scan columns) -> scan frame
 _DIMS_KEEP = 4
+# (table, version, scan columns) -> scan frame
+_DIMS = BoundedMemo("joined tables", _DIMS_KEEP, rank=5)
 DIM_ROWS_MAX = 3_000_000  # a joined table read in full on the driver; larger ones go through Spark
-for _rank, _name, _c in ((3, "drawn samples", _DRAWN), (4, "sample rows", _SAMPLES), (5, "joined tables", _DIMS)):
-    memory.register(_name, memory.lru_shrinker(_c), _rank)
 
 
 def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFrame]:
@@ -128,7 +125,7 @@ def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFra
         rows = to_nullable_pandas(catalog.read_arrow(scan.table, version, sorted({c.source for c in scan.cols})))
         return relops.scan_frame(scan, rows, 1, {})
 
-    return _cached(_DIMS, _DIMS_KEEP, (scan.table, version, tuple((c.name, c.source, c.dtype) for c in scan.cols)),
+    return _cached(_DIMS, (scan.table, version, tuple((c.name, c.source, c.dtype) for c in scan.cols)),
                    read)
 
 

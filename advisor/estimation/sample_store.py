@@ -80,7 +80,7 @@ def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: i
 
         s = stratified_sample(rows(), strata, theta, seed, id_col="_rid", reserve=True)
         s.df.write.mode("overwrite").parquet(str(path))
-        if not s.uniform_fallback and s.strata and _in_sample(catalog.spark.read.parquet(str(path))).count() != s.sample_size:
+        if not s.uniform_fallback and s.strata and sampled_rows(catalog.spark.read.parquet(str(path))).count() != s.sample_size:
             # a stratum fell short of the pre-filter threshold (rare): rank the whole table instead
             s = stratified_sample(rows(), strata, theta, seed, id_col="_rid", prefilter=False, reserve=True)
             s.df.write.mode("overwrite").parquet(str(path))
@@ -118,7 +118,7 @@ def _stored_columns(catalog, table: str, meta: dict) -> set:
     return set(c for c, _ in catalog.schema(table)) if cols is None else set(cols)
 
 
-def _complete(catalog, table: str, version: int, path: str, meta: dict, need: Optional[list]) -> bool:
+def widen_sample(catalog, table: str, version: int, path: str, meta: dict, need: Optional[list]) -> bool:
     """Widen the stored sample at ``path`` to the columns ``need`` (None: all) if it lacks some, and
     record its columns in ``meta``; True if it was widened."""
     have = _stored_columns(catalog, table, meta)
@@ -151,14 +151,14 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
         from pathlib import Path
         meta = json.loads(r["meta_json"])
         if Path(r["path"]).exists() and meta.get("sampler") == SAMPLER:
-            widened = _complete(catalog, table, version, r["path"], meta, need)
+            widened = widen_sample(catalog, table, version, r["path"], meta, need)
             return SampleInfo(table, strata, theta, seed, version, r["path"], meta, True,
                               time.perf_counter() - t0 if widened else 0.0)
     key = hashlib.sha1(f"{sj}|{theta}|{seed}".encode()).hexdigest()[:12]
     path = catalog.root / table / "samples" / f"v{version:06d}_{key}"
     meta = _maintained(catalog, table, strata, sj, theta, seed, version, path)
     if meta is not None:
-        _complete(catalog, table, version, str(path), meta, need)
+        widen_sample(catalog, table, version, str(path), meta, need)
     else:
         meta = _draw(catalog, table, strata, theta, seed, version, path, need, on_layout)
     secs = time.perf_counter() - t0
@@ -176,7 +176,7 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
     return SampleInfo(table, strata, theta, seed, version, str(path), meta, False, secs)
 
 
-def _in_sample(df):
+def sampled_rows(df):
     """The sampled rows of a stored sample (a sample drawn with a reserve also stores reserve rows)."""
     return df.filter("_in") if "_in" in df.columns else df
 

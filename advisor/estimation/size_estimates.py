@@ -50,20 +50,20 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
 
 from advisor import memory
+from advisor.caches import BoundedMemo
 from advisor.errors import BadInput
 from advisor.plan import ir
 from advisor.plan.to_sql import esql, q
-from advisor.selection.cost_model import derive_partition, fine_partition
+from advisor.partition.refine import derive_partition, fine_partition
 
 SID, U = "__sid", "__u"
-from advisor.estimation.sample_store import SampleInfo, _complete, _in_sample, get_sample  # noqa: F401 - re-exported
+from advisor.estimation.sample_store import SampleInfo, widen_sample, sampled_rows, get_sample  # noqa: F401 - re-exported
 from advisor.estimation.query_shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 from estimators import bootstrap as _bootstrap
 from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
@@ -79,9 +79,11 @@ COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of
 # a few entries, bounded in bytes too (a TPC-H SF1 sample grouped by l_orderkey: ~300k groups, ~130 MB
 # an aggregate); the sizing parts kept with an entry (arrays of sample cells per candidate) are not
 # counted in the bound.
-_GROUPS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _GROUPS_KEEP = 4
 _GROUPS_BYTES = 512 << 20
+# a replay's samples change: seldom hit, so the valve drops these first
+_GROUPS = BoundedMemo("group estimates", _GROUPS_KEEP, max_bytes=_GROUPS_BYTES, size_of=lambda e: e[-1],
+                      rank=0, keep_one=False)
 
 
 def _entry_bytes(entry: tuple) -> int:
@@ -97,9 +99,7 @@ def _keep_groups(key: tuple, entry: tuple) -> None:
     size = _entry_bytes(entry)
     if size > _GROUPS_BYTES:
         return
-    _GROUPS[key] = entry + (size,)
-    while len(_GROUPS) > _GROUPS_KEEP or sum(e[-1] for e in _GROUPS.values()) > _GROUPS_BYTES:
-        _GROUPS.popitem(last=False)
+    _GROUPS.put(key, entry + (size,))
     memory.relieve()
 
 
@@ -144,11 +144,9 @@ def _spj_sql(node: ir.Node, fact_id: int, fact_view: str, other: Callable[[ir.Sc
     return f"SELECT {', '.join(items)} FROM ({_spj_sql(node.child, fact_id, fact_view, other)}) p"
 
 
-_FRAGS: "OrderedDict[tuple, dict]" = OrderedDict()  # (sample path, mtime) -> base frame + id columns
-memory.register("group estimates", memory.lru_shrinker(_GROUPS), rank=0)  # a replay's samples change: seldom hit
-memory.register("sample fragment ids", memory.lru_shrinker(_FRAGS), rank=1)
-memory.register("bootstrap blocks", memory.lru_shrinker(_bootstrap._BLOCKS), rank=2)
 _FRAGS_KEEP = 16  # samples; an entry is a few arrays of the sample's length
+# (sample path, mtime) -> base frame + id columns
+_FRAGS = BoundedMemo("sample fragment ids", _FRAGS_KEEP, rank=1, keep_one=False)
 
 
 def _pkey(part) -> tuple:
@@ -171,9 +169,7 @@ def _fragment_ids(path: str, parts: dict):
 
     key = (path, os.path.getmtime(path))
     entry = _FRAGS.pop(key, None) or {"base": None, "cols": {}}
-    _FRAGS[key] = entry
-    while len(_FRAGS) > _FRAGS_KEEP:
-        _FRAGS.popitem(last=False)
+    _FRAGS.put(key, entry)
     need = {k: p for k, p in sorted(parts.items()) if _pkey(p) not in entry["cols"]}
     if need or entry["base"] is None:
         rows = local_rows(path, ["_n_g", "_stratum", *sorted({p.attr for p in need.values()})])
@@ -212,7 +208,7 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
     def spark_df():
         nonlocal df
         if df is None:
-            df = _in_sample(catalog.spark.read.parquet(sample.path))
+            df = sampled_rows(catalog.spark.read.parquet(sample.path))
         return df
 
     own = {k: p for k, p in parts.items() if p.table == sample.table}
@@ -224,7 +220,7 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
 
     out = local_frame(shape, sample.path, SID, dimension) if local else None
     if out is None:
-        if _complete(catalog, sample.table, sample.version, sample.path, sample.meta, None):
+        if widen_sample(catalog, sample.table, sample.version, sample.path, sample.meta, None):
             df = None  # the Spark plan reads every column of the scan: widen the sample to all of them
         view = catalog.view_name(sample.table, sample.version,
                                  "_smp" + hashlib.sha1(sample.path.encode()).hexdigest()[:8])

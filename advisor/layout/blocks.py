@@ -25,11 +25,11 @@ import hashlib
 import math
 import os
 import uuid
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from advisor.caches import IdentityMemo, memoize
 from advisor.warehouse.value_kinds import kind_of
 
 BLK = "__blk"
@@ -39,6 +39,7 @@ MAX_IDS = 16384          # above this many ids the SQL text costs more to parse 
 STARTS_FILE = "_blocks.npy"   # Spark's file listing skips names starting with "_"
 ONTOP_DIR = "_ontop"
 EPOCH = dt.date(1970, 1, 1)
+_BOUNDS = IdentityMemo("layout block bounds", 64)
 
 
 def supported(dtype: str) -> bool:
@@ -83,7 +84,7 @@ def _key(v, dtype: str) -> int:
 
 def sketch_blocks(starts: np.ndarray, part, fragments) -> list[int]:
     """The sorted ids of the blocks holding a row of any of the sketch's fragments of ``part``."""
-    from advisor.sketch.apply import runs
+    from advisor.partition.fragment_runs import runs
 
     ids: set[int] = set()
     last = max(len(starts) - 1, 0)
@@ -129,9 +130,8 @@ def read_fraction(units, starts: np.ndarray, dtype: str, ids) -> float:
 def _typed_bounds(starts: np.ndarray, dtype: str) -> tuple:
     """The block partition's interior boundaries (starts after the first) as a tuple, the same
     tuple for the same (cached, read-only) starts, so read fractions convert them once."""
-    from advisor.layout.skip_prediction import _memo
 
-    return _memo(starts, lambda s: tuple(typed_starts(s, dtype)[1:]), name=f"_typed_bounds|{dtype}")
+    return _BOUNDS.of(starts, lambda s: tuple(typed_starts(s, dtype)[1:]), name=f"_typed_bounds|{dtype}")
 
 
 def load_starts(layout_path: str) -> np.ndarray | None:
@@ -145,7 +145,7 @@ def load_starts(layout_path: str) -> np.ndarray | None:
     return _load_starts(str(p), st.st_mtime_ns, st.st_size)
 
 
-@lru_cache(maxsize=32)
+@memoize("layout block starts", maxsize=32)
 def _load_starts(path: str, mtime_ns: int, size: int) -> np.ndarray:
     arr = np.load(path, allow_pickle=False)
     arr.setflags(write=False)

@@ -18,7 +18,7 @@ import uuid
 import pandas as pd  # module level: pandas_udf reads the type hints from the module's globals
 
 from advisor.layout import blocks
-from advisor.warehouse.catalog import RID
+from advisor.warehouse.table_files import RID
 from advisor.warehouse.value_kinds import encode_value, kind_of
 
 # 1 MiB row groups (~7,200 lineitem rows).  Finer groups skip more rows but every scan parses every
@@ -108,15 +108,3 @@ def with_blocks(df, attr: str, dtype: str, rows: int):
     return df.withColumn(blocks.BLK, block_of(F.coalesce(key, F.lit(0).cast("bigint")), key.isNull())), starts
 
 
-def find_layout(store, table: str, attr: str, max_version: int | None = None) -> dict | None:
-    """Newest layout of table clustered on attr at a version <= max_version."""
-    sql = "SELECT * FROM layouts WHERE table_name=? AND attr=?"
-    args: tuple = (table, attr)
-    if max_version is not None:
-        sql += " AND table_version <= ?"
-        args += (max_version,)
-    r = store.one(sql + " ORDER BY table_version DESC, id DESC LIMIT 1", args)
-    if r is None:
-        return None
-    return {"id": r["id"], "table": r["table_name"], "attr": r["attr"], "table_version": r["table_version"],
-            "path": r["path"], "manifest": json.loads(r["manifest_json"])}

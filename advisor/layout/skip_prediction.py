@@ -24,11 +24,12 @@ import math
 import os
 from bisect import bisect_right
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
+
+from advisor.caches import IdentityMemo, memoize
 
 
 @dataclass(frozen=True)
@@ -97,25 +98,9 @@ def fragment_spans(units: Sequence[ReadUnit], boundaries: Sequence[Any]) -> list
 # took 0.07 s per sketch at SF1; numbers in numpy arrays, converted once per unit tuple
 # and boundary list, do the same search with ``searchsorted``.  Anything not numeric-like (strings,
 # bools, NaN) keeps the per-value path above.
-_MEMO: dict = {}
 _MEMO_MAX = 64
-
-
-def _memo(obj, make, name: str | None = None):
-    """``make(obj)`` cached by the (immutable) object's identity under ``name`` (default: the
-    function's); the entry keeps the object alive, so its id cannot be reused while cached."""
-    name = name or make.__name__
-    hit = _MEMO.get((name, id(obj)))
-    if hit is not None and hit[0] is obj:
-        return hit[1]
-    return _remember(name, obj, make(obj))
-
-
-def _remember(name: str, obj: tuple, val):
-    if len(_MEMO) >= _MEMO_MAX:
-        _MEMO.pop(next(iter(_MEMO)))
-    _MEMO[(name, id(obj))] = (obj, val)
-    return val
+_MEMO = IdentityMemo("unit arrays", _MEMO_MAX)
+_memo, _remember = _MEMO.of, _MEMO.remember
 
 
 def _numbers(values) -> Optional[np.ndarray]:
@@ -228,7 +213,7 @@ def boundary_values(part) -> tuple:
     return _boundary_values(tuple(part.boundaries), part.dtype)
 
 
-@lru_cache(maxsize=64)
+@memoize("decoded boundaries", maxsize=64)
 def _boundary_values(boundaries: tuple, dtype: str) -> tuple:
     from advisor.warehouse.value_kinds import decode_value
 
@@ -319,7 +304,7 @@ def _footer_units(files: list[str], attr: str) -> tuple:
     return _footer_units_cached(tuple(files), stamp, attr)
 
 
-@lru_cache(maxsize=256)
+@memoize("footer units", maxsize=256)
 def _footer_units_cached(files: tuple, stamp: tuple, attr: str) -> tuple:
     import pyarrow.parquet as pq
 
@@ -365,7 +350,7 @@ def _page_units(files: list[str], attr: str, page_rows: int) -> Optional[tuple]:
     return _page_units_cached(tuple(files), stamp, attr, int(page_rows))
 
 
-@lru_cache(maxsize=64)
+@memoize("page units", maxsize=64)
 def _page_units_cached(files: tuple, stamp: tuple, attr: str, page_rows: int) -> Optional[tuple]:
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -409,7 +394,7 @@ def read_units(catalog, table: str, attr: str, version: int, layout: bool = True
     """Units a sketched scan of ``table`` at ``version`` reads: the newest clustered layout on
     ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version (files),
     else (or with ``layout=False``) the base files' row groups; batch inserts since are always read."""
-    from advisor.layout.clustered_copy import find_layout
+    from advisor.layout.registry import find_layout
     from advisor.warehouse.value_kinds import decode_value, kind_of
 
     dtype = catalog.column_type(table, attr)

@@ -28,10 +28,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+from advisor.caches import BoundedMemo
 
 M = "__m"
 EMPTY: frozenset = frozenset()
-_SINGLETONS: dict[int, frozenset] = {}
+_SINGLETONS = BoundedMemo("singleton fragment sets")  # interned: one frozenset per fragment id
 
 
 def fcol(sid: int) -> str:
@@ -292,7 +293,7 @@ def empty_frame(cols: Sequence[str], sids: Sequence[int]) -> pd.DataFrame:
     return df.copy()
 
 
-_EMPTY_FRAMES: dict[tuple, pd.DataFrame] = {}
+_EMPTY_FRAMES = BoundedMemo("empty frames")  # per column layout
 
 
 def annotations(df: pd.DataFrame, sids: Sequence[int]) -> list[tuple]:
@@ -431,7 +432,7 @@ def deep_size(obj: Any, _seen: set | None = None) -> int:
     return size
 
 
-_READY = {"int": "Int64", "float": "Float64", "dec": "Float64", "str": "string", "bool": "boolean",
+READY_DTYPES = {"int": "Int64", "float": "Float64", "dec": "Float64", "str": "string", "bool": "boolean",
           "date": "datetime64[ns]", "ts": "datetime64[ns]"}
 
 
@@ -444,7 +445,7 @@ def coerce_to(s: pd.Series, dtype: str) -> pd.Series:
         k = kind_of(dtype)
     except Exception:  # types we cannot partition on (arrays, ...) are kept as they come
         return normalize_series(s)
-    if _READY.get(k) == str(s.dtype):  # already converted (`arrow_pandas.to_nullable_pandas`)
+    if READY_DTYPES.get(k) == str(s.dtype):  # already converted (`arrow_pandas.to_nullable_pandas`)
         return s
     if k == "int":
         if s.dtype == object:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import functools
 
 import numpy as np
 import pandas as pd
 
 from advisor.partition.range_partition import RangePartition
 from advisor.warehouse.value_kinds import decode_value, kind_of
+from advisor.caches import memoize
 
 
 def _bounds_array(part: RangePartition, values: pd.Series):
@@ -33,7 +33,7 @@ def _bounds_array(part: RangePartition, values: pd.Series):
     return _decoded(part.dtype, tuple(part.boundaries), how)
 
 
-@functools.lru_cache(maxsize=64)
+@memoize("decoded boundaries for pandas", maxsize=64)
 def _decoded(dtype: str, boundaries: tuple, how: str):
     """Boundaries decoded once per (type, boundaries, comparison); maintenance assigns fragments
     to every batch with the same partition, and decoding 1,000 boundaries costs milliseconds."""

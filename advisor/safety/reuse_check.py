@@ -34,7 +34,7 @@ MONOTONE_LINEAGE = (ir.Project, ir.Select, ir.Distinct, ir.Join, ir.Union)
 CNF_CAP = 64
 
 
-class _No(Exception):
+class NotReusable(Exception):
     pass
 
 
@@ -58,16 +58,16 @@ class _Diff:
 
 
 def compare(a: ir.Node, b: ir.Node, diff: Optional[_Diff] = None, anc: tuple = ()) -> _Diff:
-    """Check that a and b are one template (raise _No naming the mismatch) and record the diff."""
+    """Check that a and b are one template (raise NotReusable naming the mismatch) and record the diff."""
     d = diff or _Diff()
     if type(a) is not type(b):
-        raise _No(f"{type(a).__name__} vs {type(b).__name__}")
+        raise NotReusable(f"{type(a).__name__} vs {type(b).__name__}")
     if [(c.name, c.dtype) for c in a.cols] != [(c.name, c.dtype) for c in b.cols]:
-        raise _No(f"different attributes under {type(a).__name__}")
+        raise NotReusable(f"different attributes under {type(a).__name__}")
     exprs: list[tuple] = []
     if isinstance(a, ir.Scan):
         if a.table != b.table:
-            raise _No(f"scan of {a.table} vs {b.table}")
+            raise NotReusable(f"scan of {a.table} vs {b.table}")
     elif isinstance(a, (ir.Select, ir.Join)):
         exprs = [(a.cond, b.cond)]
     elif isinstance(a, ir.Project):
@@ -75,17 +75,17 @@ def compare(a: ir.Node, b: ir.Node, diff: Optional[_Diff] = None, anc: tuple = (
     elif isinstance(a, ir.Aggregate):
         sig = lambda n: (n.keys, [(x.func, x.distinct, x.out) for x in n.aggs])  # noqa: E731
         if sig(a) != sig(b):
-            raise _No("different GROUP BY or aggregates")
+            raise NotReusable("different GROUP BY or aggregates")
         exprs = [(x.arg, y.arg) for x, y in zip(a.aggs, b.aggs)]
     elif isinstance(a, ir.TopK):
         d.topk = True
         if a.order != b.order:
-            raise _No("different ORDER BY")
+            raise NotReusable("different ORDER BY")
         if a.k != b.k:
             d.k_diffs.append((a, b, anc))
     for x, y in exprs:
         if _shape(x) != _shape(y):
-            raise _No(f"different expressions {_sql(x)} vs {_sql(y)}")
+            raise NotReusable(f"different expressions {_sql(x)} vs {_sql(y)}")
         d.consts |= _sql(x) != _sql(y)
     for ca, cb in zip(a.children, b.children):
         compare(ca, cb, d, anc + (a,))
@@ -140,14 +140,14 @@ class _Reuse:
         if isinstance(a, ir.Distinct):
             for n in ca.names:
                 if not self.valid(h, self.Q(n) == self.N(n), f"DISTINCT: {self.lab(n)} = {self.lab(n)}′"):
-                    raise _No(f"DISTINCT over {self.lab(n)}, which may differ between the instances"
+                    raise NotReusable(f"DISTINCT over {self.lab(n)}, which may differ between the instances"
                               f"{self._why(n)}")
             return psi1
         if isinstance(a, ir.Union):
             return self._union(a, kids)
         if isinstance(a, ir.Aggregate):
             return self._aggregate(a, ca, cb, psi1, h)
-        raise _No(f"no reuse rule for {type(a).__name__}")
+        raise NotReusable(f"no reuse rule for {type(a).__name__}")
 
     def _why(self, n: str) -> str:
         return f" ({self.changed[n]})" if n in self.changed else ""
@@ -168,7 +168,7 @@ class _Reuse:
         op = self.lab.op(a)
         for g in a.keys:
             if not self.valid(h, self.Q(g) == self.N(g), f"{op}: {self.lab(g)} = {self.lab(g)}′"):
-                raise _No(f"{op}: group-by attribute {self.lab(g)} may differ between the instances{self._why(g)}")
+                raise NotReusable(f"{op}: group-by attribute {self.lab(g)} may differ between the instances{self._why(g)}")
         keys = set(a.keys)
         gq, gn = self.ngp(self.cQ[id(ca)], keys), self.ngp(self.cN[id(cb)], keys)
         exprs = self.cQ[id(ca)].expr + self.cN[id(cb)].expr + self.facts(self.cQ[id(ca)], self.cN[id(cb)])
@@ -226,11 +226,11 @@ class _Reuse:
                 if not self.valid(hyps, pq.f, f"uconds: ⇒ {pq.label}"):
                     attrs = sorted(self.enc.attrs_in(pq.f) & set(self.changed))
                     extra = f"; {self.changed[attrs[0]]}" if attrs else ""
-                    raise _No(f"{pq.label} of the captured instance does not follow from the new instance "
+                    raise NotReusable(f"{pq.label} of the captured instance does not follow from the new instance "
                               f"({pn.label}){extra}")
                 if pq.label != pn.label:
                     implied.append(f"{pn.label} ⇒ {pq.label}")
-        except _No as e:
+        except NotReusable as e:
             return Verdict(False, f"not reusable: {e}", self.checks, self.details)
         why = ", ".join(implied) if implied else "same conditions"
         notes = "; ".join(dict.fromkeys(self.notes))
@@ -281,7 +281,7 @@ def check_reuse(captured: ir.Node, new: ir.Node, stats: Mapping[tuple[str, str],
     `shortcut=False` runs the SMT test even for identical instances (used to test it)."""
     try:
         d = compare(captured, new)
-    except _No as e:
+    except NotReusable as e:
         return Verdict(False, f"not reusable: not instances of one template ({e})", 0, [])
     identical = not d.consts and not d.k_diffs
     if identical and (shortcut or d.topk):

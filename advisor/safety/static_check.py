@@ -28,6 +28,7 @@ from typing import Mapping, Optional
 import z3
 from sqlglot import exp
 
+from advisor.caches import BoundedMemo
 from advisor.plan import ir
 from advisor.safety.z3_encoding import (
     TIMEOUT_MS, Encoder, build_conds, eq, le, tree_dtypes, valid, z3_section)
@@ -358,8 +359,8 @@ class _Checker:
 
 
 # ---------------- public API ----------------
-_CACHE: dict[tuple, Verdict] = {}
 _CACHE_MAX = 512
+_CACHE = BoundedMemo("safety verdicts", _CACHE_MAX)  # first in, first out
 
 
 def fingerprint(n: ir.Node) -> tuple:
@@ -411,9 +412,7 @@ def check_safety(root: ir.Node, X: set[str], stats: Mapping[tuple[str, str], tup
     if hit is None:
         with z3_section():
             hit = _Checker(root, X, stats, timeout_ms).run()
-        if len(_CACHE) >= _CACHE_MAX:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = hit
+        _CACHE.put(key, hit)
     return replace(hit, details=list(hit.details))
 
 

@@ -17,8 +17,9 @@ import itertools
 
 import numpy as np
 
-from advisor.selection.cost_model import Candidate, SizeSummary
+from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from estimators.pair_size import MAX_PAIR_CELLS
+from advisor.sketch.lookup import companions
 
 PAIR_WEAK = 0.2           # a best single estimate below this needs no second attribute [INFERRED]
 MAX_PAIR_ATTRS = 5        # pairs among at most this many of the pool's candidates (<= 10 pairs)
@@ -106,7 +107,7 @@ def capture_pair(cat, q, pick: Candidate, n_target: int, parts: dict, versions: 
     being in the pool, and as a set, checked in ``pair_candidates``).  The selectivity is that of the
     conjunction, counted on the table."""
     from advisor.sketch.capture import capture_batch
-    from advisor.selection.cost_model import store_partition
+    from advisor.partition.refine import store_partition
 
     table = pick.table
     items = [(q, {table: attr}, {table: store_partition(cat, parts[(attr, n_target)])})
@@ -154,15 +155,6 @@ def combine(cat, q, versions: dict, good: list):
             return Sketch(best.id, best.template, best.bindings, best.sql, [p, o], dict(best.data_versions),
                           best.parent_id, f"{best.how}+{other.id}", best.created)
     return best
-
-
-def companions(best, others: list, bindings: tuple) -> list:
-    """Sketches of ``others`` that may join ``best``: one part, its table, another attribute, same bindings."""
-    if len(best.parts) != 1 or tuple(best.bindings) != tuple(bindings):
-        return []
-    p = best.parts[0]
-    return [o for o in others if len(o.parts) == 1 and o.parts[0].table == p.table
-            and o.parts[0].attr != p.attr and tuple(o.bindings) == tuple(bindings)]
 
 
 def catch_up(cat, q) -> list:

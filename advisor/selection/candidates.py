@@ -4,7 +4,8 @@ columns of the tables joined below the aggregation (``dim_candidates``, beyond t
 
 from __future__ import annotations
 
-from advisor.selection.cost_model import Candidate
+from advisor.estimation.candidate_sizes import Candidate
+from advisor.warehouse.value_kinds import kind_of
 
 KNOWN_PK = {"lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",), "customer": ("c_custkey",),
             "part": ("p_partkey",), "supplier": ("s_suppkey",), "partsupp": ("ps_partkey", "ps_suppkey"),
@@ -23,7 +24,6 @@ def primary_key(catalog, table: str, ndvs: dict) -> set:
 def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
     """Every partitionable column of the sampled table with its Z3 safety verdict, NDV and roles,
     then the group-by columns of the other tables joined below the aggregation (``dim_candidates``)."""
-    from advisor.cli.explain import candidate_columns
     from advisor.safety.static_check import check_safety
     from advisor.warehouse.column_stats import column_stats, stats_for_query
 
@@ -49,7 +49,6 @@ def dim_candidates(catalog, query, shape, versions: dict, stats) -> list:
     broadcast join (TPC-H SF1 lineitem JOIN orders by o_orderdate: 1.5-3.1 s plain, 0.5-0.8 s with a
     13-day sketch on orders; BENCHMARKS.md).  Every group's rows share the column's value,
     so its fragments follow from the estimated groups' keys alone."""
-    from advisor.cli.explain import candidate_columns
     from advisor.plan import ir
     from advisor.safety.static_check import check_safety
     from advisor.warehouse.column_stats import column_stats
@@ -71,4 +70,15 @@ def dim_candidates(catalog, query, shape, versions: dict, stats) -> list:
             v = check_safety(query.root, {cols[col]}, stats)
             out.append(Candidate(t, col, bool(v.safe), v.reason, ndvs[col], frozenset({"gb", "rel"}),
                                  dim=True, rows=rows))
+    return out
+
+
+def candidate_columns(catalog, table: str) -> list[str]:
+    out = []
+    for c, t in catalog.schema(table):
+        try:
+            if kind_of(t) in ("int", "dec", "float", "date", "ts", "str"):
+                out.append(c)
+        except Exception:
+            continue
     return out

@@ -56,16 +56,13 @@ stores one attribute per table and sketch).
 
 from __future__ import annotations
 
-import json
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
 
 from advisor.sketch.lookup import MAX_USE_READ
-from advisor.partition.range_partition import RangePartition, build_partition
+from advisor.estimation.candidate_sizes import SizeSummary, Candidate
 
 STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
               "CB-OPT", "CB-OPT-GB", "CB-OPT-REL", "OPT")
@@ -98,62 +95,6 @@ def draw_seed(seed: int, draw: int) -> int:
     return (seed + draw * _DRAW_SALT) % (2 ** 31)
 GRANULARITIES = (100, 1000, 10000)
 ADVICE_PRIOR_SCANS = 2.0  # a sample draw's passes over the table, charged until advice is measured
-
-@dataclass(frozen=True)
-class SizeSummary:
-    """Estimated (or real) sketch size at one granularity, as fractions of the table."""
-
-    n_target: int
-    n_fragments: int
-    sel: float
-    sel_lo: float
-    sel_hi: float
-    sel_point: float
-    fragments: float
-    read: Optional[float] = None  # expected fraction of rows the scan still reads (layout-aware)
-    read_source: str = ""
-
-    @classmethod
-    def of(cls, est, part) -> "SizeSummary":
-        """From an ``estimators.sketch_size.SizeEstimate``.  The expectation assumes groups pass independently;
-        when the replicate interval (which keeps their dependence, e.g. inner groups sharing an outer
-        HAVING) excludes it, it is clamped into the interval."""
-        lo, hi = est.selectivity_ci
-        sel = min(max(est.selectivity_expected, lo), hi) if est.method == "replicates" else est.selectivity_expected
-        return cls(part.n_target, part.n_fragments, sel, lo, hi, est.selectivity_point, est.fragments_expected)
-
-    @classmethod
-    def exact(cls, n_target: int, n_fragments: int, sel: float, fragments: int) -> "SizeSummary":
-        return cls(n_target, n_fragments, sel, sel, sel, sel, float(fragments))
-
-    def with_read(self, read: float, source: str) -> "SizeSummary":
-        from dataclasses import replace
-
-        return replace(self, read=max(read, self.sel), read_source=source)
-
-
-@dataclass
-class Candidate:
-    """One attribute of the sampled table (or a joined table's group-by column, ``dim``): safety, NDV,
-    roles, estimated and (oracle) real sizes."""
-
-    table: str
-    attr: str
-    safe: bool
-    reason: str
-    ndv: int
-    roles: frozenset = frozenset()
-    sizes: dict = field(default_factory=dict)   # n_target -> SizeSummary (estimate)
-    real: dict = field(default_factory=dict)    # n_target -> SizeSummary (captured)
-    skip_note: Optional[str] = None             # why the layout rules it out before sampling
-    dim: bool = False                           # a group-by column of a joined (dimension) table
-    rows: float = 0.0                           # the candidate table's row count (0: the caller's)
-    attrs: tuple = ()                           # a two-attribute candidate's (a, b); attr is "a&b"
-
-    @property
-    def key(self) -> str:
-        """Plan / partition key: the bare attribute on the sampled table, ``table.attr`` on a dimension."""
-        return f"{self.table}.{self.attr}" if self.dim else self.attr
 
 
 @dataclass
@@ -432,41 +373,3 @@ def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:
     return tuple(out + coarser[:1])
 
 
-# ---------------- partitions per granularity ----------------
-def fine_partition(catalog, table: str, attr: str, n: int, version: int) -> RangePartition:
-    """The stored partition with target ``n`` for this table version: stored, carried forward from an
-    earlier version over small batches (``advance_partition``), or built."""
-    r = catalog.store.one("SELECT id FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
-                          "table_version=? ORDER BY id DESC LIMIT 1", (table, attr, n, version))
-    if r is not None:
-        from advisor.partition.range_partition import load_partition
-        return load_partition(catalog.store, r["id"])
-    from advisor.partition.range_partition import advance_partition
-    return advance_partition(catalog, table, attr, n, version) or build_partition(catalog, table, attr, n, version)
-
-
-def derive_partition(fine: RangePartition, n: int) -> RangePartition:
-    """About ``n`` ranges from a finer partition: every k-th boundary, fragment sizes summed (id 0)."""
-    m = len(fine.boundaries)
-    if m + 1 <= n:
-        return fine
-    idx = sorted({int(round(j * (m + 1) / n)) - 1 for j in range(1, n)} & set(range(m)))
-    cum = np.concatenate([[0], np.cumsum(fine.sizes[: m + 1])])
-    starts, ends = [0] + [i + 1 for i in idx], idx + [m]
-    sizes = [int(cum[e + 1] - cum[s]) for s, e in zip(starts, ends)] + [int(fine.sizes[m + 1])]
-    return RangePartition(0, fine.table, fine.attr, fine.dtype, tuple(fine.boundaries[i] for i in idx),
-                          tuple(sizes), fine.table_version, n)
-
-
-def store_partition(catalog, part: RangePartition) -> RangePartition:
-    """Persist a derived partition (so a captured sketch can refer to it); stored ones pass through."""
-    if part.id:
-        return part
-    with catalog.store.tx() as c:
-        cur = c.execute("INSERT INTO partitions(table_name, attr, n_target, table_version, dtype, "
-                        "boundaries_json, sizes_json, created) VALUES (?,?,?,?,?,?,?,?)",
-                        (part.table, part.attr, part.n_target, part.table_version, part.dtype,
-                         json.dumps(list(part.boundaries)), json.dumps(list(part.sizes)), time.time()))
-        pid = cur.lastrowid
-    return RangePartition(pid, part.table, part.attr, part.dtype, part.boundaries, part.sizes,
-                          part.table_version, part.n_target)

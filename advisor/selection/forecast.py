@@ -30,7 +30,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     from advisor.maintain.spark.bulk_init import supports
     from advisor.maintain.policy.triggers import policy_spec
     from advisor.maintain.policy.policies import make_policy
-    from advisor.maintain.policy.state_rental import predict_init, too_big
+    from advisor.maintain.spark.state_rental import predict_init, too_big
     from advisor.plan.parse import templatize
 
     rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 1000")

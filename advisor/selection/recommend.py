@@ -85,10 +85,10 @@ from advisor.partition.range_partition import MAX_FRAGMENTS
 from advisor.estimation.exact_sizes import exact_sizes, oracle
 from advisor.selection.forecast import predict_workload
 from advisor.selection.cost_model import (
-    GRANULARITIES, STRATEGIES, CostParams, SizeSummary, candidate_costing, cannot_pay, choose,
-    granularities_for, pool_of)
+    GRANULARITIES, STRATEGIES, CostParams, candidate_costing, cannot_pay, choose, granularities_for, pool_of)
+from advisor.estimation.candidate_sizes import SizeSummary
 from advisor.layout.skip_prediction import sketch_read_fraction
-from advisor.sketch.apply import read_set
+from advisor.partition.fragment_runs import read_set
 
 METHODS = ("bootstrap", "clt", "exact")
 
@@ -340,7 +340,7 @@ def _missing_partitions(cat, table: str, plan: dict) -> int:
 def _partitions(cat, table: str, plan: dict, versions: dict) -> dict:
     """(key, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
     from advisor.estimation.size_estimates import split_key
-    from advisor.selection.cost_model import derive_partition, fine_partition
+    from advisor.partition.refine import derive_partition, fine_partition
 
     parts = {}
     for key, grans in sorted(plan.items()):
@@ -365,7 +365,7 @@ def _capture(cat, q, pick, d, parts: dict, versions, answer: list | None = None)
     """Capture the picked sketch on the partition it was sized with (stored if derived); with an
     ``answer`` list, in a job that also answers the query when it captures by value."""
     from advisor.sketch.capture import capture
-    from advisor.selection.cost_model import store_partition
+    from advisor.partition.refine import store_partition
     from advisor.sketch.lookup import sketch_rows
 
     table = pick.table

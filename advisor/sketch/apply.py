@@ -12,72 +12,7 @@ from __future__ import annotations
 from advisor.partition.range_partition import RangePartition
 from advisor.warehouse.value_kinds import kind_of, sql_literal
 from advisor.plan.to_sql import q
-
-
-def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
-    """Maximal runs [i, j] of consecutive range fragment ids (NULL fragment excluded)."""
-    ids = sorted(f for f in fragments if f != part.null_id)
-    out: list[tuple[int, int]] = []
-    for f in ids:
-        if out and out[-1][1] == f - 1:
-            out[-1] = (out[-1][0], f)
-        else:
-            out.append((f, f))
-    return out
-
-
-# Bridging above this many ranges. Each new filter text is a new whole-stage-codegen class: the
-# query's loop runs interpreted until HotSpot has compiled that (huge) method, so the first run of a
-# fresh filter costs more than later ones.  As one flat OR a fresh big_orders sketch at SF1 took
-# 1.6-2.0 s at 32 ranges, 3.0 s at 77, 11-13 s at 128 (the plain query: 1.6-1.8 s); ``range_condition``'s
-# search tree tests O(log ranges) bounds per row and took 1.2-1.5 s at 32, 0.8-1.2 s at 77-105, and
-# 3.1-3.3 s at 128 (BENCHMARKS.md). Replays meet a fresh filter at every capture and every
-# maintained version, so the first run is the common case.  With layouts in 1,000-row pages the cap
-# became the larger cost: bridging a scattered sketch to 64 runs fills the gaps' pages.  SF1
-# big_orders at c = 290 (203 fragments of 10,001): 64 runs read 2.08M rows in 0.72-0.76 s, 200 runs
-# 322k rows in 0.34-0.38 s (fresh filters in a warm JVM; 2.25 s and 1.30 s as the JVM's very first
-# query); at c = 293-296, 0.36-0.62 s against 0.27-0.36 s (BENCHMARKS.md).
-MAX_RUNS = 256
-
-
-def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_RUNS) -> list[tuple[int, int]]:
-    """Runs of the sketch, with the cheapest gaps bridged until at most `max_runs` remain.
-
-    Bridging adds fragments, and a superset of a safe sketch is safe (seed 001, Lemma 5), so the
-    answer cannot change; we pick the gaps holding the fewest rows (fragment sizes) to lose little."""
-    rs = runs(fragments, part)
-    if len(rs) <= max_runs:
-        return rs
-    sizes = part.sizes
-
-    def gap_rows(a, b):
-        return sum(sizes[f] for f in range(a[1] + 1, b[0]) if f < len(sizes)) if sizes else b[0] - a[1]
-
-    import heapq
-
-    rs = list(rs)
-    while len(rs) > max_runs:
-        gaps = [(gap_rows(rs[k], rs[k + 1]), k) for k in range(len(rs) - 1)]
-        # bridge the cheapest gaps in one sweep (non-overlapping), then re-evaluate
-        need = len(rs) - max_runs
-        chosen = sorted(k for _, k in heapq.nsmallest(need, gaps))
-        merged, skip = [], set(chosen)
-        k = 0
-        while k < len(rs):
-            lo, hi = rs[k]
-            while k in skip:
-                k += 1
-                hi = rs[k][1]
-            merged.append((lo, hi))
-            k += 1
-        rs = merged
-    return rs
-
-
-def read_set(fragments, part: RangePartition, max_runs: int = MAX_RUNS) -> frozenset:
-    """The fragments a sketch's filter actually admits: its runs after bridging, plus NULLs."""
-    got = {f for i, j in capped_runs(fragments, part, max_runs) for f in range(i, j + 1)}
-    return frozenset(got | (set(fragments) & {part.null_id}))
+from advisor.partition.fragment_runs import MAX_RUNS, capped_runs, read_set
 
 
 # Runs OR'd flat at the leaves of ``range_condition``'s search tree.
@@ -159,7 +94,7 @@ def scan_units(catalog, table: str, attr: str, version: int, part: RangePartitio
     Read fractions are those of what the scan filters on: the layout's block list
     (``block_condition``), else the bridged ranges (``read_set``)."""
     from advisor.layout import blocks
-    from advisor.layout.clustered_copy import find_layout
+    from advisor.layout.registry import find_layout
     from advisor.layout.skip_prediction import boundary_values, read_fraction_of, read_units
 
     b = boundary_values(part)
@@ -212,7 +147,7 @@ def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:
 def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
     """Scan source function applying `sketch` to every access of each sketched table."""
     from advisor.engine.execute import table_view
-    from advisor.layout.clustered_copy import find_layout
+    from advisor.layout.registry import find_layout
     from advisor.partition.range_partition import load_partition
     from advisor.plan.to_sql import Source
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from advisor.errors import BadInput
 from advisor.plan import ir
 from advisor.warehouse.sketch_records import Sketch, latest_versions
+from advisor.caches import BoundedMemo
 
 
 def sketch_rows(catalog, s: Sketch) -> int:
@@ -56,8 +57,8 @@ MAX_USE_READ = 0.5
 # Reuse verdicts by (captured SQL, new SQL, schemas and statistics of the tables): a verdict is a
 # function of these alone, and a replay asks the same pairs on every query of a template (a parse
 # and a Z3 call per stored sketch otherwise).
-_VERDICTS: dict = {}
 _VERDICTS_MAX = 4096
+_VERDICTS = BoundedMemo("reuse verdicts", _VERDICTS_MAX)  # first in, first out
 
 
 def _reuse_context(catalog, query: ir.Query, stats: dict) -> tuple:
@@ -102,9 +103,7 @@ def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
                 bad.append((s, f"its query no longer parses: {e}"))
                 continue
             v = check_reuse(captured.root, query.root, stats)
-            if len(_VERDICTS) >= _VERDICTS_MAX:
-                _VERDICTS.pop(next(iter(_VERDICTS)))
-            _VERDICTS[key] = v
+            _VERDICTS.put(key, v)
         if v.safe:
             good.append(s)
         else:
@@ -130,7 +129,6 @@ def _has_companion(s: Sketch, good: list, query: ir.Query) -> bool:
     """Whether another usable sketch may join ``s`` as a pair (``advisor.selection.attribute_pairs.combine``): the
     conjunction of two sketches each reading half the rows can read a quarter, so ``MAX_USE_READ``
     does not refuse such a sketch on its own read share."""
-    from advisor.selection.attribute_pairs import companions
 
     return bool(companions(s, [o for o in good if o is not s], query.bindings))
 
@@ -151,3 +149,12 @@ def read_fraction(catalog, s: Sketch, versions: dict[str, int]) -> float:
         read += rows * frac
         total += rows
     return read / total if total else 0.0
+
+
+def companions(best, others: list, bindings: tuple) -> list:
+    """Sketches of ``others`` that may join ``best``: one part, its table, another attribute, same bindings."""
+    if len(best.parts) != 1 or tuple(best.bindings) != tuple(bindings):
+        return []
+    p = best.parts[0]
+    return [o for o in others if len(o.parts) == 1 and o.parts[0].table == p.table
+            and o.parts[0].attr != p.attr and tuple(o.bindings) == tuple(bindings)]

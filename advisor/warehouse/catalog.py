@@ -18,8 +18,8 @@ from pathlib import Path
 
 from advisor.errors import BadInput
 from advisor.warehouse.store import Store
+from advisor.warehouse.table_files import RID, parquet_files
 
-RID = "_rid"
 FRAMES_KEPT = 512  # DataFrames over unchanged files a catalog keeps (``Catalog.parquet``)
 SMALL_BATCH_ROWS = 100_000  # batches up to this size are written as a single Parquet file
 OP = "op"
@@ -452,11 +452,6 @@ class Catalog:
                       (name, new_v, "base", str(final), None, None, cur.rows, _dir_bytes(final), 0, 0,
                        time.time()))
         return self.version(name, new_v)
-
-
-def parquet_files(paths) -> list[str]:
-    """The Parquet files in the directories ``paths`` (None entries skipped), sorted."""
-    return sorted(str(f) for p in paths if p for f in Path(p).glob("*.parquet"))
 
 
 def _version(r) -> Version:

@@ -27,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from advisor.warehouse.catalog import RID, parquet_files
+from advisor.warehouse.table_files import RID, parquet_files
 
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 

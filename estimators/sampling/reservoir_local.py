@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from estimators.prefetch import helper_pool
+from estimators.prefetch_jobs import helper_pool
 from estimators.sampling.reservoir_spark import quota, quotas, reserve_sizes
 from estimators.sampling.spark_hash import sample_keys
 from estimators.sampling.stratum_labels import group_codes, labels

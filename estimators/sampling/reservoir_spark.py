@@ -78,7 +78,7 @@ class Sample:
     strata_sizes: object = None
 
 
-def _key(df, seed: int, id_col: str | None):
+def sample_key(df, seed: int, id_col: str | None):
     from pyspark.sql import functions as F
 
     if id_col is None:
@@ -92,7 +92,7 @@ def _uniform(df, theta: float, seed: int, N: int, id_col: str | None, u: str):
     from pyspark.sql import functions as F
 
     k = quota(N, theta)
-    keyed = df.withColumn(u, _key(df, seed, id_col))
+    keyed = df.withColumn(u, sample_key(df, seed, id_col))
     # pre-filter on the key to avoid sorting the table; widen to everything if it kept too few
     t = min(1.0, theta + 6.0 * math.sqrt(max(theta * (1.0 - theta), 1e-12) / max(N, 1)) + 20.0 / max(N, 1))
     pre = keyed.filter(F.col(u) < F.lit(t)) if t < 1.0 else keyed
@@ -143,7 +143,7 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
     ``prefilter`` only keys under a per-stratum threshold are ranked (same sample, unless a stratum
     falls short: then the sample has fewer than ``sample_size`` rows and must be redrawn without).
     With ``reserve`` (stratified draws only) each stratum also keeps its next ``reserve_size(k) - k``
-    rows by key, and the output carries the key ``_key`` and ``_in`` (among the ``k`` sampled rows):
+    rows by key, and the output carries the key ``sample_key`` and ``_in`` (among the ``k`` sampled rows):
     the stored rows of a stratum are then exactly its rows with a key up to the largest stored one,
     which is what ``estimators.sampling.sample_delta`` needs to maintain the sample from a delta.
     """
@@ -185,7 +185,7 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
                       id_col=id_col, strata_sizes=strata_sizes)
 
     w_ord = Window.partitionBy(*strata).orderBy(F.col(u))
-    keyed = base.withColumn(u, _key(base, seed, id_col))
+    keyed = base.withColumn(u, sample_key(base, seed, id_col))
     if prefilter:
         # Only rows whose key is below a per-stratum threshold t_g can be among the stratum's k_g
         # smallest keys, unless fewer than k_g rows fall below it (a few sigma away; the caller
@@ -207,7 +207,7 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
            .filter(F.col(rn) <= (reserve_size(quota_col) if reserve else quota_col))
            .withColumn("_stratum", F.to_json(F.struct(*[F.col(c) for c in strata]))))
     if reserve:
-        out = out.withColumn("_in", F.col(rn) <= quota_col).withColumnRenamed(u, "_key").drop(rn)
+        out = out.withColumn("_in", F.col(rn) <= quota_col).withColumnRenamed(u, "sample_key").drop(rn)
     else:
         out = out.drop(u, rn)
     return Sample(df=out, strata=strata, theta=theta, seed=seed, uniform_fallback=False, population=N,

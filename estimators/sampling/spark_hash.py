@@ -1,6 +1,6 @@
 """Spark's ``xxhash64`` in numpy, for the sample keys drawn on the driver.
 
-``sampling._key`` keys a row by ``pmod(xxhash64(lit(seed), _rid), 2^53) / 2^53``.  Spark folds its
+``reservoir_spark.sample_key`` keys a row by ``pmod(xxhash64(lit(seed), _rid), 2^53) / 2^53``.  Spark folds its
 arguments left to right from the seed 42: ``h = XXH64(seed literal, 42)``, then
 ``h = XXH64(_rid, h)``, with the 4-byte variant for an int and the 8-byte one for a long
 (``org.apache.spark.unsafe.hash.XXH64.hashInt`` / ``hashLong``).  Reproducing it bit for bit lets a

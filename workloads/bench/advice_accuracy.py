@@ -29,13 +29,14 @@ import time
 import numpy as np
 
 from advisor.errors import BadInput
-from advisor.selection.cost_model import STRATEGIES, Candidate, CostParams, Workload, choose
+from advisor.selection.cost_model import STRATEGIES, CostParams, Workload, choose
+from advisor.estimation.candidate_sizes import Candidate
 
 N_FRAGMENTS = 1000
 NUMERIC = ("int", "dec", "float", "date", "ts")
 
 
-def _harness_pool(catalog, cands: list) -> list:
+def harness_pool(catalog, cands: list) -> list:
     from advisor.warehouse.value_kinds import kind_of
 
     types = {}
@@ -50,7 +51,7 @@ def _harness_pool(catalog, cands: list) -> list:
     return out
 
 
-def _ensure(catalog, ds: str, sf: float) -> None:
+def ensure_dataset(catalog, ds: str, sf: float) -> None:
     from workloads.data.datasets import load_dataset
 
     first = {"tpch": "lineitem", "flights": "flights", "crimes": "crimes"}[ds]
@@ -64,7 +65,7 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, meth
     from advisor.plan.parse import parse_sql
     from advisor.selection.candidates import enumerate_candidates
     from advisor.estimation.exact_sizes import oracle
-    from advisor.selection.cost_model import fine_partition
+    from advisor.partition.refine import fine_partition
 
     cat = ctx.catalog
     rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
@@ -74,7 +75,7 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, meth
     except CannotEstimate as e:
         return rec | {"skipped": f"cannot estimate: {e}"}
     versions = versions_now(cat, q)
-    pool = _harness_pool(cat, enumerate_candidates(cat, q, shape, versions))
+    pool = harness_pool(cat, enumerate_candidates(cat, q, shape, versions))
     if not pool:
         return rec | {"skipped": "no candidate"}
     T = cat.version(shape.fact.table, versions[shape.fact.table]).rows
@@ -110,7 +111,7 @@ def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shri
     maps (attr, fragments) to the oracle's SizeSummary (or to the real selectivity alone, which
     serves every strategy but OPT)."""
     from advisor.estimation.size_estimates import estimate
-    from advisor.selection.cost_model import SizeSummary
+    from advisor.estimation.candidate_sizes import SizeSummary
 
     plan = {c.attr: (N_FRAGMENTS,) for c in pool}
     sel = {k: (v.sel if hasattr(v, "sel") else float(v)) for k, v in real.items()}
@@ -148,7 +149,7 @@ def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True
     from advisor.engine.execute import versions_now
     from advisor.plan.parse import parse_sql
     from advisor.selection.candidates import enumerate_candidates
-    from advisor.selection.cost_model import fine_partition
+    from advisor.partition.refine import fine_partition
 
     cat, p, out = ctx.catalog, CostParams(), []
     strategies = [s for s in STRATEGIES if s != "OPT"]
@@ -159,7 +160,7 @@ def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True
         q = parse_sql(r["sql"], ctx.schema_lookup())
         shape = analyze(q, lambda t: cat.version(t).rows)
         versions = versions_now(cat, q)
-        pool = [c for c in _harness_pool(cat, enumerate_candidates(cat, q, shape, versions)) if c.attr in r["real"]]
+        pool = [c for c in harness_pool(cat, enumerate_candidates(cat, q, shape, versions)) if c.attr in r["real"]]
         parts = {(c.attr, N_FRAGMENTS): fine_partition(cat, c.table, c.attr, N_FRAGMENTS, versions[c.table]) for c in pool}
         real = {(a, N_FRAGMENTS): s for a, s in r["real"].items()}
         out.append(dict(r, theta=_estimates(cat, shape, pool, parts, real, versions, r["rows"], thetas, seed, p,
@@ -331,7 +332,7 @@ def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), s
     ckpt = Checkpoint(f"{out_json}.partial.jsonl" if out_json else None, res["config"])
     for ds in datasets:
         t0 = time.perf_counter()
-        _ensure(ctx.catalog, ds, sf)
+        ensure_dataset(ctx.catalog, ds, sf)
         gen = ckpt.queries(ds)
         if gen is None:
             gen = generate(ctx.catalog, ds, queries_per_dataset, seed)

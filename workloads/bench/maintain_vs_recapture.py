@@ -15,7 +15,7 @@ import time
 
 from advisor.sketch.capture import capture, capture_batch
 from advisor.engine.execute import versions_now
-from advisor.maintain.spark.service import _sketched, init_state
+from advisor.maintain.spark.service import sketched_scans, init_state
 from advisor.maintain.spark.spark_side import SparkBase
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
@@ -72,7 +72,7 @@ def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"
         versions = versions_now(cat, q)
         cap = capture(cat, q, on, fragments, versions)
         sk = cap.sketch
-        sketched = _sketched(cat, q, sk)
+        sketched = sketched_scans(cat, q, sk)
         t0 = time.perf_counter()
         state = init_state(cat, sk, q, sketched)
         t_init = time.perf_counter() - t0

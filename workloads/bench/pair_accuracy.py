@@ -13,7 +13,7 @@ import json
 import statistics
 import time
 
-from workloads.bench.advice_accuracy import N_FRAGMENTS, _ensure, _harness_pool
+from workloads.bench.advice_accuracy import N_FRAGMENTS, ensure_dataset, harness_pool
 
 
 def _query(ctx, gq, theta: float, seed: int) -> dict | None:
@@ -24,7 +24,7 @@ def _query(ctx, gq, theta: float, seed: int) -> dict | None:
     from advisor.plan.parse import parse_sql
     from advisor.safety.static_check import check_safety
     from advisor.estimation.exact_sizes import exact_sizes
-    from advisor.selection.cost_model import fine_partition
+    from advisor.partition.refine import fine_partition
     from advisor.warehouse.column_stats import stats_for_query
 
     cat = ctx.catalog
@@ -34,7 +34,7 @@ def _query(ctx, gq, theta: float, seed: int) -> dict | None:
     except CannotEstimate:
         return None
     versions = versions_now(cat, q)
-    pool = _harness_pool(cat, enumerate_candidates(cat, q, shape, versions))
+    pool = harness_pool(cat, enumerate_candidates(cat, q, shape, versions))
     if len(pool) < 2:
         return None
     table = shape.fact.table
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     ctx = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     res = {"config": vars(a), "datasets": {}}
     for ds in a.datasets.split(","):
-        _ensure(ctx.catalog, ds, a.sf)
+        ensure_dataset(ctx.catalog, ds, a.sf)
         recs = [r for gq in generate(ctx.catalog, ds, a.queries, a.seed) if (r := _query(ctx, gq, a.theta, a.seed))]
         res["datasets"][ds] = {"summary": summarize(recs), "queries": recs}
         print(ds, json.dumps(res["datasets"][ds]["summary"], indent=1))

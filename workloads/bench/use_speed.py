@@ -11,9 +11,11 @@ import statistics
 import time
 
 from advisor.sketch.capture import capture
-from advisor.engine.execute import run_query, versions_now
+from advisor.sketch.run import run_query
+from advisor.engine.execute import versions_now
 from advisor.sketch.lookup import sketch_rows
-from advisor.layout.clustered_copy import build_layout, find_layout
+from advisor.layout.clustered_copy import build_layout
+from advisor.layout.registry import find_layout
 from advisor.plan.parse import parse_sql
 
 

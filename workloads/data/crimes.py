@@ -8,13 +8,13 @@ on the seed. Everything is vectorised: a million rows take a couple of seconds.
 
 from __future__ import annotations
 
-import functools
 import numbers
 
 import numpy as np
 import pyarrow as pa
 
 from advisor.errors import BadInput
+from advisor.caches import memoize
 
 N_AREAS, N_DISTRICTS, N_WARDS = 77, 25, 50
 LAT_RANGE, LON_RANGE = (41.65, 42.02), (-87.90, -87.55)  # area centres; jitter stays inside 41.6..42.05
@@ -61,7 +61,7 @@ STREETS = (
 SUFFIXES = ("ST", "AVE", "BLVD", "RD", "DR", "PL")
 
 
-@functools.lru_cache(maxsize=1)
+@memoize("crimes geography", maxsize=1)
 def layout() -> dict[str, np.ndarray]:
     """Fixed geography: one row per block with its beat, district, ward, area, coordinates and weight.
 

@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ from workloads.replay import strategy_step as replay_steps
 from workloads.replay.heap_release import HeapKeeper
 from workloads.replay.lockstep import Gate
 from workloads.replay.run_summary import summarize
-from workloads.replay.warmup import ROUTINES, warm_up
+from workloads.replay.warmup import ROUTINES, clone_store, warm_up
 from workloads.replay.workload_file import Workload, load_workload
 
 
@@ -165,22 +164,6 @@ def _check_templates(ctx, wl: Workload, steps: list[dict]) -> None:
         except BadInput as e:
             t = wl.templates[s["template"]]
             raise BadInput(f"{wl.path}:{t.line}: template '{t.name}': {e}") from None
-
-
-def _clone_store(src: Path, dst_dir: Path) -> None:
-    """Copy the data warehouse's SQLite file into a strategy's directory (online backup, atomic)."""
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    final = dst_dir / "advisor.db"
-    if final.exists():
-        return
-    tmp = dst_dir / ".advisor.db.tmp"
-    a, b = sqlite3.connect(src), sqlite3.connect(tmp)
-    try:
-        a.backup(b)
-    finally:
-        a.close()
-        b.close()
-    os.replace(tmp, final)
 
 
 def _read_log(path: Path) -> list[dict]:
@@ -325,7 +308,7 @@ def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: st
         with open(log_path, "a") as logf:
             for s in strats:
                 sdir = run_dir / "strategies" / s
-                _clone_store(run_dir / "warehouse" / "advisor.db", sdir)
+                clone_store(run_dir / "warehouse" / "advisor.db", sdir)
                 if wl.warmup and any((s, st["step"]) not in done for st in steps):
                     # before the first gate: lockstep starts the children one after another, so each
                     # warms up alone, and no strategy's timed step runs beside it

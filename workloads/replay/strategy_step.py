@@ -93,7 +93,8 @@ def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
 def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]]:
     """Execute one query step for `strategy`; returns (query record, maintenance records)."""
     from advisor.selection.decision_memory import revisit
-    from advisor.engine.execute import run_plain_sql, run_query, versions_now
+    from advisor.engine.execute import run_plain_sql, versions_now
+    from advisor.sketch.run import run_query
     from advisor.sketch.lookup import usable_sketches
     from advisor.maintain.policy.triggers import before_use
     from advisor.plan.parse import parse_sql
@@ -182,7 +183,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     from advisor.sketch.capture import capture
     from advisor.selection.decision_memory import forget, recall, remember, skip
     from advisor.maintain.spark.derive import derive_sketch
-    from advisor.maintain.policy.state_rental import record_rent
+    from advisor.maintain.spark.state_rental import record_rent
     from advisor.partition.range_partition import load_partition
     from advisor.selection.recommend import recommend
     from advisor.warehouse.sketch_records import load_sketch

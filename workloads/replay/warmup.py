@@ -21,28 +21,22 @@ strategy's time.
 from __future__ import annotations
 
 import dataclasses
+import os
+import sqlite3
 import shutil
 import time
 from pathlib import Path
+
+from advisor import memory
+from estimators import prefetch_jobs
 
 ROUTINES = ("NO-PS", "CB-OPT-GB")
 
 
 def forget_caches() -> int:
-    """Empty the driver's data caches (``advisor.memory``'s registry), the proof and verdict memos
-    and the unclaimed replicate prefetches; returns the entries dropped."""
-    from advisor.sketch import lookup as finder
-    from advisor import memory
-    from advisor.safety import static_check as safety
-    from advisor.layout import skip_prediction as skipping
-    from advisor.maintain.spark import spark_side as spark_base
-    from estimators import prefetch
-
-    n = memory.empty_all()
-    for memo in (safety._CACHE, finder._VERDICTS, skipping._MEMO, spark_base._seen, prefetch._JOBS):
-        n += len(memo)
-        memo.clear()
-    return n
+    """Empty the driver's memos (``advisor.caches``' registry: data caches, proof and verdict
+    memos) and the unclaimed replicate prefetches; returns the entries dropped."""
+    return memory.empty_all() + prefetch_jobs.discard_pending()
 
 
 def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
@@ -52,7 +46,6 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
     from advisor.maintain.policy.triggers import set_policy
 
     from workloads.replay import strategy_step as replay_steps
-    from workloads.replay.runner import _clone_store
 
     steps = plan["steps"][:wl.warmup]
     quiet = dataclasses.replace(wl, measure_recapture=False)
@@ -61,7 +54,7 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
     t0 = time.perf_counter()
     try:
         for routine in ROUTINES:
-            _clone_store(run_dir / "warehouse" / "advisor.db", root / routine)
+            clone_store(run_dir / "warehouse" / "advisor.db", root / routine)
             ctx = factory(root / routine)
             cat = ctx.catalog
             try:
@@ -83,3 +76,19 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
         if root.parent.is_dir() and not any(root.parent.iterdir()):
             root.parent.rmdir()  # the last process to warm up leaves no empty directory behind
     return {"steps": len(steps), "seconds": round(time.perf_counter() - t0, 4)}
+
+
+def clone_store(src: Path, dst_dir: Path) -> None:
+    """Copy the data warehouse's SQLite file into a strategy's directory (online backup, atomic)."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    final = dst_dir / "advisor.db"
+    if final.exists():
+        return
+    tmp = dst_dir / ".advisor.db.tmp"
+    a, b = sqlite3.connect(src), sqlite3.connect(tmp)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+    os.replace(tmp, final)

@@ -65,7 +65,7 @@ def supports(root: ir.Node) -> bool:
     return lowest_aggregate(root) is not None
 
 
-def _agg_op(state) -> Optional[PlainAggOp]:
+def plain_agg_op(state) -> Optional[PlainAggOp]:
     target = lowest_aggregate(state.plan)
     if target is None:
         return None
@@ -75,7 +75,7 @@ def _agg_op(state) -> Optional[PlainAggOp]:
 def initialise(state, base) -> bool:
     """Fill `state` (fresh, from `MaintState`) for the tables `base` (a `SparkBase`) reads at OLD;
     False when the plan is not supported (the caller uses the row path)."""
-    op = _agg_op(state)
+    op = plain_agg_op(state)
     if op is None or state.batches:
         return False
     spark = base.catalog.spark

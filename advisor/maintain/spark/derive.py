@@ -75,7 +75,7 @@ def _groups_estimate(catalog, query, heads: list[Sketch]) -> float | None:
     800k in the state, so every new binding of that template was captured (3.3-3.9 s) and each of
     its chains initialised a state of its own (6.5-7.7 s)."""
     from advisor.maintain.spark import state_store as states
-    from advisor.maintain.policy.state_rental import state_groups
+    from advisor.maintain.spark.state_rental import state_groups
 
     for h in heads:
         g = states.groups(catalog.store, h.id)
@@ -93,14 +93,14 @@ def derivable(query) -> bool:
 
 def _same_below(a: MaintState, b: MaintState) -> bool:
     """The two states' lowest aggregations see the same input and compute the same aggregates."""
-    from advisor.safety.reuse_check import _No, compare
+    from advisor.safety.reuse_check import NotReusable, compare
 
     na, nb = bulk.lowest_aggregate(a.plan), bulk.lowest_aggregate(b.plan)
     if na is None or nb is None:
         return False
     try:
         d = compare(na, nb)
-    except _No:
+    except NotReusable:
         return False
     return not d.consts and not d.topk
 
@@ -113,7 +113,7 @@ def _heads(catalog, query, want: dict) -> list[Sketch]:
 
 def _init_record(catalog, root, t0: float, versions: dict[str, int], template: str | None = None) -> dict:
     """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``rent.init_rate``)."""
-    from advisor.maintain.policy.state_rental import state_groups
+    from advisor.maintain.spark.state_rental import state_groups
 
     return {"init_seconds": round(time.perf_counter() - t0, 4),
             "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
@@ -127,7 +127,7 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
     from advisor.plan.parse import parse_sql
 
     from advisor.maintain.spark import state_store as states
-    from advisor.maintain.spark.service import _sketched, init_state, maintain_sketch
+    from advisor.maintain.spark.service import sketched_scans, init_state, maintain_sketch
 
     has_state = {h.id for h in heads if states.has(catalog.store, h.id)}
     current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
@@ -135,7 +135,7 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
         if head.id not in has_state:
             t0 = time.perf_counter()
             hq = parse_sql(head.sql, lambda t: catalog.schema(t))
-            st = init_state(catalog, head, hq, _sketched(catalog, hq, head))
+            st = init_state(catalog, head, hq, sketched_scans(catalog, hq, head))
             states.save(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template))
         elif not current(head):
             res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)
@@ -157,8 +157,8 @@ def _bought_state(catalog, query, want: dict, heads: list[Sketch],
     exist, none has state or is current, and the recaptures and captures their chains have spent
     (``maint_rent``) plus this binding's capture reach the predicted initialisation.  Else None
     (the caller captures)."""
-    from advisor.maintain.policy import state_rental as rent
-    from advisor.maintain.spark.service import _sketched, init_state
+    from advisor.maintain.spark import state_rental as rent
+    from advisor.maintain.spark.service import sketched_scans, init_state
 
     if not heads or not bulk.supports(query.root):
         return None
@@ -172,7 +172,7 @@ def _bought_state(catalog, query, want: dict, heads: list[Sketch],
     t0 = time.perf_counter()
     sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
                 [SketchPart(t, a, pid, frozenset()) for t, (a, pid) in sorted(want.items())], dict(versions))
-    st = init_state(catalog, sk, query, _sketched(catalog, query, sk))
+    st = init_state(catalog, sk, query, sketched_scans(catalog, query, sk))
     bought = {"spent": round(spent, 4), "next": round(nxt, 4), "predicted": round(init, 4)}
     return st, _init_record(catalog, query.root, t0, versions, query.template) | {"bought": bought}
 
@@ -183,7 +183,7 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
     None), or None.  ``on``/``partitions``: the sketched attribute and partition per
     table, which the head must share."""
     from advisor.maintain.spark import state_store as states
-    from advisor.maintain.spark.service import _sketched
+    from advisor.maintain.spark.service import sketched_scans
 
     if not derivable(query):
         return None
@@ -203,9 +203,9 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
     sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
                 [SketchPart(t, on[t], partitions[t].id, frozenset()) for t in sorted(on)], dict(versions),
                 how="derive")
-    sketched = _sketched(catalog, query, sk)
+    sketched = sketched_scans(catalog, query, sk)
     new = MaintState(query.root, sketched)
-    src, dst = bulk._agg_op(old), bulk._agg_op(new)
+    src, dst = bulk.plain_agg_op(old), bulk.plain_agg_op(new)
     if src is None or dst is None or not _same_below(old, new):
         return None  # the instances differ below the aggregation: no head of this template serves
     for name in ("index", "cnt", "nn", "sums", "f1", "c1", "multi", "dec", "started"):

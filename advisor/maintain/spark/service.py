@@ -23,7 +23,7 @@ from advisor.plan.parse import parse_sql
 from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
 from advisor.maintain.spark import bulk_init as bulk, state_store as states
-from advisor.maintain.policy import state_rental as rent
+from advisor.maintain.spark import state_rental as rent
 from advisor.maintain.engine import Maintainer, MaintState
 from advisor.maintain.operators.protocol import NeedsRecapture
 from advisor.maintain.spark.spark_side import SparkBase, warm_sides
@@ -47,7 +47,7 @@ class MaintResult:
                 "changed": {t: {"added": sorted(a), "removed": sorted(r)} for t, (a, r) in self.changed.items()}}
 
 
-def _sketched(catalog, query, sk: Sketch) -> dict:
+def sketched_scans(catalog, query, sk: Sketch) -> dict:
     """scan_id -> (internal attribute name, RangePartition) for every access of a sketched table."""
     out = {}
     for p in sk.parts:
@@ -117,7 +117,7 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
     if old == new:
         return MaintResult(sk.id, sk.id, "current", 0.0, 0, {})
     t0 = time.perf_counter()
-    sketched = _sketched(catalog, query, sk)
+    sketched = sketched_scans(catalog, query, sk)
     state, init = states.load(catalog, sk.id), None
     if state is None:
         rows = sum(catalog.version(t, old[t]).rows for t in tables)

@@ -19,13 +19,13 @@ warm-up reads.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from advisor import memory
+from advisor.caches import BoundedMemo
 from advisor.sketch.capture import FRAG
 from advisor.engine.execute import table_view
 from advisor.partition.range_partition import assign_column
@@ -39,8 +39,9 @@ from advisor.maintain.frames import fcol, normalize_frame, py_scalar
 MAX_IN_LIST = 5000
 SIDE_CACHE_ROWS = 8_000_000   # all cached sides together
 SIDE_MAX_ROWS = 2_000_000     # a side over tables with more rows is never read whole (TPC-H SF1 orders: 1.5M)
-_sides: "OrderedDict[tuple, _Side]" = OrderedDict()
-_seen: dict[tuple, int] = {}
+SEEN_MAX = 10_000  # sides of changing tables never repeat: forget them all beyond this many
+_sides = BoundedMemo("join sides", max_bytes=SIDE_CACHE_ROWS, size_of=len, rank=6)  # bytes: rows here
+_seen = BoundedMemo("join sides asked for", None)  # side key -> times asked while not cached
 
 
 class _Side:
@@ -75,14 +76,8 @@ class _Side:
 
 
 def _cache_side(key: tuple, side: _Side) -> None:
-    _sides[key] = side
-    _sides.move_to_end(key)
-    while sum(len(d) for d in _sides.values()) > SIDE_CACHE_ROWS and len(_sides) > 1:
-        _sides.popitem(last=False)
+    _sides.put(key, side)
     memory.relieve()
-
-
-memory.register("join sides", memory.lru_shrinker(_sides), rank=6)
 
 
 class SparkBase:
@@ -165,7 +160,7 @@ class SparkBase:
             self.cache_hits += 1
             df = side.rows(keys).reset_index(drop=True)
         else:
-            if len(_seen) > 10_000:  # sides of changing tables never repeat: forget them
+            if len(_seen) > SEEN_MAX:
                 _seen.clear()
             _seen[ck] = _seen.get(ck, 0) + 1
             df = self._read(node, version, full + where, lams, sid_of)

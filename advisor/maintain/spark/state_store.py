@@ -19,17 +19,14 @@ import json
 import pickle
 import time
 import uuid
-from collections import OrderedDict
 from pathlib import Path
 
 from advisor import memory
+from advisor.caches import BoundedMemo
 
 from advisor.maintain.engine import MaintState
 
 CACHE_BYTES = 1 << 30  # in-process budget for operator state kept unpickled (LRU, by ``memory_bytes``)
-
-# (store path, sketch id) -> [state, bytes, file still to write or None]
-_cache: "OrderedDict[tuple[str, int], list]" = OrderedDict()
 
 
 def _write(path: Path, state: MaintState) -> int:
@@ -41,27 +38,29 @@ def _write(path: Path, state: MaintState) -> int:
     return len(data)
 
 
-def _drop_oldest() -> bool:
-    """Evict the least recently used entry, writing its file first if it is dirty (the valve's
-    ``shrink``; False once the cache is empty)."""
-    if not _cache:
-        return False
-    _, (state, _, pending) = _cache.popitem(last=False)
+def _write_if_dirty(key, entry) -> None:
+    """An evicted entry's file is written first if it is dirty."""
+    state, _, pending = entry
     if pending is not None:
         _write(pending, state)
-    return True
 
 
-memory.register("operator states", _drop_oldest, rank=9)  # used every maintenance step
+# (store path, sketch id) -> [state, bytes, file still to write or None]; used every maintenance
+# step, so the memory valve drops it last
+_cache = BoundedMemo("operator states", max_bytes=CACHE_BYTES, size_of=lambda e: e[1], rank=9,
+                     on_evict=_write_if_dirty)
+
+
+def _drop_oldest() -> bool:
+    """Evict the least recently used entry, writing its file first if it is dirty (False once the
+    cache is empty)."""
+    return _cache.shrink()
 
 
 def _put(key: tuple[str, int], state, size: int, pending: Path | None = None) -> None:
     """Keep ``state`` in memory (``pending``: its file, not yet written); evict least recently
     used entries beyond the budget, and relieve the memory valve."""
-    _cache[key] = [state, size, pending]
-    _cache.move_to_end(key)
-    while sum(e[1] for e in _cache.values()) > CACHE_BYTES and len(_cache) > 1:
-        _drop_oldest()
+    _cache.put(key, [state, size, pending])
     memory.relieve()
 
 
@@ -88,9 +87,9 @@ def save(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -
 
 def _groups(state: MaintState) -> int | None:
     """Groups held by the state's lowest aggregation (what a derivation copies), or None."""
-    from advisor.maintain.spark.bulk_init import _agg_op
+    from advisor.maintain.spark.bulk_init import plain_agg_op
 
-    op = _agg_op(state)
+    op = plain_agg_op(state)
     return len(op.index) if op is not None else None
 
 
