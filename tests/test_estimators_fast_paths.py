@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from estimators.quantiles import nan_quantiles
-from estimators.sketch_size import _window_cells, estimate_size, unseen_touch_probability
+from estimators.sketch_size import estimate_size, unseen_touch_probability
+from estimators.unseen_rows import window_cells
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -46,7 +47,7 @@ def test_window_cells_equal_dense_formula(alpha):
     with np.errstate(divide="ignore", invalid="ignore"):
         pi_g = np.nan_to_num(np.where(inside, pi[None, :] / mass[:, None], 0.0))
     want = unseen_touch_probability(n_g, K_g, pi_g, alpha)
-    g, r, t = _window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha)
+    g, r, t = window_cells(n_g, K_g, i0, i1, mass, pos, pi, alpha)
     got = np.zeros((G, F))
     got[g, r] = t
     assert got.shape == (G, F)
