@@ -63,7 +63,7 @@ def cluster(tmp_path_factory):
 SCRIPT = """
 import json, sys
 from advisor.context import Context
-from advisor.engine.execute import run_query
+from advisor.sketch.run import run_query
 from advisor.plan.parse import parse_sql
 from workloads.data.datasets import load_dataset
 ctx = Context(sys.argv[1], sys.argv[2], {"spark.executor.memory": "512m", "spark.cores.max": "1"})

@@ -163,7 +163,7 @@ def test_estimates_do_not_depend_on_where_the_sample_was_drawn(spark, tmp_path, 
     runs = {}
     for where in ("spark", "driver"):
         monkeypatch.setattr(samples_module, "LOCAL_DRAW", where == "driver")
-        monkeypatch.setattr(estimate_module, "_GROUPS_KEEP", 0)
+        monkeypatch.setattr(estimate_module._GROUPS, "max_entries", 0)
         c = Context(tmp_path / where, spark=spark)
         c.catalog.create_table("t", spark.createDataFrame(pdf.sample(frac=1.0, random_state=1)).repartition(3), "test")
         shape = analyze(parse_sql(sql, c.schema_lookup()), lambda t: c.catalog.version(t).rows)
@@ -243,7 +243,7 @@ def test_estimates_over_a_narrow_sample_equal_those_over_a_full_one(spark, tmp_p
 
     from advisor.plan.parse import parse_sql
 
-    monkeypatch.setattr(estimate_module, "_GROUPS_KEEP", 0)
+    monkeypatch.setattr(estimate_module._GROUPS, "max_entries", 0)
     rng = np.random.default_rng(3)
     n = 3000
     pdf = pd.DataFrame({"g": rng.integers(0, 30, n), "k": rng.integers(0, 5, n),

@@ -76,7 +76,7 @@ def test_a_state_never_written_reads_as_no_state(cat):
 
 def test_eviction_over_the_budget_writes_the_dirty_state_first(cat, monkeypatch):
     st = _state()
-    monkeypatch.setattr(states, "CACHE_BYTES", st.memory_bytes() + 1)
+    monkeypatch.setattr(states._cache, "max_bytes", st.memory_bytes() + 1)
     states.save(cat, 1, st)
     assert not _path(cat, 1).exists()
     states.save(cat, 2, _state())  # over the budget: sketch 1's state is evicted
@@ -99,7 +99,7 @@ def test_a_process_writes_its_dirty_states_when_it_exits(tmp_path):
         import sys
         from types import SimpleNamespace
         sys.path.insert(0, {str(tests)!r})
-        from advisor.maintain import states
+        from advisor.maintain.spark import state_store as states
         from advisor.maintain.engine import Maintainer
         from advisor.warehouse.store import Store
         from maintain_helpers import ex51, part, rs_tables
