@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from advisor.engine.session import build_session
+from advisor.warehouse.catalog import Catalog
 from advisor.warehouse.store import Store
 
 
@@ -15,7 +17,6 @@ def default_warehouse() -> Path:
 
 class Context:
     """Holds what a command needs; Spark starts only when something asks for it."""
-
     def __init__(self, warehouse: Optional[Path | str] = None, master: Optional[str] = None,
                  conf: Optional[dict] = None, spark=None):
         self.warehouse = Path(warehouse) if warehouse else default_warehouse()
@@ -28,7 +29,6 @@ class Context:
     @property
     def spark(self):
         if self._spark is None:
-            from advisor.engine.session import build_session
 
             self._spark = build_session(self.master, self.conf)
         return self._spark
@@ -36,14 +36,11 @@ class Context:
     @property
     def catalog(self):
         if self._catalog is None:
-            from advisor.warehouse.catalog import Catalog
 
             self._catalog = Catalog(self.spark, self.store)
         return self._catalog
 
     def schema_lookup(self):
         """table -> [(column, type)] for the SQL parser (no Spark needed)."""
-        from advisor.warehouse.catalog import Catalog
-
         cat = Catalog.offline(self.store)
         return lambda t: cat.schema(t)

@@ -1,4 +1,5 @@
-"""Error types that map to the CLI's exit codes (2 = bad input, 1 = failed check)."""
+"""Error types that map to the CLI's exit codes (2 = bad input, 1 = failed check), and the one
+message for SQL that Spark refuses."""
 
 
 class BadInput(Exception):
@@ -14,3 +15,14 @@ class CheckFailed(Exception):
 
 class Unsupported(BadInput):
     """A query shape the sketch machinery does not handle; the query may still run without a sketch."""
+
+
+def spark_rejected(error: Exception, what: str = "the query", limit: int = 300) -> BadInput:
+    """Bad input for SQL that Spark refused: the first line of Spark's own message, cut to ``limit``.
+
+    >>> str(spark_rejected(ValueError("[TABLE_OR_VIEW_NOT_FOUND] nope\\nat line 1")))
+    'Spark rejected the query: [TABLE_OR_VIEW_NOT_FOUND] nope'
+    >>> str(spark_rejected(ValueError("bad"), "step 3: the query"))
+    'Spark rejected step 3: the query: bad'
+    """
+    return BadInput(f"Spark rejected {what}: {str(error).splitlines()[0][:limit]}")

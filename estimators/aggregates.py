@@ -54,10 +54,26 @@ import numpy as np
 import pandas as pd
 
 from estimators.bootstrap import (
-    GroupIndex, aggregate_weighted, block_size, group_exists, group_sums, normalize_agg, point_weights,
-    replicate_blocks, replicate_stderr, stratum_sizes)
+    GroupIndex,
+    aggregate_weighted,
+    block_size,
+    group_exists,
+    group_sums,
+    normalize_agg,
+    point_weights,
+    replicate_blocks,
+    replicate_stderr,
+    stratum_sizes,
+)
 from estimators.clt import (
-    compare, normal_interval_probability, normal_pass_probability, normalize_op, stratified_clt, z_value)
+    compare,
+    normal_interval_probability,
+    normal_pass_probability,
+    normalize_op,
+    stratified_clt,
+    z_value,
+)
+from estimators.quantiles import nan_quantiles
 
 # --- predicates -----------------------------------------------------------------------------------
 
@@ -65,7 +81,6 @@ from estimators.clt import (
 @dataclass(frozen=True)
 class Cmp:
     """``agg op value`` (``between``: ``value <= agg <= high``); ``agg`` is an index or a name."""
-
     agg: Union[int, str]
     op: str
     value: float
@@ -80,7 +95,6 @@ class Cmp:
 @dataclass(frozen=True)
 class And:
     """Conjunction of predicates."""
-
     parts: tuple
 
     def __post_init__(self):
@@ -92,7 +106,6 @@ class And:
 @dataclass(frozen=True)
 class Or:
     """Disjunction of predicates."""
-
     parts: tuple
 
     def __post_init__(self):
@@ -104,7 +117,6 @@ class Or:
 @dataclass(frozen=True)
 class Not:
     """Negation (of an existing group's predicate: an absent group satisfies nothing)."""
-
     part: object
 
 
@@ -193,8 +205,6 @@ def group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.Data
 
 def percentile_interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of replicates per group (NaN where every replicate is NULL)."""
-    from estimators.quantiles import nan_quantiles
-
     a = (1.0 - confidence) / 2.0
     q = nan_quantiles(np.asarray(reps, dtype=float).reshape(len(reps), -1), [a, 1.0 - a])
     return q[0].reshape(np.shape(reps)[1:]), q[1].reshape(np.shape(reps)[1:])

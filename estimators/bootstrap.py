@@ -55,6 +55,9 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from pyspark import cloudpickle
+from pyspark.sql import types as T
+from scipy import sparse
 
 from advisor.caches import BoundedMemo
 from estimators.prefetch_jobs import claim
@@ -335,7 +338,6 @@ def group_sums(values: np.ndarray, group_idx: np.ndarray, n_groups: int, weights
     rows, as one sparse (G x n) by dense (n x B) product.  The same sums as
     ``gidx.reduce(np.add, weights * values)`` without the two ``(B, n)`` temporaries and the gather
     by group that made SUM/COUNT/AVG a third of a cached estimation on crimes."""
-    from scipy import sparse
 
     n = group_idx.shape[0]
     S = sparse.csr_matrix((np.asarray(values, dtype=float), (group_idx, np.arange(n))), shape=(n_groups, n))
@@ -461,8 +463,6 @@ def bootstrap_on_spark(sample_df, group_cols: Sequence[str], value_col: str | No
     This module is registered with cloudpickle "by value" so executors do not need the package
     installed (useful on a cluster started from a source checkout).
     """
-    from pyspark import cloudpickle
-    from pyspark.sql import types as T
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     group_cols = list(group_cols)

@@ -44,13 +44,17 @@ small group's true mean is an average of few rows, so it lies further from any p
 
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import nnls
+from scipy.special import fdtrc
 
 from estimators.deconvolve import MIN_RESIDUALS, non_normal, posterior_draws, residuals
-from estimators.prior_noise import prior_error_draws
+from estimators.prior_noise import prior_error_draws, window_means
+from estimators.quantiles import nan_quantiles
 
 COV_MIN_BIN = 30     # groups per covariate bin
 COV_MAX_BINS = 20    # bins per covariate
@@ -102,7 +106,6 @@ def covariate_prior(m: np.ndarray, ok: np.ndarray, stats: dict, with_smoother: b
     ``COV_MIN_BIN`` keep the mean of all.  Candidates are compared by leave-one-out residuals.
     ``with_smoother`` appends the fitted smoother (``prior_noise``: the same bins or windows
     applied to other values, for the prior mean's own sampling error)."""
-    from scipy.special import fdtrc  # F's survival function; scipy.stats costs ~0.5 s to import
 
     n_ok = int(ok.sum())
     nb = min(COV_MAX_BINS, n_ok // COV_MIN_BIN)
@@ -192,7 +195,6 @@ def split_bins(x: np.ndarray, m: np.ndarray, min_bin: int, max_bins: int, level:
     Why: quantile bins straddle jumps of the group means -- flights' hours at 5 a.m. fly 1,232 miles
     on average and at 6 a.m. 953, and a bin holding both gives each the other's mean; the
     tree puts its cuts at the jumps."""
-    from scipy.special import fdtrc
 
     order = np.argsort(x, kind="stable")
     xs, ms = x[order], m[order]
@@ -271,7 +273,6 @@ def local_mean(x: np.ndarray, m: np.ndarray, has: np.ndarray, k: int, ties: tupl
                order: Optional[np.ndarray] = None) -> np.ndarray:
     """Leave-one-out mean of ``m`` over the ``k`` groups on each side in the order of ``x``
     (``covariate_order``, or ``order`` when given), for the groups in ``has``; NaN elsewhere."""
-    from estimators.prior_noise import window_means
 
     order = covariate_order(x, has, ties) if order is None else order
     return window_means(np.asarray(m, dtype=float)[None, :], k, order)[0]
@@ -315,7 +316,6 @@ def size_prior_variance(r: np.ndarray, v: np.ndarray, N: np.ndarray, ok: np.ndar
     weighted least squares of ``r_g^2 - v_g`` on ``[1, 1/N_g]`` (method of moments; ``r`` the
     residual from the prior mean, ``v`` the unbiased noise variance), weights ``1/(flat + v_g)``.
     Returns ``flat`` when the fit finds no size effect; never below ``least``."""
-    from scipy.optimize import nnls
 
     Nk = np.maximum(N[ok], 1.0)
     if ok.sum() < 10 or np.ptp(1.0 / Nk) <= 0:
@@ -378,7 +378,6 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
     attribute): the prior mean may come from a covariate instead of the mean of all groups
     (``covariate_prior``).  Returns {aggregate name: the covariate used, or None}.
     """
-    import warnings
 
     fr = est.frame
     rng = np.random.default_rng(est.seed + 7919)
@@ -463,9 +462,7 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
 def _store(est, name: str, ok: np.ndarray, point: np.ndarray, new: np.ndarray) -> None:
     """Write the shrunk point estimates and replicates of the ``ok`` groups, with their standard
     errors and interval, into ``est``."""
-    import warnings
 
-    from estimators.quantiles import nan_quantiles
 
     fr = est.frame
     est.replicates[name] = new

@@ -96,10 +96,19 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from estimators.aggregates import pass_matrix, pass_probability, point_pass
 from estimators.clt import z_value
 from estimators.unseen_rows import (
-    group_term, touch_cells, window_cells, estimate_alpha, expected_distinct_fragments, passing_prior,
-    touch_probability, unseen_touch_probability, window_sums)
+    estimate_alpha,
+    expected_distinct_fragments,
+    group_term,
+    passing_prior,
+    touch_cells,
+    touch_probability,
+    unseen_touch_probability,
+    window_cells,
+    window_sums,
+)
 from estimators.windows import group_windows  # noqa: F401 - re-exported
 
 
@@ -448,7 +457,6 @@ def size_for_having(sample: pd.DataFrame, est, predicate, fragment_sizes, *, fra
     ``point_rule``: ``'p>=0.5'`` (default) or ``'estimate'`` (the paper's Algorithm 1 classification
     by point estimate).  Other keyword arguments go to ``estimate_size``.
     """
-    from estimators.aggregates import pass_matrix, pass_probability, point_pass
 
     groups = est.frame[est.group_cols + ["N"]].copy()
     groups["p"] = pass_probability(est, predicate).to_numpy()

@@ -21,6 +21,8 @@ import json
 import statistics
 from dataclasses import dataclass, field
 
+from advisor.calibration.probe import latest_probe
+
 PRIOR_FIXED_S = 0.0        # unidentifiable intercept: none (a small job on local[2] measured 0.18-0.4 s)
 PRIOR_ROWS_PER_S = 2e6
 MIN_POINTS = 6
@@ -165,7 +167,6 @@ def calibrate(store, limit: int = 400) -> Calibration:
                 recap.setdefault(rec["template"], []).append(cap["seconds"])
     runs_only = fit_line(pts)
     identified = runs_only[2].startswith("fit")
-    from advisor.calibration.probe import latest_probe
 
     probe = latest_probe(store)
     if probe is not None and not pts:  # nothing logged yet: the probe's fixed cost, the prior row rate

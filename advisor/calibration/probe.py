@@ -20,6 +20,10 @@ import json
 import statistics
 import time
 import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 PROBE_ROWS = 64
 PROBE_RUNS = 6   # the first two pay the JVM's warm-up for this plan shape and are not counted
@@ -42,10 +46,7 @@ def measure_job_cost(spark, root, runs: int = PROBE_RUNS) -> dict:
     """Run the probe query ``runs`` times over a fresh ``PROBE_ROWS``-row Parquet file under ``root``;
     the record: the median of the runs after the warm-up ones (``seconds``; in a fresh JVM the first
     run took 4.1 s and the second 0.5 s, against 0.2-0.3 s after), the rows read, all run times."""
-    from pathlib import Path
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     d = Path(root) / "_probe"
     d.mkdir(parents=True, exist_ok=True)

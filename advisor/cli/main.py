@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli.bench import bench_app
-from advisor.errors import BadInput, CheckFailed
+from advisor.errors import BadInput, CheckFailed, spark_rejected
 from advisor.cli.common import out, STATE, ctx
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -248,7 +248,7 @@ def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use
         except Exception as e:  # Spark analysis errors on valid-looking SQL
             if isinstance(e, BadInput):
                 raise
-            raise BadInput(f"Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
+            raise spark_rejected(e) from None
         c.store.log_run("run", sql, res.to_json() | {"rows": len(res.rows), "template": q.template})
     if as_json:
         return emit_json(res.to_json())

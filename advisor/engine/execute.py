@@ -9,6 +9,7 @@ from typing import Optional
 from advisor.plan import ir
 from advisor.plan.to_sql import Source
 from advisor.engine.scan_metrics import ScanMetrics, collect_scan_metrics
+from advisor.errors import spark_rejected
 
 
 @dataclass
@@ -60,7 +61,5 @@ def run_plain_sql(catalog, sql: str, note: str) -> RunResult:
         df = catalog.spark.sql(sql)
         rows = [tuple(r) for r in df.collect()]
     except Exception as e:
-        from advisor.errors import BadInput
-
-        raise BadInput(f"Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
+        raise spark_rejected(e) from None
     return RunResult(df.columns, rows, collect_scan_metrics(df), time.perf_counter() - t0, None, note)

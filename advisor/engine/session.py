@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Iterable, Mapping
+
+from pyspark.sql import SparkSession
 
 from advisor.errors import BadInput
 
@@ -68,7 +72,6 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     os.environ["TZ"] = "UTC"  # Python-side timestamp conversion must match the session time zone
     time.tzset()
     log4j = Path(__file__).with_name("log4j2.properties")
-    from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(resolve_master(master))
     merged = dict(DEFAULT_CONF)
@@ -82,7 +85,6 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    import logging
 
     # PySpark logs every captured JVM error as a JSON blob; errors reach the user through our own messages.
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
@@ -91,6 +93,4 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
 
 
 def _python() -> str:
-    import sys
-
     return sys.executable

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 
 @dataclass(frozen=True)
 class SizeSummary:
     """Estimated (or real) sketch size at one granularity, as fractions of the table."""
-
     n_target: int
     n_fragments: int
     sel: float
@@ -34,8 +33,6 @@ class SizeSummary:
         return cls(n_target, n_fragments, sel, sel, sel, sel, float(fragments))
 
     def with_read(self, read: float, source: str) -> "SizeSummary":
-        from dataclasses import replace
-
         return replace(self, read=max(read, self.sel), read_source=source)
 
 

@@ -7,7 +7,10 @@ bootstrap's estimates (``advisor.selection.cost_model`` module docstring); the c
 from __future__ import annotations
 
 from advisor.estimation.candidate_sizes import SizeSummary
+from advisor.layout.skip_prediction import boundary_values, read_fraction_of
+from advisor.partition.fragment_runs import read_set
 from advisor.partition.refine import store_partition
+from advisor.sketch.capture import by_value_ok, capture_batch, capture_values, value_sketch
 
 
 def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, float]:
@@ -24,9 +27,6 @@ def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None 
     granularities (``capture.capture_values``); the rest are captured together in one more job
     (``capture_batch``).  Used by the OPT oracle and by ``method="exact"``.  With an ``answer``
     list the first by-value job also answers the query (``capture.capture_values``)."""
-    from advisor.layout.skip_prediction import read_fraction_of, boundary_values
-    from advisor.sketch.capture import by_value_ok, capture_batch, capture_values, value_sketch
-    from advisor.partition.fragment_runs import read_set
 
     keys = sorted(parts)
     stored = {k: store_partition(catalog, parts[k]) for k in keys}

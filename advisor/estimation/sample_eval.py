@@ -24,11 +24,18 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from advisor import memory
 from advisor.caches import BoundedMemo
-from advisor.errors import Unsupported
+from advisor.errors import BadInput, Unsupported
+from advisor.maintain import exprs, relops
+from advisor.maintain.frames import READY_DTYPES, M
 from advisor.plan import ir
+from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
+from advisor.warehouse.value_kinds import kind_of
 
 _KEEP = 16  # (sample, columns) entries; a sample is tens of thousands of rows
 # (path, mtime, columns) -> sample rows
@@ -50,10 +57,6 @@ def _cached(cache: BoundedMemo, key: tuple, make) -> Optional[pd.DataFrame]:
 
 def _nulls(n: int, spark_type: str) -> pd.Series:
     """A column of ``n`` NULLs, already in the engine's dtype for ``spark_type`` (no conversion)."""
-    from advisor.errors import BadInput
-    from advisor.maintain.frames import READY_DTYPES
-    from advisor.warehouse.value_kinds import kind_of
-
     try:
         dtype = READY_DTYPES.get(kind_of(spark_type), "object")
     except BadInput:  # a type that is never partitioned on (arrays, maps, ...): plain objects
@@ -73,7 +76,6 @@ def prime(path: str, table) -> None:
     estimate that drew it reads its rows from memory, not back from the file (~10 ms a query on a
     1M-row table, twice: fragment ids and the query's frame).  Kept only when the file reads back
     with the very same schema, so the rows are the file's rows in the file's types."""
-    import pyarrow.parquet as pq
 
     files = sorted(os.listdir(path))
     if len(files) != 1 or not pq.read_schema(os.path.join(path, files[0])).remove_metadata().equals(
@@ -87,10 +89,7 @@ def local_rows(path: str, columns: list) -> pd.DataFrame:
     """The sampled rows (not the reserve) of the stored sample at ``path``: ``_rid`` and ``columns``
     in the engine's nullable dtypes, read with pyarrow (or taken from the table just drawn,
     ``prime``) and kept in a small in-process LRU."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 
     def read():
         cols = ["_rid"] + sorted(set(columns))
@@ -116,8 +115,6 @@ def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFra
     columns only, read with pyarrow (``Catalog.read_arrow``) and kept in a small LRU, so the joins
     of the estimates are pandas merges, not a Spark job per query (~0.8 s at TPC-H SF1), and the
     1.5M-row frame is not rebuilt per query either.  None above ``DIM_ROWS_MAX`` rows."""
-    from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
-    from advisor.maintain import relops
 
     def read():
         if catalog.version(scan.table, version).rows > DIM_ROWS_MAX:
@@ -133,7 +130,6 @@ def _semi_reduce(a: pd.DataFrame, b: pd.DataFrame, node) -> tuple[pd.DataFrame, 
     """Both join inputs without the rows of the larger one whose equi-join key has no partner in
     the smaller one (an inner join never outputs them): a sample of 300k rows against 1.5M
     joined rows then merges 300k against at most 300k."""
-    from advisor.maintain import relops
 
     pairs = relops.equi_keys(node.cond, set(node.left.names), set(node.right.names))
     if not pairs or min(len(a), len(b)) == 0:
@@ -158,8 +154,6 @@ def local_frame(shape, path: str, sid: str, dimension=None) -> Optional[pd.DataF
     ``dimension_frame``, or None) does not give.  The multiplicity column of ``relops`` carries the
     row id: the sampled table's scan gets its row ids, every other scan multiplicity 1, and joins
     multiply multiplicities.  Frames from ``dimension`` are shared and never modified."""
-    from advisor.maintain import exprs, relops
-    from advisor.maintain.frames import M
 
     child = shape.inner.child
     if any(not isinstance(n, (ir.Scan, ir.Select, ir.Project, ir.Join)) for n in child.walk()):

@@ -15,12 +15,23 @@ import json
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from advisor.estimation import sample_eval as sample_query
+from estimators.sampling import reservoir_local as sampling_local
+from estimators.sampling.reservoir_spark import stratified_sample
+from estimators.sampling.sample_delta import maintain
+from estimators.sampling.stratum_labels import supported_spark_type
+
 
 @dataclass
 class SampleInfo:
     """A cached sample: where it is and how it was drawn; ``cached`` says whether it was reused."""
-
     table: str
     strata: list
     theta: float
@@ -43,7 +54,6 @@ LOCAL_DRAW_BYTES = 768 << 20
 def _draw_locally(catalog, table: str, strata: list, version: int) -> bool:
     """Whether the sample of ``table`` at ``version`` is drawn with pyarrow on the driver: small
     enough, and every stratum column of a type whose Spark label is reproduced."""
-    from estimators.sampling.stratum_labels import supported_spark_type
 
     if not LOCAL_DRAW:
         return False
@@ -58,11 +68,8 @@ def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: i
     """Draw the sample afresh with the table ``columns`` (None: all), write it to ``path`` and return
     its meta.  ``on_layout(labels, k_g, n_g)`` learns each stratum's label, sample and population
     size once a stratified sample drawn on the driver is written (``LocalSample.strata_layout``)."""
-    from estimators.sampling.reservoir_spark import stratified_sample
 
     if _draw_locally(catalog, table, strata, version):
-        from advisor.estimation import sample_eval as sample_query
-        from estimators.sampling import reservoir_local as sampling_local
 
         s = sampling_local.draw(catalog.read_arrow(table, version, columns, with_rid=True), strata, theta, seed,
                                 id_col="_rid", reserve=True)
@@ -94,11 +101,7 @@ def _widen(catalog, table: str, version: int, path: str, missing: list) -> None:
     """Add the table ``columns`` a stored sample lacks, read for its rows (reserve included) from the
     table at ``version``; the file is rewritten (its mtime changes, which retires the in-process
     caches keyed by it).  The rows, keys and strata do not change."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    from estimators.sampling import reservoir_local as sampling_local
 
     old = ds.dataset(path, format="parquet").to_table()
     extra = catalog.read_arrow(table, version, missing, with_rid=True)
@@ -148,7 +151,6 @@ def get_sample(catalog, table: str, strata: list, theta: float, seed: int, versi
     r = catalog.store.one("SELECT * FROM samples WHERE table_name=? AND strata_json=? AND theta=? AND seed=? "
                           "AND table_version=? ORDER BY id DESC LIMIT 1", (table, sj, theta, seed, version))
     if r is not None:
-        from pathlib import Path
         meta = json.loads(r["meta_json"])
         if Path(r["path"]).exists() and meta.get("sampler") == SAMPLER:
             widened = widen_sample(catalog, table, version, r["path"], meta, need)
@@ -186,9 +188,7 @@ def _maintained(catalog, table: str, strata: list, sj: str, theta: float, seed: 
     (``estimators.sampling.sample_delta``) and return its meta, or None when a fresh draw is needed: no
     older sample with a reserve, a stratum ran out of known rows, or the strata now outnumber the
     sample budget (a fresh draw would fall back to a uniform sample)."""
-    from pathlib import Path
 
-    from estimators.sampling.sample_delta import maintain
 
     prev = catalog.store.one("SELECT * FROM samples WHERE table_name=? AND strata_json=? AND theta=? AND seed=? "
                              "AND table_version<? ORDER BY table_version DESC, id DESC LIMIT 1",

@@ -49,22 +49,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
+import pandas as pd
 
 from advisor import memory
 from advisor.caches import BoundedMemo
+from advisor.engine.execute import table_view
 from advisor.errors import BadInput
+from advisor.estimation.sample_eval import dimension_frame, local_frame, local_rows
+from advisor.partition.assign_pandas import assign
+from advisor.partition.refine import derive_partition, fine_partition
 from advisor.plan import ir
 from advisor.plan.to_sql import esql, q
-from advisor.partition.refine import derive_partition, fine_partition
+from estimators import prefetch
+from estimators.aggregates import BLOCK_CELLS, estimate_groups
+from estimators.nested import estimate_nested
+from estimators.pair_size import MAX_PAIR_CELLS, joint_counts, pair_estimate
+from estimators.sketch_size import estimate_size, group_rows, size_for_having
+from estimators.topk import size_for_topk, topk_probability
 
 SID, U = "__sid", "__u"
-from advisor.estimation.sample_store import SampleInfo, widen_sample, sampled_rows, get_sample  # noqa: F401 - re-exported
 from advisor.estimation.query_shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
+from advisor.estimation.sample_store import SampleInfo, get_sample, sampled_rows, widen_sample  # noqa: F401 - re-exported
 from estimators import bootstrap as _bootstrap
 from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
 
@@ -113,7 +124,6 @@ def split_key(key: str, fact: str) -> tuple[str, str]:
 @dataclass
 class Estimation:
     """Result of ``estimate``: per (attr, n_target) a SizeEstimate, plus timings and the sample used."""
-
     shape: Shape
     sample: SampleInfo
     sizes: dict            # (attr, n_target) -> estimators.sketch_size.SizeEstimate
@@ -160,12 +170,8 @@ def _fragment_ids(path: str, parts: dict):
     Spark job: one per (sample, partition) cost ~0.12 s, as much as the rest of a cached
     estimation, and came back whenever queries alternated between more samples than the cache held
     (48 ms a query on flights).  The columns are kept in an in-process LRU per sample file."""
-    import os
 
-    import pandas as pd
 
-    from advisor.partition.assign_pandas import assign
-    from advisor.estimation.sample_eval import local_rows
 
     key = (path, os.path.getmtime(path))
     entry = _FRAGS.pop(key, None) or {"base": None, "cols": {}}
@@ -200,8 +206,6 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
     input (joins, WHERE) over the sample -- on the driver (``sample_query.local_frame``, joined
     tables read in full with pyarrow) when the engine evaluates the subtree and ``local``, else a
     Spark job."""
-    from advisor.engine.execute import table_view
-    from advisor.estimation.sample_eval import dimension_frame, local_frame
 
     df = None
 
@@ -243,7 +247,6 @@ def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, version
 def _combine(base, out):
     """``base`` (one row per sampled row) left-joined with the aggregation's input ``out`` on the
     sample row id, ``U`` marking the rows that reach the aggregation."""
-    import pandas as pd
 
     if len(out) == len(base) and np.array_equal(out[SID].to_numpy(dtype=np.int64), base[SID].to_numpy()):
         # every sampled row reaches the aggregation once, in the sample's order (no WHERE, no
@@ -264,8 +267,6 @@ def _key_column(shape: Shape, part) -> str:
 
 def _key_fragments(vals, part) -> np.ndarray:
     """Fragment ids of key values (NULL and unmatched rows: the partition's NULL fragment)."""
-    from advisor.partition.assign_pandas import assign
-
     return np.asarray(assign(vals.reset_index(drop=True), part), dtype=np.int64)
 
 
@@ -277,10 +278,6 @@ def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int =
     (``plan``: attribute -> fragment counts) and every pair ``(a, b)`` (plan keys of the sampled table)
     that ``pairs`` picks from those sizes, at the granularities both have (``estimators.pair_size``).
     ``progress`` gets one message per step; ``local`` lets a join-free query run on the driver."""
-    from estimators.aggregates import estimate_groups
-    from estimators.nested import estimate_nested
-    from estimators.sketch_size import estimate_size, group_rows, size_for_having
-    from estimators.topk import size_for_topk, topk_probability
 
     if not 0.0 < theta <= 1.0:
         raise BadInput(f"the sample rate must be in (0, 1], got {theta}")
@@ -368,8 +365,6 @@ def _prefetch_replicates(B: int, seed: int) -> Callable:
     """The ``on_layout`` of a fresh draw: start drawing the sample's bootstrap replicates on the
     helper thread (``estimators.prefetch``) while this one evaluates the query over the sample.  A
     fresh sample has no cached group statistics, so the replicates will be drawn."""
-    from estimators import prefetch
-    from estimators.aggregates import BLOCK_CELLS
 
     def on_layout(labels, k_g, n_g):
         prefetch.start(lambda: prefetch.layout(labels, k_g, n_g), B, BLOCK_CELLS, seed)
@@ -381,7 +376,6 @@ def _groups_key(shape: Shape, sample: SampleInfo, parts: dict, versions: dict, s
     """What the sample frame and the shrunk group estimates depend on: the sample file, the
     aggregation's input (its filters and joins as SQL, joined tables at their versions), keys and
     aggregates, the partitions (fragment columns, covariates) and the estimator settings."""
-    import os
 
     spj = _spj_sql(shape.inner.child, shape.fact.scan_id, "sample",
                    lambda s: f"{s.table}@{versions.get(s.table)}")
@@ -393,7 +387,6 @@ def _groups_key(shape: Shape, sample: SampleInfo, parts: dict, versions: dict, s
 def _pair_sizes(pdf, fcols: dict, sizes: dict, parts: dict, pairs) -> dict:
     """``estimators.pair_size.pair_estimate`` for each pair at each granularity both attributes have;
     the cell sizes come from the sample's rows (one per sampled row, weighted N_g / n_g)."""
-    from estimators.pair_size import MAX_PAIR_CELLS, joint_counts, pair_estimate
 
     rows = pdf.drop_duplicates(SID)
     w = (rows["_n_g"] / rows.groupby("_stratum")[SID].transform("size")).to_numpy(dtype=float)

@@ -28,8 +28,13 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from advisor.caches import IdentityMemo, memoize
+from advisor.layout.skip_prediction import read_fraction_of
+from advisor.partition.fragment_runs import runs
 from advisor.warehouse.value_kinds import kind_of
 
 BLK = "__blk"
@@ -84,8 +89,6 @@ def _key(v, dtype: str) -> int:
 
 def sketch_blocks(starts: np.ndarray, part, fragments) -> list[int]:
     """The sorted ids of the blocks holding a row of any of the sketch's fragments of ``part``."""
-    from advisor.partition.fragment_runs import runs
-
     ids: set[int] = set()
     last = max(len(starts) - 1, 0)
     for i, j in runs(frozenset(fragments), part):
@@ -119,7 +122,6 @@ def typed_starts(starts: np.ndarray, dtype: str) -> list:
 def read_fraction(units, starts: np.ndarray, dtype: str, ids) -> float:
     """Rows read / rows of the layout's units (pages of the attribute) under ``__blk IN (ids)``:
     the block partition's interior boundaries are the starts after the first."""
-    from advisor.layout.skip_prediction import read_fraction_of
 
     bounds = _typed_bounds(starts, dtype)
     null_id = len(bounds) + 1  # a partition's NULL fragment follows its ranges
@@ -159,9 +161,6 @@ def save_starts(directory: Path, starts: np.ndarray) -> None:
 
 def arrow_keys(col, dtype: str) -> tuple[np.ndarray, np.ndarray]:
     """(int64 keys with NULLs as 0, null mask) of a pyarrow column."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     nulls = col.is_null().to_numpy(zero_copy_only=False)
     if kind_of(dtype) == "date":
@@ -173,8 +172,6 @@ def arrow_keys(col, dtype: str) -> tuple[np.ndarray, np.ndarray]:
 def ontop_file(layout: dict, ins_path: str, attr: str, dtype: str, starts: np.ndarray) -> str:
     """A copy of one insert file with its rows' block ids, kept under the layout (insert files
     never change, so one copy per file and layout serves every later read)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     st = os.stat(ins_path)
     tag = hashlib.sha1(f"{Path(ins_path).resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]

@@ -16,6 +16,7 @@ import time
 import uuid
 
 import pandas as pd  # module level: pandas_udf reads the type hints from the module's globals
+from pyspark.sql import functions as F
 
 from advisor.layout import blocks
 from advisor.warehouse.table_files import RID
@@ -42,7 +43,6 @@ def build_layout(catalog, table: str, attr: str, version: int | None = None,
     """Write the clustered copy and its manifest; returns the stored layout row as a dict.  ``then``
     orders rows within each value of ``attr`` (a two-attribute sketch led by ``attr`` then skips on
     both columns' min/max; ``advisor.selection.attribute_pairs``)."""
-    from pyspark.sql import functions as F
 
     table = catalog.require(table)
     attr = attr.lower()
@@ -95,7 +95,6 @@ def with_blocks(df, attr: str, dtype: str, rows: int):
     """``df`` with its value-aligned block id column (``advisor.layout.blocks``) and the block starts: the
     starts come from the attribute's value counts (one aggregation, collected as Arrow), the ids
     from ``blocks.assign`` in a vectorized UDF, the function that also numbers later inserts."""
-    from pyspark.sql import functions as F
 
     key = F.expr(blocks.key_sql(f"`{attr}`", dtype))
     counts = df.select(key.alias("k")).where("k IS NOT NULL").groupBy("k").count().toArrow()

@@ -28,8 +28,13 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from advisor.caches import IdentityMemo, memoize
+from advisor.layout.registry import find_layout
+from advisor.warehouse.value_kinds import decode_value, kind_of
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,6 @@ class ReadUnit:
 @dataclass(frozen=True)
 class Units:
     """The read units of one table version for one attribute and where they come from."""
-
     units: tuple
     source: str  # "layout <id> (<n> files)" | "row groups (<n>)"
 
@@ -215,8 +219,6 @@ def boundary_values(part) -> tuple:
 
 @memoize("decoded boundaries", maxsize=64)
 def _boundary_values(boundaries: tuple, dtype: str) -> tuple:
-    from advisor.warehouse.value_kinds import decode_value
-
     return tuple(decode_value(b, dtype) for b in boundaries)
 
 
@@ -306,8 +308,6 @@ def _footer_units(files: list[str], attr: str) -> tuple:
 
 @memoize("footer units", maxsize=256)
 def _footer_units_cached(files: tuple, stamp: tuple, attr: str) -> tuple:
-    import pyarrow.parquet as pq
-
     out = []
     for f in files:
         md = pq.ParquetFile(f).metadata
@@ -352,10 +352,6 @@ def _page_units(files: list[str], attr: str, page_rows: int) -> Optional[tuple]:
 
 @memoize("page units", maxsize=64)
 def _page_units_cached(files: tuple, stamp: tuple, attr: str, page_rows: int) -> Optional[tuple]:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     out = []
     for f in files:
         pf = pq.ParquetFile(f)
@@ -394,8 +390,6 @@ def read_units(catalog, table: str, attr: str, version: int, layout: bool = True
     """Units a sketched scan of ``table`` at ``version`` reads: the newest clustered layout on
     ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version (files),
     else (or with ``layout=False``) the base files' row groups; batch inserts since are always read."""
-    from advisor.layout.registry import find_layout
-    from advisor.warehouse.value_kinds import decode_value, kind_of
 
     dtype = catalog.column_type(table, attr)
     lay = find_layout(catalog.store, table, layout_attr or attr, version) if layout else None

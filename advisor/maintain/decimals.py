@@ -23,6 +23,8 @@ from typing import Optional
 import numpy as np
 from sqlglot import exp
 
+from advisor.numeric import EXACT_INT
+
 MAX_PRECISION = 38
 _DEC = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _INT_PRECISION = {"tinyint": 3, "smallint": 5, "int": 10, "integer": 10, "bigint": 20}
@@ -125,7 +127,7 @@ def spark_sum(u: int, scale: int) -> float:
     return u / 10 ** scale
 
 
-_EXACT = 1 << 53  # integers of smaller magnitude are exact doubles
+_EXACT = EXACT_INT  # integers of smaller magnitude are exact doubles
 
 
 def spark_sums(u: np.ndarray, scale: int) -> np.ndarray:

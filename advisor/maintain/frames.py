@@ -28,7 +28,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+
 from advisor.caches import BoundedMemo
+from advisor.warehouse.value_kinds import kind_of
 
 M = "__m"
 EMPTY: frozenset = frozenset()
@@ -359,7 +361,6 @@ def topk_sort_key(names: Sequence[str], order: Sequence[tuple[str, bool]]):
 
 class _Desc:
     """A value in descending position of a tuple sort key (strings, dates: no negation)."""
-
     __slots__ = ("v",)
 
     def __init__(self, v):
@@ -439,7 +440,6 @@ READY_DTYPES = {"int": "Int64", "float": "Float64", "dec": "Float64", "str": "st
 def coerce_to(s: pd.Series, dtype: str) -> pd.Series:
     """Cast a base-table column to the nullable dtype of its Spark type (ints with NULLs often
     arrive as float64 from pandas/Spark, dates as datetime.date objects)."""
-    from advisor.warehouse.value_kinds import kind_of
 
     try:
         k = kind_of(dtype)

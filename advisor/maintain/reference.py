@@ -23,13 +23,22 @@ from typing import Optional
 import pandas as pd
 
 from advisor.errors import Unsupported
-from advisor.plan import ir
-
 from advisor.maintain import exprs, relops
 from advisor.maintain.frames import (
-    EMPTY, M, annotations, coerce_to, column_values, consolidate, fcol, frame_from_rows, row_values,
-    topk_sort_key)
+    EMPTY,
+    M,
+    annotations,
+    coerce_to,
+    column_values,
+    consolidate,
+    fcol,
+    frame_from_rows,
+    row_values,
+    topk_sort_key,
+)
 from advisor.maintain.relops import Sketched, sketched_under
+from advisor.partition.assign_pandas import assign
+from advisor.plan import ir
 
 
 def annotated(node: ir.Node, tables: dict[str, pd.DataFrame], sketched: Optional[Sketched] = None) -> pd.DataFrame:
@@ -64,7 +73,6 @@ def restrict(tables: dict[str, pd.DataFrame], root: ir.Node, sketched: Sketched,
     """The sketch instance D_P: each sketched table filtered to the rows in its sketch's fragments
     (the effect of the use rewrite's range predicates). Tables scanned several times keep the
     union of their scans' sketches; unsketched tables are unchanged."""
-    from advisor.partition.assign_pandas import assign
 
     scans = {n.scan_id: n for n in root.walk() if isinstance(n, ir.Scan)}
     keep: dict[str, pd.Series] = {}

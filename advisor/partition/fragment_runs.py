@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from advisor.partition.range_partition import RangePartition
+import heapq
 
+from advisor.partition.range_partition import RangePartition
 
 # Bridging above this many ranges. Each new filter text is a new whole-stage-codegen class: the
 # query's loop runs interpreted until HotSpot has compiled that (huge) method, so the first run of a
@@ -44,7 +45,6 @@ def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_
     def gap_rows(a, b):
         return sum(sizes[f] for f in range(a[1] + 1, b[0]) if f < len(sizes)) if sizes else b[0] - a[1]
 
-    import heapq
 
     rs = list(rs)
     while len(rs) > max_runs:

@@ -9,12 +9,25 @@ strings and wide decimals. Never a CASE chain.
 
 
 import json
+import struct
 import time
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from pyspark.ml.feature import Bucketizer
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.functions import pandas_udf
+
 from advisor.errors import BadInput
+from advisor.warehouse.arrow_to_pandas import decimal_to_float
+from advisor.warehouse.column_stats import stored_ndv
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of, to_double, uses_bucketizer
 
 MAX_FRAGMENTS = 32_000  # one Spark bitmap bucket holds 32,768 positions
@@ -23,7 +36,6 @@ MAX_FRAGMENTS = 32_000  # one Spark bitmap bucket holds 32,768 positions
 @dataclass(frozen=True)
 class RangePartition:
     """A stored partition: boundaries as JSON-able values of the column's type."""
-
     id: int
     table: str
     attr: str
@@ -55,8 +67,6 @@ class RangePartition:
 # ---------- fragment assignment ----------
 def assign_column(df, attr: str, part: RangePartition, out: str):
     """Add column `out` (int fragment id) to df by binary search over the partition's boundaries."""
-    from pyspark.sql import functions as F
-
     if uses_bucketizer(part.dtype):
         k = kind_of(part.dtype)
         col = F.col(attr)
@@ -84,16 +94,13 @@ def _bucketize(df, splits: list[float], inp: str, out: str):
     as one big-endian byte array and are unpacked into a ``double[]`` on the JVM: ~0.04 s.  The
     same Bucketizer runs on the same splits, so ids are identical.  Without a classic (py4j)
     session, e.g. Spark Connect, the wrapper is used."""
-    import struct
 
     jdf = getattr(df, "_jdf", None)
     spark = df.sparkSession
     sc = getattr(spark, "_sc", None)
     if jdf is None or sc is None:
-        from pyspark.ml.feature import Bucketizer
 
         return Bucketizer(splits=splits, inputCol=inp, outputCol=out, handleInvalid="keep").transform(df)
-    from pyspark.sql import DataFrame
 
     gw = sc._gateway
     arr = gw.new_array(gw.jvm.double, len(splits))
@@ -105,10 +112,6 @@ def _bucketize(df, splits: list[float], inp: str, out: str):
 
 def _searchsorted_udf(part: RangePartition):
     """pandas_udf doing numpy searchsorted for strings and wide decimals (exact comparisons)."""
-    import numpy as np
-    import pandas as pd
-    from pyspark.sql.functions import pandas_udf
-
     bounds = [decode_value(b, part.dtype) for b in part.boundaries]
     null_id = part.null_id
     arr = np.array(bounds, dtype=object)
@@ -139,8 +142,6 @@ def compute_boundaries(df, attr: str, dtype: str, n: int, rows: int | None = Non
     sketches; equi-depth only makes fragments even.  The alternative
     (``approx_count_distinct``, then ``percentile_approx`` over 9,999 probabilities, then the
     count) takes 3.1-9.0 s per attribute on TPC-H SF1 lineitem, 3-8 plain scans."""
-    import numpy as np
-    from pyspark.sql import functions as F
 
     if n < 1 or n > MAX_FRAGMENTS:
         raise BadInput(f"--fragments must be between 1 and {MAX_FRAGMENTS}, got {n}")
@@ -170,8 +171,6 @@ def compute_boundaries(df, attr: str, dtype: str, n: int, rows: int | None = Non
 
 def _value_counts(df, attr: str, kind: str, n: int) -> tuple[list, list] | None:
     """One range per distinct value and the sizes, from one job; None above n+1 values."""
-    from pyspark.sql import functions as F
-
     rows = df.groupBy(attr).agg(F.count(F.lit(1)).alias("c")).limit(n + 4).collect()
     nulls = sum(r["c"] for r in rows if r[0] is None or (kind == "float" and r[0] != r[0]))
     vals = sorted((r[0], r["c"]) for r in rows if not (r[0] is None or (kind == "float" and r[0] != r[0])))
@@ -212,9 +211,6 @@ def driver_boundaries(col, dtype: str, n: int) -> tuple[list, list]:
     sorted values (``compute_boundaries``' rules without its sample).  Values are sorted as Spark
     assigns them -- as doubles where ``assign_column`` uses Bucketizer, exactly otherwise -- so the
     sizes are counts between boundaries in that order, equal to Spark's assignment."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     if n < 1 or n > MAX_FRAGMENTS:
         raise BadInput(f"--fragments must be between 1 and {MAX_FRAGMENTS}, got {n}")
@@ -251,10 +247,7 @@ def driver_boundaries(col, dtype: str, n: int) -> tuple[list, list]:
 def _as_doubles(vals, dtype: str):
     """Non-NULL values as the doubles Bucketizer compares (``to_double``; numpy), or None where
     ``assign_column`` compares exactly (strings, wide decimals)."""
-    import numpy as np
-    import pyarrow as pa
 
-    from advisor.warehouse.arrow_to_pandas import decimal_to_float
 
     k = kind_of(dtype)
     if not uses_bucketizer(dtype) or k == "ts":
@@ -271,7 +264,6 @@ def _as_doubles(vals, dtype: str):
 def _first_at_least(ordered, x) -> int:
     """Index of the first value >= x in the sorted pyarrow array (Python comparisons, as the
     exact ``searchsorted`` of ``assign_column``)."""
-    from bisect import bisect_left
 
     return bisect_left(range(len(ordered)), x, key=lambda i: ordered[i].as_py())
 
@@ -308,7 +300,6 @@ def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int 
         bounds, sizes = driver_boundaries(catalog.read_arrow(table, v, [attr]).column(attr), dtype, n)
         return _store_partition(catalog, RangePartition(0, table, attr, dtype, tuple(bounds), (), v, n), sizes)
     df = catalog.read(table, v).select(attr)
-    from advisor.warehouse.column_stats import stored_ndv  # a stale NDV only picks the path: time, never correctness
 
     bounds, sizes = compute_boundaries(df, attr, dtype, n, rows=ver.rows, ndv=stored_ndv(catalog, table, attr, v))
     part = RangePartition(0, table, attr, dtype, tuple(bounds), (), v, n)
@@ -339,7 +330,6 @@ ADVANCE_MAX_CHANGE = 0.1  # batches may change at most this share of rows before
 def fragment_ids(values: list, part: RangePartition) -> list[int]:
     """Fragment id of each Python value (NULL/NaN -> the NULL fragment), as ``assign_column`` does:
     fragment i holds [b[i-1], b[i])."""
-    from bisect import bisect_right
 
     bounds = [decode_value(b, part.dtype) for b in part.boundaries]
     out = []
@@ -356,7 +346,6 @@ def advance_partition(catalog, table: str, attr: str, n: int, version: int) -> R
     ``version`` when only small batches lie in between: same boundaries (any boundaries give
     correct sketches), fragment sizes updated exactly from the batch files' inserted and deleted
     rows with pyarrow (no Spark job).  None when a rebuild is due."""
-    import pyarrow.dataset as ds
 
     r = catalog.store.one("SELECT * FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
                           "table_version<? ORDER BY table_version DESC, id DESC LIMIT 1", (table, attr, n, version))

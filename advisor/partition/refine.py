@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import json
 import time
+
 import numpy as np
-from advisor.partition.range_partition import RangePartition, build_partition
+
+from advisor.partition.range_partition import (
+    RangePartition,
+    advance_partition,
+    build_partition,
+    load_partition,
+)
 
 
 # ---------------- partitions per granularity ----------------
@@ -16,9 +23,7 @@ def fine_partition(catalog, table: str, attr: str, n: int, version: int) -> Rang
     r = catalog.store.one("SELECT id FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
                           "table_version=? ORDER BY id DESC LIMIT 1", (table, attr, n, version))
     if r is not None:
-        from advisor.partition.range_partition import load_partition
         return load_partition(catalog.store, r["id"])
-    from advisor.partition.range_partition import advance_partition
     return advance_partition(catalog, table, attr, n, version) or build_partition(catalog, table, attr, n, version)
 
 

@@ -17,9 +17,19 @@ import itertools
 
 import numpy as np
 
+from advisor.engine.execute import table_view, versions_now
 from advisor.estimation.candidate_sizes import Candidate, SizeSummary
-from estimators.pair_size import MAX_PAIR_CELLS
-from advisor.sketch.lookup import companions
+from advisor.layout.skip_prediction import read_units, sketch_keep_probability
+from advisor.maintain.spark.service import maintain_sketch
+from advisor.partition.range_partition import load_partition
+from advisor.partition.refine import store_partition
+from advisor.safety.static_check import check_safety
+from advisor.sketch.apply import range_condition
+from advisor.sketch.capture import capture_batch, sketch_attrs
+from advisor.sketch.lookup import companions, usable_sketches
+from advisor.warehouse.column_stats import stats_for_query
+from advisor.warehouse.sketch_records import Sketch
+from estimators.pair_size import MAX_PAIR_CELLS, pair_read_fraction
 
 PAIR_WEAK = 0.2           # a best single estimate below this needs no second attribute [INFERRED]
 MAX_PAIR_ATTRS = 5        # pairs among at most this many of the pool's candidates (<= 10 pairs)
@@ -48,8 +58,6 @@ def pair_keys(pool: list, plan: dict):
 def pair_candidates(cat, q, shape, versions: dict, est, by: dict, units: dict, table: str, bridged) -> list:
     """Candidates ``a&b`` for the pairs ``est`` sized (``pair_keys`` chose them), each with its Z3
     verdict on the attribute set and, per granularity, sizes and a layout-aware read fraction."""
-    from advisor.safety.static_check import check_safety
-    from advisor.warehouse.column_stats import stats_for_query
 
     if not est.pair_sizes:
         return []
@@ -76,8 +84,6 @@ def pair_candidates(cat, q, shape, versions: dict, est, by: dict, units: dict, t
 def pair_read(cat, table: str, version: int, attrs: tuple, est, n: int, units: dict, bridged) -> tuple:
     """(expected read fraction, source) of ``a AND b``: each unit of the layout the scan reads (the
     leading attribute's) is kept only if both filters keep it by its min/max."""
-    from advisor.layout.skip_prediction import read_units, sketch_keep_probability
-    from estimators.pair_size import pair_read_fraction
 
     best = None
     for lead, other in (attrs, attrs[::-1]):
@@ -106,8 +112,6 @@ def capture_pair(cat, q, pick: Candidate, n_target: int, parts: dict, versions: 
     they were sized with, in ONE Spark job (``capture.capture_batch``; both attributes are safe alone,
     being in the pool, and as a set, checked in ``pair_candidates``).  The selectivity is that of the
     conjunction, counted on the table."""
-    from advisor.sketch.capture import capture_batch
-    from advisor.partition.refine import store_partition
 
     table = pick.table
     items = [(q, {table: attr}, {table: store_partition(cat, parts[(attr, n_target)])})
@@ -120,10 +124,6 @@ def capture_pair(cat, q, pick: Candidate, n_target: int, parts: dict, versions: 
 
 def conjunction_rows(cat, table: str, version: int, sketches: list) -> int:
     """Rows of ``table`` in every sketch's fragments (exact: no bridging of gaps)."""
-    from advisor.engine.execute import table_view
-    from advisor.partition.range_partition import load_partition
-    from advisor.sketch.apply import range_condition
-
     conds = []
     for sk in sketches:
         p = sk.part(table)
@@ -138,10 +138,6 @@ def combine(cat, q, versions: dict, good: list):
     bindings, current data) on another attribute of the same single table when Z3 proves that
     attribute set safe: the conjunction is a union of product-partition cells that holds the
     provenance.  Returns a transient ``Sketch`` with both parts (the best first), or ``good[0]``."""
-    from advisor.sketch.capture import sketch_attrs
-    from advisor.safety.static_check import check_safety
-    from advisor.warehouse.sketch_records import Sketch
-    from advisor.warehouse.column_stats import stats_for_query
 
     if not good:
         return None
@@ -160,9 +156,6 @@ def combine(cat, q, versions: dict, good: list):
 def catch_up(cat, q) -> list:
     """Maintain the stale sketches that would join the query's best one (``combine``): a pair's two
     sketches are maintained together, while ``hooks.before_use`` maintains only the best."""
-    from advisor.engine.execute import versions_now
-    from advisor.sketch.lookup import usable_sketches
-    from advisor.maintain.spark.service import maintain_sketch
 
     versions = versions_now(cat, q)
     good, _ = usable_sketches(cat, q, versions, allow_stale=True)

@@ -5,6 +5,9 @@ columns of the tables joined below the aggregation (``dim_candidates``, beyond t
 from __future__ import annotations
 
 from advisor.estimation.candidate_sizes import Candidate
+from advisor.plan import ir
+from advisor.safety.static_check import check_safety
+from advisor.warehouse.column_stats import column_stats, stats_for_query
 from advisor.warehouse.value_kinds import kind_of
 
 KNOWN_PK = {"lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",), "customer": ("c_custkey",),
@@ -24,8 +27,6 @@ def primary_key(catalog, table: str, ndvs: dict) -> set:
 def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
     """Every partitionable column of the sampled table with its Z3 safety verdict, NDV and roles,
     then the group-by columns of the other tables joined below the aggregation (``dim_candidates``)."""
-    from advisor.safety.static_check import check_safety
-    from advisor.warehouse.column_stats import column_stats, stats_for_query
 
     table = shape.fact.table
     stats = stats_for_query(catalog, query, versions)
@@ -49,9 +50,6 @@ def dim_candidates(catalog, query, shape, versions: dict, stats) -> list:
     broadcast join (TPC-H SF1 lineitem JOIN orders by o_orderdate: 1.5-3.1 s plain, 0.5-0.8 s with a
     13-day sketch on orders; BENCHMARKS.md).  Every group's rows share the column's value,
     so its fragments follow from the estimated groups' keys alone."""
-    from advisor.plan import ir
-    from advisor.safety.static_check import check_safety
-    from advisor.warehouse.column_stats import column_stats
 
     scans = [n for n in shape.inner.child.walk() if isinstance(n, ir.Scan) and n.table != shape.fact.table]
     out = []

@@ -60,9 +60,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Optional
 
-
+from advisor.calibration.measured_costs import PRIOR_ROWS_PER_S, partition_prior_rows
+from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.sketch.lookup import MAX_USE_READ
-from advisor.estimation.candidate_sizes import SizeSummary, Candidate
 
 STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
               "CB-OPT", "CB-OPT-GB", "CB-OPT-REL", "OPT")
@@ -94,22 +94,22 @@ def draw_seed(seed: int, draw: int) -> int:
     """The seed of draw ``draw`` of a random strategy (draw 0 keeps ``seed``)."""
     return (seed + draw * _DRAW_SALT) % (2 ** 31)
 GRANULARITIES = (100, 1000, 10000)
+PRIOR_REUSES = 3.0  # uses of a sketch expected before a template's own history says otherwise
 ADVICE_PRIOR_SCANS = 2.0  # a sample draw's passes over the table, charged until advice is measured
 
 
 @dataclass
 class CostParams:
     """Knobs of the cost model (module docstring); defaults are rough Spark-on-Parquet ratios."""
-
     instr_overhead: float = 0.3
     term_cost: float = 0.002
     plan_rows: float = 200.0
-    prior_reuses: float = 3.0
+    prior_reuses: float = PRIOR_REUSES
     max_sel: float = 0.8
     max_read: float = MAX_USE_READ   # sketches reading more are not used (``advisor.sketch.lookup``)
     maint_fixed: float = 0.01
     maint_per_delta: float = 3.0
-    scan_rate: float = 2e6
+    scan_rate: float = PRIOR_ROWS_PER_S
     # share of a joined fact row's cost spent after the scan (join, shuffle, aggregation): a sketch on
     # a dimension drops the fact rows that no longer find a partner [INFERRED from one measurement:
     # TPC-H SF1 lineitem JOIN orders by o_orderdate, a 0.5 % sketch on orders 1.5 -> 0.5-0.8 s]
@@ -124,11 +124,10 @@ class CostParams:
 @dataclass
 class Workload:
     """Predicted future use of the query template and update activity of the table."""
-
     reuses: float
     updates_per_use: float = 0.0
     delta_rows: float = 0.0
-    scan_rate: float = 2e6
+    scan_rate: float = PRIOR_ROWS_PER_S
     reason: str = "prior only"
     fixed_rows: float = 0.0             # a job's fixed cost in rows (``advisor.calibration.measured_costs``)
     capture_rows: float | None = None   # measured capture/recapture of this template, in rows
@@ -161,7 +160,6 @@ class Workload:
         cal = self.calibration
         if cal is not None:
             return cal.sizing_rows(missing, table_rows, columns)
-        from advisor.calibration.measured_costs import partition_prior_rows
 
         return missing * partition_prior_rows(table_rows, columns)
 
@@ -169,7 +167,6 @@ class Workload:
 @dataclass
 class Costing:
     """The cost figures of sketching one attribute at one granularity (rows of the table)."""
-
     attr: str
     n_target: int
     n_fragments: int
@@ -197,7 +194,6 @@ class Costing:
 @dataclass
 class Decision:
     """What a strategy picked and whether to capture it; ``reason`` says why with the numbers."""
-
     strategy: str
     attr: Optional[str]          # the candidate's key (``Candidate.key``: ``table.attr`` on a dimension)
     n_target: Optional[int]

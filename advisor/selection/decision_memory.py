@@ -32,8 +32,13 @@ a template does not pay for sampling and estimation again.
 
 from __future__ import annotations
 
+import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from advisor.calibration.measured_costs import calibrate, plain_proxy
+from advisor.selection.cost_model import PRIOR_REUSES, cannot_pay
+from advisor.warehouse.sketch_records import latest_versions, retire
 
 
 @dataclass
@@ -61,7 +66,7 @@ def recall(store, template: str, strategy: str) -> Memo | None:
 
 def remember(store, template: str, strategy: str, *, go: bool, reason: str, table: str | None = None,
              attr: str | None = None, partition_id: int | None = None, structural: bool = False,
-             horizon: float = 3.0, step: str | None = None) -> None:
+             horizon: float = PRIOR_REUSES, step: str | None = None) -> None:
     with store.tx() as c:
         c.execute("INSERT OR REPLACE INTO decisions(template, strategy, table_name, attr, partition_id, go, "
                   "structural, reason, horizon, skips, step, created) VALUES (?,?,?,?,?,?,?,?,?,0,?,?)",
@@ -84,9 +89,7 @@ def pays_after(T: float, w, p, advice_rows: float | None, limit: int = 64) -> in
     """The fewest further predicted uses with which ``select.cannot_pay`` would pass, the measured
     costs being the same (None if none up to ``limit``): a template seen once more predicts one use
     more, so a no-go before sampling need be remembered for one instance fewer than this."""
-    from dataclasses import replace
 
-    from advisor.selection.cost_model import cannot_pay
 
     for k in range(1, limit + 1):
         if cannot_pay(T, replace(w, reuses=w.reuses + k), p, advice_rows) is None:
@@ -109,7 +112,6 @@ def next_use(sketched: list) -> tuple[float, float, int, float]:
     such capture) from (run, capture) pairs; a bare number is a run without capture.  A pair with
     run 0 is a use its capture job answered (no separate run): the prediction is the share of uses
     with a run times the median run plus the share with a capture times the median capture."""
-    import statistics
 
     pairs = [(u, 0.0) if isinstance(u, (int, float)) else (float(u[0]), float(u[1])) for u in sketched]
     runs = [r for r, _ in pairs if r > 0]
@@ -123,7 +125,6 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
     """Why the measured uses contradict sketching (newest first; the latest ``MIN_SKETCHED`` sketched
     uses as (run, capture) pairs, up to 10 plain runs), or None.  Without plain runs of the template,
     ``plain_pred`` (its captures' median, else the fitted cost line) stands in."""
-    import statistics
 
     if len(sketched) < MIN_SKETCHED:
         return None
@@ -142,8 +143,6 @@ def revisit(store, template: str, strategy: str, rows: float, step: str | None =
     """Turn a remembered go that this store's measurements contradict into a no-go (``measured_loss``)
     and retire the template's live sketches; returns the reason, or None when the go stands.
     ``rows``: rows a plain run reads (for the fitted line when the template never ran plain)."""
-    from advisor.calibration.measured_costs import calibrate, plain_proxy
-    from advisor.warehouse.sketch_records import latest_versions, retire
 
     memo = recall(store, template, strategy)
     if memo is None or not memo.go:

@@ -9,6 +9,14 @@ from __future__ import annotations
 import json
 import statistics
 
+import sqlglot
+
+from advisor.calibration.measured_costs import calibrate, rows_for
+from advisor.maintain.policy.policies import make_policy
+from advisor.maintain.policy.triggers import policy_spec
+from advisor.maintain.spark.bulk_init import supports
+from advisor.maintain.spark.state_rental import predict_init, too_big
+from advisor.plan.parse import templatize
 from advisor.selection.cost_model import CostParams, Workload
 
 
@@ -24,14 +32,7 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
     """Reuses, update rate and measured costs (``advisor.calibration.measured_costs``) from the store's run log and
     the table's versions.  Updates per use count the table's batches per logged instance of this
     template (a template run once per batch meets one batch per use, however busy the table)."""
-    import sqlglot
 
-    from advisor.calibration.measured_costs import calibrate, rows_for
-    from advisor.maintain.spark.bulk_init import supports
-    from advisor.maintain.policy.triggers import policy_spec
-    from advisor.maintain.policy.policies import make_policy
-    from advisor.maintain.spark.state_rental import predict_init, too_big
-    from advisor.plan.parse import templatize
 
     rows = store.query("SELECT sql, record_json FROM runs WHERE kind='run' ORDER BY id DESC LIMIT 1000")
     same = on_table = 0

@@ -78,17 +78,38 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, replace
 
-from advisor.selection.candidates import enumerate_candidates
-from advisor.selection.decision_memory import pays_after
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from advisor.engine.execute import versions_now
 from advisor.errors import BadInput, Unsupported
-from advisor.partition.range_partition import MAX_FRAGMENTS
-from advisor.estimation.exact_sizes import exact_sizes, oracle
-from advisor.selection.forecast import predict_workload
-from advisor.selection.cost_model import (
-    GRANULARITIES, STRATEGIES, CostParams, candidate_costing, cannot_pay, choose, granularities_for, pool_of)
 from advisor.estimation.candidate_sizes import SizeSummary
-from advisor.layout.skip_prediction import sketch_read_fraction
+from advisor.estimation.exact_sizes import exact_sizes, oracle
+from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate, split_key
+from advisor.layout.skip_prediction import read_units, sketch_read_fraction, skip_ceiling
 from advisor.partition.fragment_runs import read_set
+from advisor.partition.range_partition import MAX_FRAGMENTS
+from advisor.partition.refine import derive_partition, fine_partition, store_partition
+from advisor.plan.parse import parse_sql
+from advisor.selection.attribute_pairs import capture_pair, pair_candidates, pair_keys
+from advisor.selection.candidates import enumerate_candidates
+from advisor.selection.cost_model import (
+    GRANULARITIES,
+    STRATEGIES,
+    CostParams,
+    candidate_costing,
+    cannot_pay,
+    choose,
+    granularities_for,
+    pool_of,
+)
+from advisor.selection.decision_memory import pays_after
+from advisor.selection.forecast import predict_workload
+from advisor.sketch.capture import by_value_types_ok, capture
+from advisor.sketch.lookup import sketch_rows
+from advisor.warehouse.column_stats import column_stats
+from advisor.warehouse.sketch_records import save_sketch
 
 METHODS = ("bootstrap", "clt", "exact")
 
@@ -145,10 +166,6 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     ``answer`` list, a job that reads the whole query by value (an exact sizing, or a capture by
     value) also answers the query: its ``execute.RunResult`` is appended, and the caller need not
     run the query again (nothing is appended when no such job ran)."""
-    from advisor.selection.attribute_pairs import pair_candidates, pair_keys
-    from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate
-    from advisor.engine.execute import versions_now
-    from advisor.plan.parse import parse_sql
 
     t_all = time.perf_counter()
     strategy = validate(strategy, sample_rate, fragments, method)
@@ -283,7 +300,6 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     if capture and d.go and pick is not None and exact is not None:
         rec["captured"] = _save_exact(cat, pick.table, versions, exact[1][(d.attr, d.n_target)], exact[2])
     elif capture and d.go and pick is not None and pick.attrs:
-        from advisor.selection.attribute_pairs import capture_pair
 
         rec["captured"] = capture_pair(cat, q, pick, d.n_target, parts, versions,
                                        pick.sizes[d.n_target].read_source)
@@ -301,9 +317,6 @@ def _layout_check(cat, table: str, keys: list, versions: dict, max_sel: float) -
     """Read units per plan key, and the keys no sketch could skip on: even a one-value sketch
     would leave more than ``max_sel`` of the rows to read (e.g. no layout clusters them), so they
     are dropped before sampling."""
-    from advisor.estimation.size_estimates import split_key
-    from advisor.layout.skip_prediction import read_units, skip_ceiling
-    from advisor.warehouse.column_stats import column_stats
 
     units, bad, stats = {}, {}, {}
     for key in keys:
@@ -321,9 +334,6 @@ def _layout_check(cat, table: str, keys: list, versions: dict, max_sel: float) -
 
 def _by_value(cat, q, table: str, plan: dict) -> bool:
     """Whether one capture job can read every planned candidate by value (method exact applies)."""
-    from advisor.sketch.capture import by_value_types_ok
-    from advisor.estimation.size_estimates import split_key
-
     pairs = [split_key(k, table) for k in plan]
     return bool(plan) and all(by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs)
 
@@ -331,7 +341,6 @@ def _by_value(cat, q, table: str, plan: dict) -> bool:
 def _missing_partitions(cat, table: str, plan: dict) -> int:
     """Planned attributes without a stored partition at their finest granularity (any version: an
     older one is carried forward over small batches), i.e. partitions a sizing would build."""
-    from advisor.estimation.size_estimates import split_key
 
     return sum(cat.store.one("SELECT 1 FROM partitions WHERE table_name=? AND attr=? AND n_target=? LIMIT 1",
                              (*split_key(k, table), max(g))) is None for k, g in plan.items())
@@ -339,9 +348,6 @@ def _missing_partitions(cat, table: str, plan: dict) -> int:
 
 def _partitions(cat, table: str, plan: dict, versions: dict) -> dict:
     """(key, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
-    from advisor.estimation.size_estimates import split_key
-    from advisor.partition.refine import derive_partition, fine_partition
-
     parts = {}
     for key, grans in sorted(plan.items()):
         t, a = split_key(key, table)
@@ -353,9 +359,6 @@ def _partitions(cat, table: str, plan: dict, versions: dict) -> dict:
 
 def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
     """Store the picked sketch of an exact sizing (captured in that job; the pool is safety-checked)."""
-    from advisor.sketch.lookup import sketch_rows
-    from advisor.warehouse.sketch_records import save_sketch
-
     sk = save_sketch(cat.store, sk)
     sel = sketch_rows(cat, sk) / max(1, cat.version(table, versions[table]).rows)
     return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
@@ -364,9 +367,6 @@ def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
 def _capture(cat, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:
     """Capture the picked sketch on the partition it was sized with (stored if derived); with an
     ``answer`` list, in a job that also answers the query when it captures by value."""
-    from advisor.sketch.capture import capture
-    from advisor.partition.refine import store_partition
-    from advisor.sketch.lookup import sketch_rows
 
     table = pick.table
     part = store_partition(cat, parts[(d.attr, d.n_target)])
@@ -380,8 +380,6 @@ def _capture(cat, q, pick, d, parts: dict, versions, answer: list | None = None)
 
 def render(console, rec: dict) -> None:
     """The what-if table and the decision line."""
-    from rich.table import Table
-
     if not rec["supported"] or not rec["estimable"]:
         console.print(rec["decision"]["reason"] or rec["reason"])
         return
@@ -423,9 +421,6 @@ def recommend_command(ctx, console, sql: str, strategy: str = "CB-OPT-GB", sampl
                       as_json: bool = False, capture: bool = False, fragments: int | None = None,
                       method: str = "bootstrap") -> dict:
     """CLI entry: progress bar on stderr while sampling/estimating, then the table (unless as_json)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     validate(strategy, sample_rate, fragments, method)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:

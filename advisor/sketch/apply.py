@@ -9,11 +9,16 @@ skips its row groups by their min/max.
 
 from __future__ import annotations
 
-from advisor.partition.range_partition import RangePartition
-from advisor.warehouse.value_kinds import kind_of, sql_literal
-from advisor.plan.to_sql import q
-from advisor.partition.fragment_runs import MAX_RUNS, capped_runs, read_set
+import datetime as dt
 
+from advisor.engine.execute import registered, table_view
+from advisor.layout import blocks
+from advisor.layout.registry import find_layout
+from advisor.layout.skip_prediction import boundary_values, read_fraction_of, read_units
+from advisor.partition.fragment_runs import MAX_RUNS, capped_runs, read_set
+from advisor.partition.range_partition import RangePartition, load_partition
+from advisor.plan.to_sql import Source, q
+from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of, sql_literal
 
 # Runs OR'd flat at the leaves of ``range_condition``'s search tree.
 TREE_LEAF = 4
@@ -30,9 +35,7 @@ MAX_POINTS = 1024
 
 def _points(part: RangePartition, i: int, j: int) -> list | None:
     """The values of run [i, j] if it is a bounded run of at most ``POINT_WIDTH`` integer or date values."""
-    import datetime as dt
 
-    from advisor.warehouse.value_kinds import decode_value, encode_value
 
     kind = kind_of(part.dtype)
     if kind not in ("int", "date") or i == 0 or j >= len(part.boundaries):
@@ -93,9 +96,6 @@ def scan_units(catalog, table: str, attr: str, version: int, part: RangePartitio
     rows), since a layout is more files to open and list than the base files' few large ones.
     Read fractions are those of what the scan filters on: the layout's block list
     (``block_condition``), else the bridged ranges (``read_set``)."""
-    from advisor.layout import blocks
-    from advisor.layout.registry import find_layout
-    from advisor.layout.skip_prediction import boundary_values, read_fraction_of, read_units
 
     b = boundary_values(part)
     exact, fragments = fragments, read_set(fragments, part)
@@ -122,9 +122,7 @@ def layout_view(catalog, lay: dict, version: int) -> str:
     """Register (once per layout and table version) and return the view of a clustered layout
     brought to ``version``.  Every sketch on the layout shares it: building a DataFrame over the
     layout and the batches since is file listing, 0.5-0.8 s per query at SF1 when it was per sketch."""
-    from advisor.engine.execute import registered
 
-    from advisor.layout import blocks
 
     name = catalog.view_name(lay["table"], version, f"_l{lay['id']}")
     starts = blocks.load_starts(lay["path"])
@@ -138,7 +136,6 @@ def layout_view(catalog, lay: dict, version: int) -> str:
 def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:
     """The sketch as the layout's block ids (``advisor.layout.blocks``: one code text for every sketch),
     or None when the layout has no blocks or the ids are too many."""
-    from advisor.layout import blocks
 
     starts = blocks.load_starts(lay["path"]) if lay["attr"] == part.attr else None
     return None if starts is None else blocks.condition(starts, part, fragments)
@@ -146,11 +143,6 @@ def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:
 
 def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
     """Scan source function applying `sketch` to every access of each sketched table."""
-    from advisor.engine.execute import table_view
-    from advisor.layout.registry import find_layout
-    from advisor.partition.range_partition import load_partition
-    from advisor.plan.to_sql import Source
-
     conds: dict[str, str] = {}
     views: dict[str, str] = {}
     for p in sketch.parts:

@@ -18,12 +18,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import pandas as pd
+from sqlglot import exp
+
+from advisor.engine.execute import RunResult, table_view, versions_now
+from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.errors import BadInput, Unsupported
-from advisor.engine.execute import table_view, versions_now
+from advisor.partition.assign_pandas import assign
 from advisor.partition.range_partition import RangePartition, assign_column, build_partition, find_partition
 from advisor.plan import ir
 from advisor.plan.to_sql import VAL, Source, answer_sql, capture_sql, lam_name, null_flag
+from advisor.safety.static_check import check_safety
+from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.sketch_records import Sketch, SketchPart, decode_bitmap, save_sketch
+from advisor.warehouse.value_kinds import kind_of
 
 FRAG = "__frag"
 
@@ -54,9 +62,6 @@ def sketch_attrs(query: ir.Query, on: dict[str, str]) -> set[str]:
 
 def check_safe(catalog, query: ir.Query, on: dict[str, str], versions: dict[str, int]):
     """Z3 safety verdict for sketching `on` (table -> attribute) in query."""
-    from advisor.safety.static_check import check_safety
-    from advisor.warehouse.column_stats import stats_for_query
-
     X = sketch_attrs(query, on)
     return check_safety(query.root, X, stats_for_query(catalog, query, versions))
 
@@ -74,7 +79,6 @@ def value_lineage(query: ir.Query, on: dict[str, str]) -> bool:
     internal name, or a name a projection gave it unchanged) among its keys, every top-k above it
     still outputs it (so ties never pick between fragments), there is at least one such
     aggregation, and no UNION lies above it."""
-    from sqlglot import exp
 
     names = {}
     for s in query.scans():
@@ -125,7 +129,6 @@ def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str
     """``value_lineage`` holds and no sketched attribute (Spark type per table in ``dtypes``) is a
     timestamp: collected timestamps come back in the session's time zone, fragment ids are
     computed on the stored instants."""
-    from advisor.warehouse.value_kinds import kind_of
 
     return value_lineage(query, on) and all(kind_of(dtypes[t]) != "ts" for t in on)
 
@@ -163,9 +166,7 @@ def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
 
 def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "",
             parts: dict[str, RangePartition] | None = None, by_value: bool = False) -> dict:
-    import pandas as pd
 
-    from advisor.partition.assign_pandas import assign
 
     scan_table = {s.scan_id: s.table for s in query.scans()}
     frags: dict[str, set] = {t: set() for t in on}
@@ -225,8 +226,6 @@ def answering_capture(catalog, query: ir.Query, source) -> tuple[object, dict, d
     values over the result rows and whether a NULL was among them -- what the one-row capture's
     ``collect_set`` and NULL flag give, read off the answer instead of a second job.  Returns
     (run, a capture row {Λ: values, null_flag(Λ): bool} for ``_decode``, {Λ: scan_id}, seconds)."""
-    from advisor.engine.execute import RunResult
-    from advisor.engine.scan_metrics import collect_scan_metrics
 
     sql, lam_scans = answer_sql(query, source)
     n = len(query.output_names)
@@ -280,9 +279,7 @@ def capture_values(catalog, query: ir.Query, table: str, attrs: list[str],
 def value_sketch(query: ir.Query, table: str, part: RangePartition, values: list, has_null: bool,
                  versions: dict[str, int]) -> Sketch:
     """The (unsaved) sketch of ``query`` on ``part`` from its attribute's provenance values."""
-    import pandas as pd
 
-    from advisor.partition.assign_pandas import assign
 
     frags = {int(f) for f in assign(pd.Series(values), part)} if values else set()
     if has_null:

@@ -8,16 +8,21 @@ come in order of rows read.  Every rejected sketch comes with the reason."""
 
 from __future__ import annotations
 
-from advisor.errors import BadInput
-from advisor.plan import ir
-from advisor.warehouse.sketch_records import Sketch, latest_versions
 from advisor.caches import BoundedMemo
+from advisor.errors import BadInput
+from advisor.partition.range_partition import load_partition
+from advisor.plan import ir
+from advisor.plan.parse import parse_sql
+from advisor.safety.reuse_check import check_reuse
+from advisor.safety.static_check import NOT_NULL, check_safety
+from advisor.sketch.apply import scan_units
+from advisor.sketch.capture import sketch_attrs
+from advisor.warehouse.column_stats import stats_for_query
+from advisor.warehouse.sketch_records import Sketch, latest_versions
 
 
 def sketch_rows(catalog, s: Sketch) -> int:
     """Rows the sketch lets a scan read (sum of its fragments' sizes over all sketched tables)."""
-    from advisor.partition.range_partition import load_partition
-
     total = 0
     for p in s.parts:
         part = load_partition(catalog.store, p.partition_id)
@@ -29,9 +34,6 @@ def _still_safe(catalog, query: ir.Query, versions: dict[str, int], good: list, 
     """The sketches of ``good`` that are safe for ``query`` on the current data; the others go to
     ``bad``.  Only maintained sketches need the check (a capture checked these very statistics);
     verdicts are cached per statistics, so an unchanged domain costs no solver call."""
-    from advisor.sketch.capture import sketch_attrs
-    from advisor.safety.static_check import check_safety
-    from advisor.warehouse.column_stats import stats_for_query
 
     out = []
     for s in good:
@@ -63,8 +65,6 @@ _VERDICTS = BoundedMemo("reuse verdicts", _VERDICTS_MAX)  # first in, first out
 
 def _reuse_context(catalog, query: ir.Query, stats: dict) -> tuple:
     """What a reuse verdict depends on besides the two SQL texts: column types and statistics."""
-    from advisor.safety.static_check import NOT_NULL
-
     tables = sorted({sc.table for sc in query.scans()})
     return (tuple((t, tuple(catalog.schema(t))) for t in tables),
             tuple(sorted((k, repr(v)) for k, v in stats.items() if k != NOT_NULL)),
@@ -74,10 +74,6 @@ def _reuse_context(catalog, query: ir.Query, stats: dict) -> tuple:
 def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
                     allow_stale: bool = False) -> tuple[list[Sketch], list[tuple[Sketch, str]]]:
     """(usable sketches, smallest first; [(rejected sketch, reason)])."""
-    from advisor.plan.parse import parse_sql
-    from advisor.safety.reuse_check import check_reuse
-    from advisor.warehouse.column_stats import stats_for_query
-
     good, bad = [], []
     stats, context = None, None
     for s in latest_versions(catalog.store):
@@ -137,8 +133,6 @@ def read_fraction(catalog, s: Sketch, versions: dict[str, int]) -> float:
     """Share of the sketched tables' rows a scan with the sketch still reads: rows of the layout
     files, or of the base row groups when the scan reads those (``use.scan_units``), whose
     min/max overlap the sketch's fragments (``advisor.layout.skip_prediction``)."""
-    from advisor.partition.range_partition import load_partition
-    from advisor.sketch.apply import scan_units
 
     read = total = 0.0
     for p in s.parts:

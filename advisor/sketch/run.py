@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import time
 from typing import Optional
+
+from advisor.engine.execute import RunResult, plain_source, versions_now
+from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.plan import ir
 from advisor.plan.to_sql import query_sql
-from advisor.engine.scan_metrics import collect_scan_metrics
-from advisor.engine.execute import RunResult, versions_now, plain_source
+from advisor.sketch.apply import sketch_source
 
 
 def run_query(catalog, query: ir.Query, versions: Optional[dict[str, int]] = None, sketch=None,
               use_layout: bool = True) -> RunResult:
     """Execute query (with `sketch` applied to its scans if given); rows, scan metrics, seconds."""
-    from advisor.sketch.apply import sketch_source
-
     versions = versions or versions_now(catalog, query)
     t0 = time.perf_counter()  # building the source (views, filter text) is part of running the query
     if sketch is None:

@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-_EXACT = 2 ** 53
+from advisor.numeric import EXACT_INT
+
+_EXACT = EXACT_INT
 
 
 def _decimal_values(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

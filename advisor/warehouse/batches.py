@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
 from advisor.errors import BadInput
 
 RID = "_rid"
@@ -16,8 +18,6 @@ OP = "op"
 
 def read_batch(spark, path: str, schema: list[tuple[str, str]]):
     """Return (insert rows cast to the table schema, delete row ids) or raise BadInput."""
-    from pyspark.sql import functions as F
-
     p = Path(path)
     if not p.exists():
         raise BadInput(f"batch file {path} does not exist")

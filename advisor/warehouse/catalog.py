@@ -9,14 +9,27 @@ makes a version visible is committed last, so a failed apply leaves the previous
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from pyspark.sql import Window, functions as F
+
 from advisor.errors import BadInput
+from advisor.plan import arrow_filter
+from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
+from advisor.warehouse.batches import read_batch
+from advisor.warehouse.net_delta import delta_files
+from advisor.warehouse.sketch_records import latest_versions
 from advisor.warehouse.store import Store
 from advisor.warehouse.table_files import RID, parquet_files
 
@@ -49,7 +62,6 @@ def _dir_bytes(p: Path) -> int:
 
 class Catalog:
     """Tables, versions, snapshot reads and deltas for one warehouse directory."""
-
     def __init__(self, spark, store: Store):
         self.spark = spark
         self.store = store
@@ -74,8 +86,6 @@ class Catalog:
     @property
     def view_prefix(self) -> str:
         """Temp-view namespace of this warehouse: one Spark session may serve several warehouses."""
-        import hashlib
-
         return "w" + hashlib.sha1(str(self.store.warehouse.resolve()).encode()).hexdigest()[:8]
 
     def view_name(self, table: str, version: int, suffix: str = "") -> str:
@@ -146,8 +156,6 @@ class Catalog:
     # ---------- create ----------
     def create_table(self, name: str, df, dataset: str = "", replace: bool = True) -> Version:
         """Write `df` (Spark DataFrame) as version 1 of table `name`, adding a stable `_rid`."""
-        from pyspark.sql import functions as F
-
         name = name.lower()
         df = df.toDF(*[c.lower() for c in df.columns])
         if RID in df.columns:
@@ -183,7 +191,6 @@ class Catalog:
         """Forget a table and its files.  Sketches that read it are retired and decisions on it
         forgotten: a table created again under the name starts at version 1, which an old sketch's
         data version would otherwise match (wrong fragments, and partitions that no longer exist)."""
-        from advisor.warehouse.sketch_records import latest_versions
 
         name = self.require(name)
         readers = [s.id for s in latest_versions(self.store)
@@ -205,7 +212,6 @@ class Catalog:
         while the paths are unchanged.  Bases, layouts and batch files are written once and renamed
         into place, so their DataFrame (and the file listing and schema inference behind it, ~40 ms
         a read at SF1) serves every version's view; a replaced path has a new inode and is read anew."""
-        import os
 
         stats = [(p, os.stat(p)) for p in paths]
         key = (tuple((p, st.st_ino, st.st_mtime_ns) for p, st in stats), schema.json() if schema is not None else None)
@@ -235,9 +241,6 @@ class Catalog:
                    with_rid: bool = False):
         """Snapshot of `name` at `version` as a pyarrow Table of ``columns`` (default all; `_rid`
         last with ``with_rid``): the base files plus the batches' inserts, minus their deletes."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.dataset as ds
 
         name = self.require(name)
         v = self.version(name, version)
@@ -262,7 +265,6 @@ class Catalog:
         """``base_df`` (the table at version ``start``) plus the inserts of ``batches`` minus their
         deletes, with runs of batches read as net blocks (``advisor.warehouse.net_delta``).  ``map_ins`` turns
         each insert file into the file to read instead (a layout's copy with its block ids)."""
-        from advisor.warehouse.net_delta import delta_files
 
         df = base_df
         ins, dels = delta_files(self, name, start, [b for b in batches if b.kind == "batch"])
@@ -312,11 +314,7 @@ class Catalog:
         certainly rejects (`arrow_filter`: a superset is kept; the caller still applies it);
         ``seen``, if given, receives the number of netted delta rows before that filter.
         Columns come in the engine's nullable dtypes (`arrow_pandas`), decimals as floats."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        from advisor.plan import arrow_filter
-        from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 
         name = self.require(name)
         to = self.version(name, v_to).version
@@ -345,7 +343,6 @@ class Catalog:
         ins = load([b.ins_path for b in batches if b.ins_path])
         dels = load([b.del_path for b in batches if b.del_path])
         if ins is not None and dels is not None:
-            import pyarrow.compute as pc
 
             i_ids, d_ids = ins.column(RID), dels.column(RID)
             ins, dels = (ins.filter(pc.invert(pc.is_in(i_ids, value_set=d_ids))),
@@ -362,8 +359,6 @@ class Catalog:
     # ---------- batches ----------
     def apply_batch(self, name: str, path: str) -> Version:
         """Apply an insert/delete batch file (Parquet, or CSV with header) as a new version."""
-        from advisor.warehouse.batches import read_batch
-
         name = self.require(name)
         cur = self.version(name)
         schema = self.schema(name)
@@ -376,9 +371,6 @@ class Catalog:
         return self._commit_batch(name, self.version(name), ins_df, del_ids_df)
 
     def _commit_batch(self, name: str, cur: Version, ins_df, del_ids) -> Version:
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
         if name in self.pins:
             raise BadInput(f"table {name!r} is pinned to version {self.pins[name]}: batches cannot be applied")
 

@@ -4,14 +4,18 @@ A version reached from a stats-bearing one by small batches derives its stats wi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from pyspark.sql import functions as F
+
+from advisor.safety.static_check import NOT_NULL
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of
 
 
 def column_stats(catalog, table: str, version: int | None = None) -> dict[str, tuple]:
     """{column: (min, max, ndv)} for orderable columns of table at version; one Spark job, then cached."""
-    from pyspark.sql import functions as F
-
     table = catalog.require(table)
     v = catalog.version(table, version).version
     rows = catalog.store.query("SELECT * FROM colstats WHERE table_name=? AND version=?", (table, v))
@@ -68,9 +72,6 @@ def _derive_from_earlier(catalog, table: str, v: int, schema: dict) -> dict | No
     (pyarrow over the batch files; no Spark job), when only small batches lie in between.  Deleted
     rows leave the old bounds as a superset of the true domain, which keeps Z3 safety proofs sound
     (they assume values lie within the bounds); NDV keeps the old approximate count."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-    from pathlib import Path
 
     vs = [x for x in catalog.versions(table) if x.version <= v]
     prev = catalog.store.one("SELECT max(version) AS u FROM colstats WHERE table_name=? AND version<?", (table, v))
@@ -112,7 +113,6 @@ def _derive_from_earlier(catalog, table: str, v: int, schema: dict) -> dict | No
 def stats_for_query(catalog, query, versions: dict[str, int] | None = None) -> dict[tuple[str, str], tuple]:
     """(table, column) -> (min, max) for every table the query scans (format used by safety/reuse),
     plus ``safety.NOT_NULL`` -> the (table, column) pairs without NULLs at those versions."""
-    from advisor.safety.static_check import NOT_NULL
 
     out, not_null = {}, set()
     for t in {s.table for s in query.scans()}:

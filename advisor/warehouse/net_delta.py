@@ -27,6 +27,11 @@ import time
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
 from advisor.warehouse.table_files import RID, parquet_files
 
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
@@ -101,10 +106,6 @@ def _block(catalog, name: str, lo: int, hi: int, run: list) -> tuple[str | None,
 def _net(run: list):
     """(net inserts, net delete ids, the insert files' schema metadata plus whether they hold INT96
     timestamps) of consecutive batches."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
 
     ins_files = [f for b in run for f in _files(b.ins_path)]
     del_files = [f for b in run for f in _files(b.del_path)]
@@ -126,7 +127,6 @@ def _net(run: list):
 def _write(tab, directory: Path, meta) -> str:
     """One Parquet file of ``tab`` in ``directory``, in the batch files' physical types (INT96
     timestamps stay INT96) and with Spark's row metadata, so Spark reads back the same schema."""
-    import pyarrow.parquet as pq
 
     directory.mkdir()
     if meta:

@@ -85,8 +85,6 @@ def latest_versions(store) -> list[Sketch]:
 
 def retire(store, sketch_id: int, reason: str) -> None:
     """Take a chain head out of use and maintenance for good (e.g. it covers nearly everything)."""
-    import time
-
     with store.tx() as c:
         c.execute("INSERT OR IGNORE INTO retired(sketch_id, reason, created) VALUES (?,?,?)",
                   (sketch_id, reason, time.time()))
@@ -97,7 +95,6 @@ def retire_extra_heads(store, template: str, keep: int = 2) -> list[int]:
 
     Every binding that defeats the reuse test captures a new sketch; without a bound, each update
     batch would maintain all of them."""
-    import time
 
     heads = [s.id for s in latest_versions(store) if s.template == template]
     old = sorted(heads, reverse=True)[keep:]

@@ -15,10 +15,14 @@ label is not reproduced (floating point), are drawn by Spark (``advisor.estimati
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from estimators.prefetch_jobs import helper_pool
 from estimators.sampling.reservoir_spark import quota, quotas, reserve_sizes
@@ -52,7 +56,6 @@ def _take(table, rows: np.ndarray):
     """``table.take(rows)`` for ascending ``rows``, batch by batch: a take across a table of many
     chunks (a dataset read gives ~50 per SF1 column) costs ~8x more (0.59 s against 0.07 s for
     360k of lineitem's 6M rows)."""
-    import pyarrow as pa
 
     out, lo = [], 0
     for b in table.to_batches():
@@ -65,8 +68,6 @@ def _take(table, rows: np.ndarray):
 
 
 def _with(table, **cols):
-    import pyarrow as pa
-
     for name, (values, typ) in cols.items():
         table = table.append_column(name, pa.array(values, typ))
     return table
@@ -95,7 +96,6 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
          max_strata: int | None = None, reserve: bool = True) -> LocalSample:
     """Draw the sample of ``table`` (a pyarrow Table with the unique id column ``id_col``); the
     arguments mean what they mean for ``sampling.stratified_sample``."""
-    import pyarrow as pa
 
     if not (0.0 < float(theta) <= 1.0):
         raise ValueError(f"theta must be in (0, 1], got {theta}")
@@ -169,10 +169,7 @@ def write(sample_table, path: str) -> None:
     file's columns) is dropped, since the sample has more columns.  Plain and uncompressed: a sample
     is 5 % of a table and read back whole, and a dictionary-encoded snappy write took 3x as long
     (0.14 s against 0.04 s for 362k rows of lineitem)."""
-    import os
-    import shutil
 
-    import pyarrow.parquet as pq
 
     path = os.path.normpath(str(path))
     tmp, old = f"{path}.tmp-{os.getpid()}", f"{path}.old-{os.getpid()}"

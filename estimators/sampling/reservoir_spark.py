@@ -43,8 +43,13 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+from pyspark.sql import Column, Window, functions as F
+
+from advisor.numeric import EXACT_INT
+
 ROUND_GUARD = 1.0 - 1e-12
-_TWO53 = float(2 ** 53)
+_TWO53 = float(EXACT_INT)
 
 
 def quota(N: int, theta: float) -> int:
@@ -79,18 +84,14 @@ class Sample:
 
 
 def sample_key(df, seed: int, id_col: str | None):
-    from pyspark.sql import functions as F
-
     if id_col is None:
         return F.rand(seed)
     h = F.xxhash64(F.lit(int(seed)), F.col(id_col))
-    return F.pmod(h, F.lit(2 ** 53)).cast("double") / F.lit(_TWO53)
+    return F.pmod(h, F.lit(EXACT_INT)).cast("double") / F.lit(_TWO53)
 
 
 def _uniform(df, theta: float, seed: int, N: int, id_col: str | None, u: str):
     """Exact-size uniform sample: the ``k`` rows with the smallest keys."""
-    from pyspark.sql import functions as F
-
     k = quota(N, theta)
     keyed = df.withColumn(u, sample_key(df, seed, id_col))
     # pre-filter on the key to avoid sorting the table; widen to everything if it kept too few
@@ -106,8 +107,6 @@ def _uniform(df, theta: float, seed: int, N: int, id_col: str | None, u: str):
 
 def quotas(N, theta: float):
     """``quota`` for an array of stratum sizes (numpy int64; 0 for an empty stratum)."""
-    import numpy as np
-
     N = np.asarray(N, dtype=np.int64)
     k = np.maximum(1, np.ceil(N * (float(theta) * ROUND_GUARD))).astype(np.int64)
     return np.where(N > 0, k, 0)
@@ -115,17 +114,12 @@ def quotas(N, theta: float):
 
 def reserve_sizes(k):
     """``reserve_size`` for an array of quotas (numpy int64; 0 stays 0)."""
-    import numpy as np
-
     k = np.asarray(k, dtype=np.int64)
     return np.where(k > 0, k + np.ceil(2.0 * np.sqrt(k)).astype(np.int64) + 2, 0)
 
 
 def reserve_size(k):
     """Rows kept per stratum with a reserve: ``k + ceil(2 sqrt(k)) + 2`` (a Spark column or an int)."""
-    from pyspark.sql import Column
-    from pyspark.sql import functions as F
-
     if isinstance(k, Column):
         return k + F.ceil(F.lit(2.0) * F.sqrt(k)) + F.lit(2)
     return int(k) + math.ceil(2.0 * math.sqrt(int(k))) + 2
@@ -147,8 +141,6 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
     the stored rows of a stratum are then exactly its rows with a key up to the largest stored one,
     which is what ``estimators.sampling.sample_delta`` needs to maintain the sample from a delta.
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
     if not (0.0 < float(theta) <= 1.0):
         raise ValueError(f"theta must be in (0, 1], got {theta}")

@@ -22,15 +22,17 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from pyspark.sql import functions as F
 
-from estimators.sampling.reservoir_spark import sample_key, quotas, reserve_sizes
 from estimators.sampling.reservoir_local import write
+from estimators.sampling.reservoir_spark import quotas, reserve_sizes, sample_key
 
 
 def _delta_arrow(df, strata: Sequence[str], seed: int, id_col: str, id_type, cols: list):
     """The delta rows as an Arrow table with the draw's ``sample_key`` and ``_stratum`` (one Spark job)."""
-    from pyspark.sql import functions as F
-
     df = df.withColumn(id_col, F.col(id_col).cast(id_type))  # the key hashes the id's binary form
     df = df.withColumn("sample_key", sample_key(df, seed, id_col)).withColumn(
         "_stratum", F.to_json(F.struct(*[F.col(c) for c in strata])))
@@ -45,9 +47,6 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     ``old_path``: the stored sample (with ``_n_g``, ``_stratum``, ``sample_key``, ``_in``); ``ins`` / ``dels``:
     Spark DataFrames of the net inserted and deleted rows between the two versions (table columns and
     ``id_col``)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
     old = ds.dataset(old_path, format="parquet").to_table()
     sdf = spark.read.parquet(old_path).limit(0)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor.numeric import EXACT_INT
+
 P1 = np.uint64(0x9E3779B185EBCA87)
 P2 = np.uint64(0xC2B2AE3D27D4EB4F)
 P3 = np.uint64(0x165667B19E3779F9)
@@ -19,7 +21,7 @@ P4 = np.uint64(0x85EBCA77C2B2AE63)
 P5 = np.uint64(0x27D4EB2F165667C5)
 SPARK_SEED = 42
 _INT32 = (-2 ** 31, 2 ** 31 - 1)
-_TWO53 = float(2 ** 53)
+_TWO53 = float(EXACT_INT)
 
 
 def _rotl(x, r: int):
@@ -88,7 +90,7 @@ def sample_keys(seed: int, ids) -> np.ndarray:
     """The draw's uniform keys in [0, 1): ``pmod(xxhash64(seed, id), 2^53) / 2^53`` (a power of two,
     so the positive modulus is the low 53 bits of the two's complement)."""
     h = xxhash64_seed_id(seed, ids).view(np.uint64)
-    h &= np.uint64(2 ** 53 - 1)
+    h &= np.uint64(EXACT_INT - 1)
     out = h.astype(np.float64)
     out /= _TWO53  # a power of two: exact, as the division it replaces
     return out

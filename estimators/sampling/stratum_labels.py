@@ -16,6 +16,9 @@ import json
 import re
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 _NEEDS_ESCAPE = r'["\\\x00-\x1f]'
 _NAMED = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -27,8 +30,6 @@ class Unsupported(ValueError):
 
 def supported(t) -> bool:
     """Whether labels of an Arrow type are rendered here exactly as Spark renders them."""
-    import pyarrow as pa
-
     return (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_string(t)
             or pa.types.is_large_string(t) or pa.types.is_date32(t)
             or (pa.types.is_timestamp(t) and t.tz in (None, "UTC", "+00:00"))
@@ -51,9 +52,6 @@ def _jackson(s: str) -> str:
 
 def _render(arr):
     """Each value of an Arrow array as its JSON text (NULL stays NULL)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     t = arr.type
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t):
         return pc.cast(arr, pa.string())
@@ -88,8 +86,6 @@ def _value_index(col, n: int) -> tuple[np.ndarray, int, bool]:
     the indices number the values in order of first appearance.  Integers and dates of a narrow
     range are indexed by their offset from the minimum, with no hashing (a dictionary encoding of
     SF1 lineitem's 6M ``l_suppkey`` values took ~0.3 s); anything else by a dictionary encoding."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     t = col.type
     narrow = pa.types.is_signed_integer(t) or t in (pa.uint8(), pa.uint16(), pa.uint32()) or pa.types.is_date32(t)
@@ -110,7 +106,6 @@ def _value_index(col, n: int) -> tuple[np.ndarray, int, bool]:
 def group_codes(table, strata: list) -> tuple[np.ndarray, np.ndarray]:
     """Per row the index of its stratum (0..G-1, in order of first appearance) and, per stratum, the
     row where it first appears.  NULL is a value of its own, as in Spark's grouping."""
-    import pandas as pd
 
     n = table.num_rows
     gid = None
@@ -156,9 +151,6 @@ def group_codes(table, strata: list) -> tuple[np.ndarray, np.ndarray]:
 
 def labels(table, strata: list, rows: np.ndarray) -> list:
     """The ``_stratum`` label of the given rows of ``table`` (Spark's ``to_json(struct(strata))``)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     take = pa.array(rows, pa.int64())
     parts = []
     for c in strata:

@@ -21,24 +21,41 @@ Run small: ``python -m workloads.bench.advice_accuracy --sf 0.1 --queries 30 --w
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import platform
+import shutil
 import statistics
 import time
+from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
+from advisor.context import Context
+from advisor.engine.execute import versions_now
 from advisor.errors import BadInput
+from advisor.estimation import size_estimates
+from advisor.estimation.candidate_sizes import Candidate, SizeSummary
+from advisor.estimation.exact_sizes import oracle
+from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate
+from advisor.partition.refine import fine_partition
+from advisor.plan.parse import parse_sql
+from advisor.selection.candidates import enumerate_candidates
 from advisor.selection.cost_model import STRATEGIES, CostParams, Workload, choose
-from advisor.estimation.candidate_sizes import Candidate
+from advisor.warehouse.value_kinds import kind_of
+from estimators import windows
+from workloads.bench.advice_templates import SPECS, GenQuery, generate
+from workloads.data.datasets import load_dataset
 
 N_FRAGMENTS = 1000
 NUMERIC = ("int", "dec", "float", "date", "ts")
 
 
 def harness_pool(catalog, cands: list) -> list:
-    from advisor.warehouse.value_kinds import kind_of
-
     types = {}
     out = []
     for c in cands:
@@ -52,21 +69,12 @@ def harness_pool(catalog, cands: list) -> list:
 
 
 def ensure_dataset(catalog, ds: str, sf: float) -> None:
-    from workloads.data.datasets import load_dataset
-
     first = {"tpch": "lineitem", "flights": "flights", "crimes": "crimes"}[ds]
     if not catalog.exists(first):
         load_dataset(catalog, ds, sf=sf, rows=max(10_000, int(1_000_000 * sf)))
 
 
 def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, method: str = "bootstrap") -> dict:
-    from advisor.estimation.size_estimates import CannotEstimate, analyze
-    from advisor.engine.execute import versions_now
-    from advisor.plan.parse import parse_sql
-    from advisor.selection.candidates import enumerate_candidates
-    from advisor.estimation.exact_sizes import oracle
-    from advisor.partition.refine import fine_partition
-
     cat = ctx.catalog
     rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
     q = parse_sql(gq.sql, ctx.schema_lookup())
@@ -96,8 +104,6 @@ COLD = False  # ``--cold``: every estimate draws its sample afresh (the stored o
 
 def _forget_samples(cat, table: str) -> None:
     """Drop the stored samples of ``table`` (rows and files), so the next estimate draws one."""
-    import shutil
-
     with cat.store.tx() as c:
         gone = c.execute("SELECT path FROM samples WHERE table_name=?", (table,)).fetchall()
         c.execute("DELETE FROM samples WHERE table_name=?", (table,))
@@ -110,8 +116,6 @@ def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shri
     """Per sample rate: estimated sizes, intervals, timings and each strategy's pick.  ``real``
     maps (attr, fragments) to the oracle's SizeSummary (or to the real selectivity alone, which
     serves every strategy but OPT)."""
-    from advisor.estimation.size_estimates import estimate
-    from advisor.estimation.candidate_sizes import SizeSummary
 
     plan = {c.attr: (N_FRAGMENTS,) for c in pool}
     sel = {k: (v.sel if hasattr(v, "sel") else float(v)) for k, v in real.items()}
@@ -145,11 +149,6 @@ def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True
                method: str = "bootstrap") -> list:
     """Ablation: the evaluated records again with another estimator setting (``shrink``), keeping
     their oracle sizes, so estimator variants are compared on the same queries without recapturing."""
-    from advisor.estimation.size_estimates import analyze
-    from advisor.engine.execute import versions_now
-    from advisor.plan.parse import parse_sql
-    from advisor.selection.candidates import enumerate_candidates
-    from advisor.partition.refine import fine_partition
 
     cat, p, out = ctx.catalog, CostParams(), []
     strategies = [s for s in STRATEGIES if s != "OPT"]
@@ -177,9 +176,6 @@ class Checkpoint:
     mixed in."""
 
     def __init__(self, path, config: dict):
-        import os
-        from pathlib import Path
-
         self.path = Path(path) if path else None
         self.gen: dict = {}
         self.recs: dict = {}
@@ -204,14 +200,10 @@ class Checkpoint:
                 fh.write(json.dumps(obj, default=lambda o: o.item() if hasattr(o, "item") else str(o)) + "\n")
 
     def queries(self, ds: str):
-        from workloads.bench.advice_templates import GenQuery
-
         got = self.gen.get(ds)
         return None if got is None else [GenQuery(**g) for g in got]
 
     def save_queries(self, ds: str, gen: list) -> None:
-        from dataclasses import asdict
-
         self._append({"ds": ds, "queries": [asdict(g) for g in gen]})
 
     def record(self, ds: str, i: int, sql: str):
@@ -289,8 +281,6 @@ def summarize(recs: list, theta: str) -> dict:
 
 def render(console, res: dict) -> None:
     """One rich table per sample rate: the headline metrics per dataset."""
-    from rich.table import Table
-
     for theta in res["thetas"]:
         tab = Table("dataset", "queries", "RSE median", "RSE p90", "RSE p90 (real<90%)", "<=1.05x OPT", "top-1/2/3", "chosen/OPT",
                     "CB-OPT-GB <=1.05x", "cached/capture", "cold/capture", "false go",
@@ -315,7 +305,6 @@ def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), s
     """Run the harness (loads missing datasets into the context's warehouse) and print the tables.
 
     ``shrink=False`` is the ablation without ``estimate.shrink_groups`` (the paper's estimator)."""
-    from workloads.bench.advice_templates import SPECS, generate
 
     bad = [d for d in datasets if d not in SPECS]
     if bad:
@@ -368,12 +357,6 @@ def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), s
 
 
 if __name__ == "__main__":
-    import argparse
-
-    from rich.console import Console
-
-    from advisor.context import Context
-
     ap = argparse.ArgumentParser(description="advice accuracy harness")
     ap.add_argument("--warehouse", default="/tmp/advice-bench")
     ap.add_argument("--sf", type=float, default=0.1)
@@ -400,15 +383,11 @@ if __name__ == "__main__":
                     help="with --reestimate: only these templates (comma-separated, e.g. Q-AAGH)")
     a = ap.parse_args()
     COLD = a.cold
-    import estimators.windows
-
-    estimators.windows.WIDTH_POOLING = a.window_width == "pooled"
+    windows.WIDTH_POOLING = a.window_width == "pooled"
     if a.align_min is not None:
-        estimators.windows.ALIGN_MIN = a.align_min
+        windows.ALIGN_MIN = a.align_min
     if a.no_covariate:
-        import advisor.estimation.size_estimates
-
-        advisor.estimation.size_estimates.COVARIATE_PRIOR = False
+        size_estimates.COVARIATE_PRIOR = False
     c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     shrink = False if a.no_shrink else (a.shrink or True)
     if a.reestimate:

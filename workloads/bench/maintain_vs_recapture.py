@@ -11,14 +11,21 @@ their ratio, and per query the break-even delta size (where incremental stops wi
 
 from __future__ import annotations
 
+import cProfile
+import json
+import pstats
+import statistics
+import sys
 import time
 
-from advisor.sketch.capture import capture, capture_batch
 from advisor.engine.execute import versions_now
-from advisor.maintain.spark.service import sketched_scans, init_state
+from advisor.errors import BadInput
+from advisor.maintain.spark.service import init_state, sketched_scans
 from advisor.maintain.spark.spark_side import SparkBase
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
+from advisor.sketch.capture import capture, capture_batch
+from workloads.data.datasets import load_dataset
 from workloads.data.update_batches import batch_frames
 
 QUERIES = [
@@ -140,7 +147,6 @@ def summarise(results: list[dict], skip_first: int = 0) -> list[dict]:
     """Per (query, delta size): median incremental and recapture seconds, the median and minimum
     of the per-step ratios, and how many steps fell below 100x; each query's first `skip_first`
     steps (warm-up) are left out."""
-    import statistics
 
     groups: dict[tuple, list[dict]] = {}
     for r in results:
@@ -176,11 +182,7 @@ def bench_maintain_command(make_ctx, console, dataset: str = "tpch", sf: float =
     """`advisor bench maintain`: check the options (BadInput, exit 2, before Spark starts), load
     the dataset if missing, run, print the per-step lines, the summary and the break-even, and
     write `out_json` atomically. `make_ctx` returns the command's context (started lazily)."""
-    import json
-    import sys
 
-    from advisor.errors import BadInput
-    from workloads.data.datasets import load_dataset
 
     if dataset not in QUERY_SETS:
         raise BadInput(f"--dataset must be one of {', '.join(QUERY_SETS)}, got {dataset!r}")
@@ -211,13 +213,11 @@ def bench_maintain_command(make_ctx, console, dataset: str = "tpch", sf: float =
     queries = [q for q in QUERY_SETS[dataset] if not query_names or q[0] in query_names]
     prof = None
     if profile is not None:
-        import cProfile
 
         prof = cProfile.Profile()
     res = bench_maintain(c, queries=queries, sizes=parsed, kinds=tuple(kinds), console=console,
                          init_both=row_init, repeat=repeat, profiler=prof, order=order, recaptures=recaptures)
     if prof is not None:
-        import pstats
 
         prof.dump_stats(str(profile))
         pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)

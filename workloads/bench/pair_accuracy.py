@@ -9,24 +9,26 @@ Same generator, seed, candidate pool and granularity (1,000 fragments) as ``work
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
 
+from advisor.context import Context
+from advisor.engine.execute import versions_now
+from advisor.estimation.exact_sizes import exact_sizes
+from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate
+from advisor.partition.refine import fine_partition
+from advisor.plan.parse import parse_sql
+from advisor.safety.static_check import check_safety
+from advisor.selection.attribute_pairs import conjunction_rows, pair_keys
+from advisor.selection.candidates import enumerate_candidates
+from advisor.warehouse.column_stats import stats_for_query
 from workloads.bench.advice_accuracy import N_FRAGMENTS, ensure_dataset, harness_pool
+from workloads.bench.advice_templates import generate
 
 
 def _query(ctx, gq, theta: float, seed: int) -> dict | None:
-    from advisor.selection.candidates import enumerate_candidates
-    from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate
-    from advisor.engine.execute import versions_now
-    from advisor.selection.attribute_pairs import conjunction_rows, pair_keys
-    from advisor.plan.parse import parse_sql
-    from advisor.safety.static_check import check_safety
-    from advisor.estimation.exact_sizes import exact_sizes
-    from advisor.partition.refine import fine_partition
-    from advisor.warehouse.column_stats import stats_for_query
-
     cat = ctx.catalog
     q = parse_sql(gq.sql, ctx.schema_lookup())
     try:
@@ -89,10 +91,7 @@ def summarize(recs: list) -> dict:
 
 
 def main(argv=None) -> int:
-    import argparse
 
-    from advisor.context import Context
-    from workloads.bench.advice_templates import generate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouse", required=True)

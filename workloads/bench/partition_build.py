@@ -15,6 +15,9 @@ import argparse
 import statistics
 import time
 
+from advisor.context import Context
+from advisor.partition.range_partition import build_partition
+
 
 def _evenness(part) -> float:
     """Largest non-NULL fragment over the fair share of the non-NULL rows."""
@@ -24,8 +27,6 @@ def _evenness(part) -> float:
 
 
 def bench_partitions(ctx, specs: list[tuple[str, str, int]], reps: int = 3) -> list[dict]:
-    from advisor.partition.range_partition import build_partition
-
     cat = ctx.catalog
     out = []
     for table, attr, n in specs:
@@ -53,8 +54,6 @@ def bench_partitions(ctx, specs: list[tuple[str, str, int]], reps: int = 3) -> l
 
 
 def main(argv=None) -> None:
-    from advisor.context import Context
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouse", required=True)
     ap.add_argument("--reps", type=int, default=3)

@@ -10,13 +10,15 @@ from __future__ import annotations
 import statistics
 import time
 
-from advisor.sketch.capture import capture
-from advisor.sketch.run import run_query
+from rich.table import Table
+
 from advisor.engine.execute import versions_now
-from advisor.sketch.lookup import sketch_rows
 from advisor.layout.clustered_copy import build_layout
 from advisor.layout.registry import find_layout
 from advisor.plan.parse import parse_sql
+from advisor.sketch.capture import capture
+from advisor.sketch.lookup import sketch_rows
+from advisor.sketch.run import run_query
 
 
 def bench_use(ctx, suite, fragments: int = 1000, reps: int = 3, console=None) -> list[dict]:
@@ -57,8 +59,6 @@ def bench_use(ctx, suite, fragments: int = 1000, reps: int = 3, console=None) ->
 
 
 def render(console, results: list[dict]) -> None:
-    from rich.table import Table
-
     tab = Table("query", "frags", "selectivity", "files p/s", "MB p/s", "rows read p/s", "plain s", "sketch s",
                 "speedup", "capture/plain", "same")
     for r in results:

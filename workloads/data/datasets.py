@@ -8,6 +8,9 @@ import tempfile
 import pyarrow.parquet as pq
 
 from advisor.errors import BadInput
+from workloads.data.crimes import generate_crimes
+from workloads.data.flights import flights_tables
+from workloads.data.tpch import generate_tpch
 
 DATASETS = ("tpch", "flights", "crimes")
 
@@ -28,16 +31,10 @@ def load_dataset(catalog, name: str, sf: float = 0.1, rows: int = 100_000, seed:
     staging = tempfile.mkdtemp(prefix=".staging-", dir=str(catalog.store.warehouse))
     try:
         if name == "tpch":
-            from workloads.data.tpch import generate_tpch
-
             return _load_parquet_files(catalog, generate_tpch(sf, staging), "tpch")
         if name == "flights":
-            from workloads.data.flights import flights_tables
-
             tables = flights_tables()
         else:
-            from workloads.data.crimes import generate_crimes
-
             tables = {"crimes": generate_crimes(rows, seed)}
         files = {}
         for t, tab in tables.items():

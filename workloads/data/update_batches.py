@@ -8,13 +8,13 @@ import shutil
 import uuid
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
 from advisor.errors import BadInput
 
 
 def batch_frames(catalog, table: str, inserts: int, deletes: int, seed: int = 0):
     """(insert rows without _rid, delete ids) as Spark DataFrames; not yet applied."""
-    from pyspark.sql import functions as F
-
     table = catalog.require(table)
     if inserts < 0 or deletes < 0:
         raise BadInput("--inserts and --deletes must be >= 0")
@@ -35,8 +35,6 @@ def batch_frames(catalog, table: str, inserts: int, deletes: int, seed: int = 0)
 
 def make_batch(catalog, table: str, inserts: int, deletes: int, out: str, seed: int = 0) -> str:
     """Write a batch file to `out` (a Parquet directory), atomically; returns its path."""
-    from pyspark.sql import functions as F
-
     ins, dels = batch_frames(catalog, table, inserts, deletes, seed)
     cols = [c for c, _ in catalog.schema(table)]
     schema = dict(catalog.schema(table))

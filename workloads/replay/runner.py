@@ -29,14 +29,37 @@ import shutil
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 
-from advisor.errors import BadInput
+import pyspark
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
+from advisor.calibration.probe import record_probe
+from advisor.context import Context
+from advisor.engine.session import DEFAULT_CONF
+from advisor.errors import BadInput, Unsupported
+from advisor.layout.clustered_copy import build_layout
+from advisor.maintain.policy.triggers import set_policy
+from advisor.maintain.spark import state_store as states
+from advisor.plan.parse import parse_sql
+from advisor.selection.cost_model import strategy_draw, unknown_strategy
+from advisor.warehouse.column_stats import column_stats
+from workloads.data.datasets import load_dataset
+from workloads.data.update_batches import batch_frames
 from workloads.replay import strategy_step as replay_steps
 from workloads.replay.heap_release import HeapKeeper
-from workloads.replay.lockstep import Gate
+from workloads.replay.lockstep import Gate, available_bytes, memory_warning, run_lockstep
 from workloads.replay.run_summary import summarize
+from workloads.replay.step_list import plan_steps
 from workloads.replay.warmup import ROUTINES, clone_store, warm_up
 from workloads.replay.workload_file import Workload, load_workload
 
@@ -60,9 +83,7 @@ def _java() -> str:
 
 
 def environment(spark) -> dict:
-    import pyspark
 
-    from importlib.metadata import version
 
     return {"advisor": version("sketch-advisor"), "python": sys.version.split()[0], "pyspark": pyspark.__version__,
             "java": _java(), "platform": platform.platform(), "cpus": os.cpu_count(),
@@ -72,10 +93,6 @@ def environment(spark) -> dict:
 def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
     """Load data, build layouts and table statistics, draw the steps, apply every batch; returns (and
     writes) plan.json."""
-    from advisor.layout.clustered_copy import build_layout
-    from workloads.data.datasets import load_dataset
-    from workloads.replay.step_list import plan_steps
-    from workloads.data.update_batches import batch_frames
 
     plan_path = run_dir / "plan.json"
     if plan_path.exists():
@@ -112,13 +129,11 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
         build_layout(cat, t, a, rows_per_file=wl.layout_rows_per_file)
     secs["layouts"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    from advisor.warehouse.column_stats import column_stats
     for t in cat.tables():  # table statistics, as ANALYZE TABLE would keep them: shared by every strategy
         progress(f"statistics of {t}")
         column_stats(cat, t)
     secs["statistics"] = time.perf_counter() - t0
     if wl.measured_costs:  # one job's fixed cost, for every strategy's cost model (advisor.calibration.probe)
-        from advisor.calibration.probe import record_probe
 
         progress("probing a Spark job's fixed cost")
         t0 = time.perf_counter()
@@ -149,8 +164,6 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
 def _check_templates(ctx, wl: Workload, steps: list[dict]) -> None:
     """Every template's first instance must parse against the loaded tables (or be a supported
     fallback): unknown tables or columns are a workload error, reported before anything runs."""
-    from advisor.errors import Unsupported
-    from advisor.plan.parse import parse_sql
 
     seen = set()
     for s in steps:
@@ -213,9 +226,7 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
     and caches), and strategies run one after another are timed minutes apart on a machine whose
     speed drifts (BENCHMARKS.md).  The caller then replays once more in-process,
     which finds every step done and writes ``run.json``."""
-    from advisor.engine.session import DEFAULT_CONF
 
-    from workloads.replay.lockstep import available_bytes, memory_warning, run_lockstep
 
     wl = load_workload(workload_path)
     strats = [s.strip().upper() for s in (strategies or wl.strategies)]
@@ -241,7 +252,6 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
     if console is None:
         run_lockstep(argvs)
         return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
@@ -254,8 +264,6 @@ PREPARE_ONLY = "ADVISOR_REPLAY_PREPARE_ONLY"  # set by ``replay_isolated`` for i
 
 def _contexts(spark):
     """Factory of contexts over warehouse directories, all on one SparkSession."""
-    from advisor.context import Context
-
     return lambda wh: Context(warehouse=wh, spark=spark)
 
 
@@ -270,10 +278,6 @@ def prepare_run(ctx, workload_path: str, out: str) -> None:
 def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
            fresh: bool = False, console=None, quiet: bool = False) -> Path:
     """Replay the workload; returns the run directory (with run.json)."""
-    from advisor.maintain.spark import state_store as states
-    from advisor.maintain.policy.triggers import set_policy
-    from advisor.selection.cost_model import strategy_draw, unknown_strategy
-
     wl = load_workload(workload_path)
     strats = [s.strip().upper() for s in (strategies or wl.strategies)]
     for s in strats:
@@ -386,13 +390,10 @@ def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: li
 
 class _Progress:
     """Rich progress: one bar per strategy (queries done, sketches, cumulative time), plus a status line."""
-
     def __init__(self, console, strategies: list[str], quiet: bool):
         self.quiet = quiet or console is None
         self.tasks, self.stats = {}, {}
         if not self.quiet:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(),

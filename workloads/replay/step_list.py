@@ -13,7 +13,7 @@ import random
 
 import numpy as np
 
-from advisor.errors import BadInput
+from advisor.errors import BadInput, spark_rejected
 
 GRID = [i / 200 for i in range(201)]  # quantile grid, interpolated between points
 
@@ -77,8 +77,8 @@ def _quantile_grid(spark, catalog, wl, tname: str, p) -> list:
         try:
             cols = spark.sql(spec["sql"]).columns
         except Exception as e:
-            raise BadInput(f"{wl.path}: template {tname}, param {p.name}: Spark rejected the quantile "
-                           f"sql: {str(e).splitlines()[0][:200]}") from None
+            raise BadInput(f"{wl.path}: template {tname}, param {p.name}: "
+                           f"{spark_rejected(e, 'the quantile sql', 200)}") from None
         src, col_expr = f"({spec['sql']}) q", f"`{cols[0]}`"
     probs = ", ".join(format(g, ".6g") for g in GRID)
     try:

@@ -10,8 +10,21 @@ import decimal
 import hashlib
 import time
 
+from advisor.engine.execute import run_plain_sql, versions_now
 from advisor.errors import BadInput, Unsupported
-
+from advisor.maintain.policy.triggers import after_apply, before_use
+from advisor.maintain.spark.derive import derive_sketch
+from advisor.maintain.spark.state_rental import record_rent
+from advisor.partition.range_partition import load_partition
+from advisor.plan.parse import parse_sql
+from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostParams, draw_seed, strategy_draw
+from advisor.selection.decision_memory import forget, recall, remember, revisit, skip
+from advisor.selection.recommend import recommend
+from advisor.sketch.capture import capture, capture_batch
+from advisor.sketch.lookup import sketch_rows, usable_sketches
+from advisor.sketch.run import run_query
+from advisor.warehouse.sketch_records import load_sketch, retire, retire_extra_heads
+from advisor.errors import spark_rejected
 
 LIVE_PER_TEMPLATE = 2  # live (used and maintained) sketch chains per template and strategy
 
@@ -35,8 +48,6 @@ def digest(rows: list[tuple]) -> str:
 
 
 def _sel(catalog, sk, versions) -> float:
-    from advisor.sketch.lookup import sketch_rows
-
     total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in sk.parts)
     return sketch_rows(catalog, sk) / max(1, total)
 
@@ -59,10 +70,6 @@ def _maint_record(catalog, strategy: str, step: int, trigger: str, res, measure:
 def recapture_check(catalog, sketch_id: int) -> tuple[float, bool]:
     """Capture the sketch's query afresh at its data versions (one job, nothing stored); returns the
     seconds and whether the fragments equal the maintained sketch's."""
-    from advisor.sketch.capture import capture_batch
-    from advisor.partition.range_partition import load_partition
-    from advisor.plan.parse import parse_sql
-    from advisor.warehouse.sketch_records import load_sketch
 
     sk = load_sketch(catalog.store, sketch_id)
     q = parse_sql(sk.sql, lambda t: catalog.schema(t))
@@ -80,8 +87,6 @@ def _plain_rows(cat, q) -> float:
 
 def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
     """Make the batch's version current for this strategy; maintain eagerly if the policy says so."""
-    from advisor.maintain.policy.triggers import after_apply
-
     cat = ctx.catalog
     cat.pin(step["table"], step["version"])
     if strategy == "NO-PS":
@@ -92,12 +97,6 @@ def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
 
 def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]]:
     """Execute one query step for `strategy`; returns (query record, maintenance records)."""
-    from advisor.selection.decision_memory import revisit
-    from advisor.engine.execute import run_plain_sql, versions_now
-    from advisor.sketch.run import run_query
-    from advisor.sketch.lookup import usable_sketches
-    from advisor.maintain.policy.triggers import before_use
-    from advisor.plan.parse import parse_sql
     cat = ctx.catalog
     t_step, measuring = time.perf_counter(), 0.0  # measuring: work done only to record the step
     secs = {k: 0.0 for k in ("sampling", "estimation", "capture", "maintenance", "query", "other", "oracle")}
@@ -158,7 +157,7 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
         except Exception as e:
             if isinstance(e, BadInput):
                 raise
-            raise BadInput(f"step {step['step']}: Spark rejected the query: {str(e).splitlines()[0][:300]}") from None
+            raise BadInput(f"step {step['step']}: {spark_rejected(e)}") from None
     if sketch is not None:
         rec["sketch_id"] = sketch.id
         t0 = time.perf_counter()
@@ -180,13 +179,6 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     """No stored sketch serves the query: follow the template's remembered decision, or estimate,
     decide and capture (``recommend``) and remember the outcome.  Returns the sketch to use or None;
     a capture or sizing job that also answered the query appends its ``RunResult`` to ``answers``."""
-    from advisor.sketch.capture import capture
-    from advisor.selection.decision_memory import forget, recall, remember, skip
-    from advisor.maintain.spark.derive import derive_sketch
-    from advisor.maintain.spark.state_rental import record_rent
-    from advisor.partition.range_partition import load_partition
-    from advisor.selection.recommend import recommend
-    from advisor.warehouse.sketch_records import load_sketch
 
     cat, store, d = ctx.catalog, ctx.catalog.store, rec["decision"]
     memo = recall(store, q.template, strategy)
@@ -219,7 +211,6 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
                      reason=f"template decided at step {memo.step} (go on {memo.table}.{memo.attr}, "
                             f"{part.n_fragments} fragments): {how} without re-estimating")
             return _use_captured(cat, q, versions, got[0], d, store, strategy, step)
-    from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, CostParams, draw_seed, strategy_draw
 
     base, draw = strategy_draw(strategy)
     r = recommend(ctx, step["sql"], base, wl.sample_rate, capture=True, fragments=wl.fragments,
@@ -239,7 +230,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     if picked and picked["selectivity"] is not None:
         rec["selectivity"]["estimated"] = picked["selectivity"]
         rec["selectivity"]["ci"] = picked["ci"]
-    horizon = (r.get("workload") or {}).get("predicted_reuses") or 3.0
+    horizon = (r.get("workload") or {}).get("predicted_reuses") or PRIOR_REUSES
     where = str(step["step"])
     if cap:
         sk = load_sketch(store, cap["sketch_id"])
@@ -259,10 +250,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
 def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dict):
     """The freshly captured sketch, unless the finder refuses it (e.g. it covers almost everything):
     then the run is plain and the template is remembered as no-go."""
-    from advisor.selection.decision_memory import remember
-    from advisor.sketch.lookup import usable_sketches
 
-    from advisor.warehouse.sketch_records import retire, retire_extra_heads
 
     d["action"] = "capture"
     retired = retire_extra_heads(store, q.template, keep=LIVE_PER_TEMPLATE)

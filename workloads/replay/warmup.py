@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sqlite3
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 
 from advisor import memory
+from advisor.maintain.policy.triggers import set_policy
+from advisor.maintain.spark import state_store as states
 from estimators import prefetch_jobs
+from workloads.replay import strategy_step as replay_steps
 
 ROUTINES = ("NO-PS", "CB-OPT-GB")
 
@@ -42,10 +45,7 @@ def forget_caches() -> int:
 def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
     """Run the warm-up for ``strategy``'s process (module docstring); returns the record to log:
     {steps, seconds}.  ``factory(dir)`` makes a context over a warehouse directory."""
-    from advisor.maintain.spark import state_store as states
-    from advisor.maintain.policy.triggers import set_policy
 
-    from workloads.replay import strategy_step as replay_steps
 
     steps = plan["steps"][:wl.warmup]
     quiet = dataclasses.replace(wl, measure_recapture=False)

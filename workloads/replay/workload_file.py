@@ -46,6 +46,7 @@ raises BadInput naming the file, line and key.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,8 @@ from typing import Any
 import yaml
 
 from advisor.errors import BadInput
+from advisor.maintain.policy.policies import make_policy
+from advisor.selection.cost_model import strategy_draw, unknown_strategy
 
 DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
@@ -119,7 +122,6 @@ class Workload:
         """Fingerprint of what ``replay.prepare`` builds from the file (data, layouts, statistics,
         the job-cost probe, the drawn steps and batches): a prepared run directory serves every file
         that agrees on these keys, whatever its strategies, policy, estimation or warm-up."""
-        import json
 
         keys = {k: self.raw.get(k) for k in PLAN_KEYS}
         keys["measured_costs"] = self.measured_costs  # decides whether the probe is recorded
@@ -181,8 +183,6 @@ def _tn(types) -> str:
 
 def load_workload(path: str | Path) -> Workload:
     """Parse and validate a workload file; BadInput (file:line: key: problem) on any error."""
-    from advisor.selection.cost_model import strategy_draw, unknown_strategy
-
     p = Path(path)
     try:
         text = p.read_text()
@@ -313,8 +313,6 @@ def _non_negative(v) -> str | None:
 
 
 def _check_policy(v: str) -> str | None:
-    from advisor.maintain.policy.policies import make_policy
-
     try:
         make_policy(v)
     except (ValueError, KeyError) as e:

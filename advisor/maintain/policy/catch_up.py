@@ -16,6 +16,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from advisor.calibration.measured_costs import calibrate, plain_proxy
+from advisor.maintain.spark.bulk_init import supports
+from advisor.maintain.spark.state_rental import predict_init, rent_of
+from advisor.plan.parse import parse_sql
+
 
 @dataclass
 class Evidence:
@@ -60,19 +65,12 @@ def decline_reason(e: Evidence) -> str | None:
 
 def _init_seconds(catalog, sk, rows: float) -> float:
     """Predicted initialisation of the sketch's operator state (``rent.predict_init``)."""
-    from advisor.maintain.spark.bulk_init import supports
-    from advisor.maintain.spark.state_rental import predict_init
-    from advisor.plan.parse import parse_sql
-
     root = parse_sql(sk.sql, catalog.schema).root
     return predict_init(catalog.store, root, rows, supports(root), sk.template)
 
 
 def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     """Gather the measurements for sketch ``sk``'s template from the store's run log."""
-    from advisor.calibration.measured_costs import calibrate, plain_proxy
-    from advisor.maintain.spark.state_rental import rent_of
-
     store = catalog.store
     cal = calibrate(store, limit)
     plain, sketched = cal.query_s.get(sk.template, ([], []))

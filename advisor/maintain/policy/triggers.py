@@ -8,9 +8,13 @@ import json
 import pickle
 import time
 
+from advisor.engine.execute import versions_now
 from advisor.errors import BadInput
-
+from advisor.maintain.policy.catch_up import buy_now, decline_reason, evidence
 from advisor.maintain.policy.policies import make_policy
+from advisor.maintain.spark.service import maintain_sketch, stale_heads
+from advisor.maintain.spark.state_store import has as stored
+from advisor.sketch.lookup import usable_sketches
 
 DEFAULT_POLICY = "lazy"
 
@@ -50,8 +54,6 @@ def _save(store, sk, spec: str, pol) -> None:
 
 def after_apply(catalog, table: str, n_tuples: int) -> list:
     """Tell every sketch reading `table` about the batch; maintain those whose policy says so."""
-    from advisor.maintain.spark.service import maintain_sketch, stale_heads
-
     spec = policy_spec(catalog.store)
     done = []
     for sk in stale_heads(catalog, {table}):
@@ -74,12 +76,7 @@ def before_use(catalog, query, declined: list | None = None, answer: bool = Fals
     and the reason appended: the query then runs plain; maintenance worth it only as a purchase of
     operator state buys it at once (``worth.buy_now``).  With ``answer``, a recapture of a sketch
     whose query is this very query (same SQL) also answers it (``MaintResult.answer``)."""
-    from advisor.engine.execute import versions_now
-    from advisor.sketch.lookup import usable_sketches
 
-    from advisor.maintain.spark.service import maintain_sketch
-    from advisor.maintain.spark.state_store import has as stored
-    from advisor.maintain.policy.catch_up import buy_now, decline_reason, evidence
 
     spec = policy_spec(catalog.store)
     done = []

@@ -38,14 +38,16 @@ from __future__ import annotations
 
 import time
 
-from advisor.plan import ir
-from advisor.warehouse.column_stats import stored_ndv
-from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
-
-from advisor.maintain.spark import bulk_init as bulk
 from advisor.maintain.engine import MaintState
 from advisor.maintain.operators.join import JoinOp
+from advisor.maintain.spark import bulk_init as bulk, state_rental as rent, state_store as states
+from advisor.maintain.spark.service import init_state, maintain_sketch, sketched_scans
 from advisor.maintain.spark.spark_side import SparkBase
+from advisor.plan import ir
+from advisor.plan.parse import parse_sql
+from advisor.safety.reuse_check import NotReusable, compare
+from advisor.warehouse.column_stats import stored_ndv
+from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
 DERIVE_MAX_GROUPS = 2_000_000  # about 1.3 s of derivation at the rate measured above
 
@@ -74,16 +76,13 @@ def _groups_estimate(catalog, query, heads: list[Sketch]) -> float | None:
     independent keys: TPC-H SF1 ``GROUP BY l_partkey, l_suppkey`` is 2e9 by it, 6M by the rows and
     800k in the state, so every new binding of that template was captured (3.3-3.9 s) and each of
     its chains initialised a state of its own (6.5-7.7 s)."""
-    from advisor.maintain.spark import state_store as states
-    from advisor.maintain.spark.state_rental import state_groups
-
     for h in heads:
         g = states.groups(catalog.store, h.id)
         if g is not None:
             return float(g)
     if _ndv_product(catalog, query) is None:
         return None
-    return state_groups(catalog.store, query.root, query.template)
+    return rent.state_groups(catalog.store, query.root, query.template)
 
 
 def derivable(query) -> bool:
@@ -93,8 +92,6 @@ def derivable(query) -> bool:
 
 def _same_below(a: MaintState, b: MaintState) -> bool:
     """The two states' lowest aggregations see the same input and compute the same aggregates."""
-    from advisor.safety.reuse_check import NotReusable, compare
-
     na, nb = bulk.lowest_aggregate(a.plan), bulk.lowest_aggregate(b.plan)
     if na is None or nb is None:
         return False
@@ -113,21 +110,16 @@ def _heads(catalog, query, want: dict) -> list[Sketch]:
 
 def _init_record(catalog, root, t0: float, versions: dict[str, int], template: str | None = None) -> dict:
     """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``rent.init_rate``)."""
-    from advisor.maintain.spark.state_rental import state_groups
-
     return {"init_seconds": round(time.perf_counter() - t0, 4),
             "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
-            "init_groups": state_groups(catalog.store, root, template), "bulk": True}
+            "init_groups": rent.state_groups(catalog.store, root, template), "bulk": True}
 
 
 def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
     """(a copy of the operator state, the head's id) of one of ``heads`` at ``versions``: a head with
     state (caught up by one incremental step if stale), else a current head whose state is
     initialised now (one Spark aggregation, about a capture), else None."""
-    from advisor.plan.parse import parse_sql
 
-    from advisor.maintain.spark import state_store as states
-    from advisor.maintain.spark.service import sketched_scans, init_state, maintain_sketch
 
     has_state = {h.id for h in heads if states.has(catalog.store, h.id)}
     current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
@@ -157,8 +149,6 @@ def _bought_state(catalog, query, want: dict, heads: list[Sketch],
     exist, none has state or is current, and the recaptures and captures their chains have spent
     (``maint_rent``) plus this binding's capture reach the predicted initialisation.  Else None
     (the caller captures)."""
-    from advisor.maintain.spark import state_rental as rent
-    from advisor.maintain.spark.service import sketched_scans, init_state
 
     if not heads or not bulk.supports(query.root):
         return None
@@ -182,8 +172,6 @@ def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions
     head of its template (``_head_state``), or from its own state bought now (``_bought_state``; head
     None), or None.  ``on``/``partitions``: the sketched attribute and partition per
     table, which the head must share."""
-    from advisor.maintain.spark import state_store as states
-    from advisor.maintain.spark.service import sketched_scans
 
     if not derivable(query):
         return None

@@ -18,15 +18,14 @@ import time
 from dataclasses import dataclass
 
 from advisor.errors import BadInput
-from advisor.partition.range_partition import load_partition
-from advisor.plan.parse import parse_sql
-from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
-
-from advisor.maintain.spark import bulk_init as bulk, state_store as states
-from advisor.maintain.spark import state_rental as rent
 from advisor.maintain.engine import Maintainer, MaintState
 from advisor.maintain.operators.protocol import NeedsRecapture
+from advisor.maintain.spark import bulk_init as bulk, state_rental as rent, state_store as states
 from advisor.maintain.spark.spark_side import SparkBase, warm_sides
+from advisor.partition.range_partition import load_partition
+from advisor.plan.parse import parse_sql
+from advisor.sketch.capture import capture
+from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
 
 @dataclass
@@ -164,7 +163,6 @@ def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spen
     """Recapture the chain's next version at ``new``.  With ``init_with`` = (sketched, topk buffer)
     operator state is initialised for it (a top-k buffer ran dry); without, the chain stays
     state-less and the recapture is booked as rent (``rent``)."""
-    from advisor.sketch.capture import capture
 
     on = {p.table: p.attr for p in sk.parts}
     parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}

@@ -19,6 +19,8 @@ warm-up reads.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 from typing import Optional
 
 import numpy as np
@@ -26,15 +28,15 @@ import pandas as pd
 
 from advisor import memory
 from advisor.caches import BoundedMemo
-from advisor.sketch.capture import FRAG
 from advisor.engine.execute import table_view
+from advisor.maintain.base_side import NEW, OLD, KeyFilter
+from advisor.maintain.frames import fcol, normalize_frame, py_scalar
+from advisor.maintain.operators.join import JoinOp
 from advisor.partition.range_partition import assign_column
 from advisor.plan import ir
 from advisor.plan.to_sql import BM, Gen, Source, gen, q
+from advisor.sketch.capture import FRAG
 from advisor.warehouse.sketch_records import decode_bitmap
-
-from advisor.maintain.base_side import NEW, OLD, KeyFilter
-from advisor.maintain.frames import fcol, normalize_frame, py_scalar
 
 MAX_IN_LIST = 5000
 SIDE_CACHE_ROWS = 8_000_000   # all cached sides together
@@ -82,7 +84,6 @@ def _cache_side(key: tuple, side: _Side) -> None:
 
 class SparkBase:
     """BaseSide over the catalog: `versions[OLD|NEW]` maps table -> version."""
-
     def __init__(self, catalog, sketched: dict, old: dict[str, int], new: dict[str, int]):
         self.catalog = catalog
         self.sketched = sketched  # scan_id -> (internal attr name, RangePartition)
@@ -178,9 +179,6 @@ class SparkBase:
 
 
 def _lit(v) -> str:
-    import datetime as dt
-    import decimal
-
     if hasattr(v, "item") and not isinstance(v, (dt.date, decimal.Decimal)):
         v = v.item()  # numpy scalar -> Python
     if isinstance(v, bool):
@@ -198,7 +196,6 @@ def warm_sides(state, base: "SparkBase") -> int:
     """Prefetch, for every join in `state`, each input side that holds no sketched scan and reads
     at most ``SIDE_MAX_ROWS`` table rows (a dimension under a stream of fact batches); returns how
     many sides were cached."""
-    from advisor.maintain.operators.join import JoinOp
 
     n = 0
     for op in state.root_op.walk():

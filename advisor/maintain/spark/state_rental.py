@@ -21,9 +21,14 @@ import json
 import statistics
 import time
 
+from advisor.calibration.measured_costs import PRIOR_ROWS_PER_S
+from advisor.maintain.spark.state_store import template_groups
+from advisor.plan import ir
+from advisor.warehouse.column_stats import store_ndv
+
 INIT_ROWS_PER_S = 150_000.0          # prior: pyarrow read + pandas operators (measured 120k-200k on 2 cores)
 BULK_INIT_ROWS_PER_S = 1_500_000.0   # prior: one Spark aggregation (``bulk``), about a capture's cost
-RECAPTURE_ROWS_PER_S = 2_000_000.0   # prior: one instrumented Spark scan
+RECAPTURE_ROWS_PER_S = PRIOR_ROWS_PER_S  # prior: one instrumented Spark scan
 MIN_INIT_SECONDS = 2.0
 # prior: groups of state loaded per second on the driver (arrow transfer + operator arrays).  SF1
 # big_orders: 1.5M groups added ~4.5-5 s to a 6M-row initialisation; SF0.1: 150k groups, 0.74 s
@@ -76,10 +81,7 @@ def state_groups(store, root, template: str | None = None) -> float:
     rows of the tables under it, summed over aggregations.  A key without statistics (a computed
     one) leaves its aggregation out: 0 groups, the estimate before groups were counted.  The product assumes independent keys: TPC-H SF1
     ``GROUP BY l_partkey, l_suppkey`` came out at 6M (the rows) against 800k groups formed."""
-    from advisor.plan import ir
-    from advisor.warehouse.column_stats import store_ndv
 
-    from advisor.maintain.spark.state_store import template_groups
 
     seen = store.observed_groups(template)
     if seen is None:

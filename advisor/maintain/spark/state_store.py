@@ -23,8 +23,9 @@ from pathlib import Path
 
 from advisor import memory
 from advisor.caches import BoundedMemo
-
 from advisor.maintain.engine import MaintState
+from advisor.maintain.spark.bulk_init import plain_agg_op
+from advisor.warehouse.sketch_records import latest_versions
 
 CACHE_BYTES = 1 << 30  # in-process budget for operator state kept unpickled (LRU, by ``memory_bytes``)
 
@@ -87,8 +88,6 @@ def save(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -
 
 def _groups(state: MaintState) -> int | None:
     """Groups held by the state's lowest aggregation (what a derivation copies), or None."""
-    from advisor.maintain.spark.bulk_init import plain_agg_op
-
     op = plain_agg_op(state)
     return len(op.index) if op is not None else None
 
@@ -188,7 +187,6 @@ def prune(catalog) -> int:
     (tens of MB at SF1), so without this the states directory grows with every batch.  Rows stay,
     path emptied, for their initialisation records (``rent.init_rate``); a dirty cached state is
     dropped unwritten.  Returns the number of states dropped."""
-    from advisor.warehouse.sketch_records import latest_versions
 
     store = catalog.store
     live = {s.id for s in latest_versions(store)}
