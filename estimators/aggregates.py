@@ -54,25 +54,10 @@ import numpy as np
 import pandas as pd
 
 from estimators.bootstrap import (
-    GroupIndex,
-    aggregate_weighted,
-    block_size,
-    group_exists,
-    group_sums,
-    normalize_agg,
-    point_weights,
-    replicate_blocks,
-    replicate_stderr,
-    stratum_sizes,
-)
+    GroupIndex, aggregate_weighted, block_size, group_exists, group_sums, normalize_agg, point_weights,
+    replicate_blocks, replicate_stderr, stratum_sizes)
 from estimators.clt import (
-    compare,
-    normal_interval_probability,
-    normal_pass_probability,
-    normalize_op,
-    stratified_clt,
-    z_value,
-)
+    compare, normal_interval_probability, normal_pass_probability, normalize_op, stratified_clt, z_value)
 from estimators.quantiles import nan_quantiles
 
 # --- predicates -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.calibration.measured_costs import PRIOR_FIXED_S, calibrate, fit_line, predicted_seconds, rows_for
 from advisor.maintain.policy.catch_up import Evidence, buy_now, decline_reason
-from advisor.selection.cost_model import CostParams, Workload, cannot_pay, maintenance_per_update
+from advisor.selection.cost_model import CostParams, UseForecast, cannot_pay, maintenance_per_update
 from advisor.warehouse.store import Store
 
 
@@ -128,7 +128,7 @@ def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
     assert fresh.sizing_rows(2, T, columns=3) == pytest.approx(2 * T / 3)
     # SF1 part_line's first instance: 3 predicted uses, capture 1.41 scans, two
     # partitions to build; a scan each declined it before sizing, a third of one each does not
-    first = Workload(3, capture_rows=1.41 * T, calibration=fresh)
+    first = UseForecast(3, capture_rows=1.41 * T, calibration=fresh)
     assert cannot_pay(T, first, CostParams(), first.sizing_rows(2, T)) is not None
     assert cannot_pay(T, first, CostParams(), first.sizing_rows(2, T, columns=3)) is None
     # a cold sizing: 2 partitions built in 2.0 s, its exact job (the capture) 6.4 s, 1.3 s of the rest;
@@ -144,7 +144,7 @@ def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
     assert cal.sizing_rows(1, T) == pytest.approx((1.0 + 0.8) / 2.5e-7)
     assert cal.sizing_rows(0, T) == pytest.approx(0.8 / 2.5e-7)
     # charged with the capture, the sizing of a new template on one new partition fits in 3 uses
-    w = Workload(3, capture_rows=1.3 * T, calibration=cal)
+    w = UseForecast(3, capture_rows=1.3 * T, calibration=cal)
     assert w.sizing_rows(1, T) == pytest.approx(cal.sizing_rows(1, T))
     assert cannot_pay(T, w, CostParams(), w.sizing_rows(1, T)) is None
     assert cannot_pay(T, w, CostParams(), cal.rows(9.7)) is not None  # a whole cold recommendation does not
@@ -152,15 +152,15 @@ def test_sizing_without_sampling_is_predicted_from_its_parts(tmp_path):
 
 def test_unmeasured_sampling_is_charged_two_scans_before_sampling():
     T, p = 600_000.0, CostParams()
-    fresh = Workload(3)  # nothing measured: capture prior 1.3 scans, advice prior 2 scans
+    fresh = UseForecast(3)  # nothing measured: capture prior 1.3 scans, advice prior 2 scans
     assert fresh.sampled_advice_rows(T) == pytest.approx(2 * T)
     assert fresh.sampled_advice_rows(T, 0.0) == 0.0  # an explicit recommend: measured costs only
     # three predicted uses can save at most 3 scans: less than 1.3 + 2
     assert cannot_pay(T, fresh, p, fresh.sampled_advice_rows(T)) is not None
     # a template seen once more predicts four uses: 4 > 3.3, so it may sample
-    assert cannot_pay(T, Workload(4), p, Workload(4).sampled_advice_rows(T)) is None
+    assert cannot_pay(T, UseForecast(4), p, UseForecast(4).sampled_advice_rows(T)) is None
     # once measured, the measurement replaces the prior (here a cheap cached-sample estimation)
-    measured = Workload(3, advice_rows=0.1 * T)
+    measured = UseForecast(3, advice_rows=0.1 * T)
     assert measured.sampled_advice_rows(T) == pytest.approx(0.1 * T)
     assert cannot_pay(T, measured, p, measured.sampled_advice_rows(T)) is None
 
@@ -168,10 +168,10 @@ def test_unmeasured_sampling_is_charged_two_scans_before_sampling():
 def test_maintenance_is_the_cheaper_of_renting_and_buying_state():
     T, p = 1_000_000.0, CostParams()
     # 3 updates over the horizon; initialising state costs 40 scans, a recapture 1.3, a step 0.1
-    w = Workload(3, updates_per_use=1.0, init_rows=40 * T, inc_rows=0.1 * T)
+    w = UseForecast(3, updates_per_use=1.0, init_rows=40 * T, inc_rows=0.1 * T)
     assert maintenance_per_update(T, 1.3 * T, w, p) == pytest.approx(1.3 * T)
     # 1,000 updates: buying wins, (40 + 1000 * 0.1) / 1000 scans per update
-    w = Workload(1000, updates_per_use=1.0, init_rows=40 * T, inc_rows=0.1 * T)
+    w = UseForecast(1000, updates_per_use=1.0, init_rows=40 * T, inc_rows=0.1 * T)
     assert maintenance_per_update(T, 1.3 * T, w, p) == pytest.approx(0.14 * T)
 
 
@@ -179,12 +179,12 @@ def test_cannot_pay_when_maintenance_exceeds_any_saving():
     T, p = 1_000_000.0, CostParams()
     # each use meets a batch whose recapture (1.3 scans) costs more than skipping everything saves,
     # and the operator state is too big ever to be bought, so no step is cheaper than a recapture
-    w = Workload(3, updates_per_use=1.0, init_rows=60 * T, inc_rows=0.2 * T, capture_rows=1.3 * T,
+    w = UseForecast(3, updates_per_use=1.0, init_rows=60 * T, inc_rows=0.2 * T, capture_rows=1.3 * T,
                  state_buyable=False)
     why = cannot_pay(T, w, p, advice_rows=0.5 * T)
     assert why is not None and "no-go before sampling" in why and "maintenance 3.90" in why
     # read-only workload: a sketch that skips a lot can repay capture and estimation
-    calm = Workload(20, capture_rows=1.3 * T)
+    calm = UseForecast(20, capture_rows=1.3 * T)
     assert cannot_pay(T, calm, p, advice_rows=8 * T) is None
     # ...but not when the estimation alone costs more than 20 uses could save
     assert cannot_pay(T, calm, p, advice_rows=25 * T) is not None
@@ -197,7 +197,7 @@ def test_cannot_pay_charges_maintenance_at_its_floor_and_the_full_model_the_purc
     which would decline the template before sampling; the floor (0.05 a step) lets it be sized,
     and the full model still charges the amortised purchase."""
     T, p = 1000.0, CostParams()
-    w = Workload(3, updates_per_use=1.0, steps_per_use=1.0, capture_rows=1500.0, inc_rows=50.0,
+    w = UseForecast(3, updates_per_use=1.0, steps_per_use=1.0, capture_rows=1500.0, inc_rows=50.0,
                  init_rows=4500.0)
     assert maintenance_per_update(T, 1500.0, w, p) == pytest.approx(1500.0)
     # 3 * (1000 - 50) - 1500 - 780 = 570 > 0
@@ -242,8 +242,8 @@ def test_lazy_policy_pays_one_catch_up_per_use_however_many_batches_wait():
     assert maintenance_steps("arrival", 3.0) == 3.0
     T = 1e6
     p = CostParams()
-    eager = Workload(7, updates_per_use=3.0, inc_rows=0.2 * T, capture_rows=1.3 * T)
-    lazy = Workload(7, updates_per_use=3.0, inc_rows=0.2 * T, capture_rows=1.3 * T, steps_per_use=1.0)
+    eager = UseForecast(7, updates_per_use=3.0, inc_rows=0.2 * T, capture_rows=1.3 * T)
+    lazy = UseForecast(7, updates_per_use=3.0, inc_rows=0.2 * T, capture_rows=1.3 * T, steps_per_use=1.0)
     # 7 uses x 3 steps x 0.2 scans = 4.2 scans of maintenance against 7 x 0.2 = 1.4 under lazy
     assert "maintenance 4.20" in cannot_pay(T, eager, p, advice_rows=4.0 * T)
     assert cannot_pay(T, lazy, p, advice_rows=4.0 * T) is None
@@ -320,7 +320,7 @@ def test_advice_is_predicted_from_warm_records_when_there_are_any(tmp_path):
     assert cal.overhead_s == [pytest.approx(0.5)] and cal.partition_s == [pytest.approx(0.3)]
     assert cal.advice_s == [pytest.approx(2.0)]
     assert cal.sizing_rows(1, T) == pytest.approx(0.8 / 2.5e-7)
-    w = Workload(3, capture_rows=1.4 * T, calibration=cal)
+    w = UseForecast(3, capture_rows=1.4 * T, calibration=cal)
     assert cannot_pay(T, w, CostParams(), w.sizing_rows(1, T)) is None
     both = (1.1 + 0.3) / 2 + (2.9 + 0.5) / 2  # the median of the two, as before
     assert cannot_pay(T, w, CostParams(), cal.rows(both)) is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.selection.decision_memory import (
     MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, pays_after, recall, remember, revisit)
-from advisor.selection.cost_model import CostParams, Workload, cannot_pay
+from advisor.selection.cost_model import CostParams, UseForecast, cannot_pay
 from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, save_sketch
 from advisor.warehouse.store import Store
 
@@ -133,7 +133,7 @@ def test_a_no_go_before_sampling_is_remembered_until_one_more_use_could_pay():
     fourth use (3.00) it would.  A dearer capture (3.00 scans) needs 3.76 / 0.75 = 5.01, so 6 uses,
     3 more; maintenance of a whole scan per use never pays."""
     T = 6e6
-    w = Workload(reuses=3.0, updates_per_use=1.0, fixed_rows=0.19 * T, capture_rows=1.49 * T, inc_rows=0.25 * T,
+    w = UseForecast(reuses=3.0, updates_per_use=1.0, fixed_rows=0.19 * T, capture_rows=1.49 * T, inc_rows=0.25 * T,
                  steps_per_use=1.0)
     p = CostParams()
     assert cannot_pay(T, w, p, 0.76 * T) is not None

@@ -11,8 +11,8 @@ from advisor.partition.range_partition import RangePartition
 from advisor.plan.parse import parse_sql
 from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.selection.cost_model import (
-    CostParams, Workload, best_granularity, cannot_pay, choose, cost, draw_seed, granularities_for,
-    pool_of, strategy_draw)
+    CostParams, UseForecast, best_granularity, cannot_pay, cost, granularities_for)
+from advisor.selection.strategies import choose, draw_seed, pool_of, strategy_draw
 from advisor.partition.refine import derive_partition
 from estimators.aggregates import And, Cmp, Not, Or
 
@@ -31,7 +31,7 @@ def cand(attr, sels, roles=(), safe=True, real=None):
 
 # ---------------- cost model ----------------
 def test_selective_sketch_with_reuses_is_go_and_carries_its_numbers():
-    c = cost(summ(0.05, frags=10), "a", T, Workload(3), CostParams())
+    c = cost(summ(0.05, frags=10), "a", T, UseForecast(3), CostParams())
     assert c.go and c.reason.startswith("go:")
     assert c.capture_rows == pytest.approx(1.3 * T) and c.saving_rows == pytest.approx(0.95 * T)
     assert c.net_rows == pytest.approx(3 * (c.saving_rows - c.overhead_rows) - c.capture_rows)
@@ -42,11 +42,11 @@ def test_paper_example_year_wins_but_pays_off_only_with_enough_reuses():
     # digest §1.9: pid 100 %, month 87.5 %, year 62.5 % of the rows (scaled to 8M rows: on 8 rows the
     # fixed per-term planning cost alone forbids any sketch)
     cands = [cand("pid", {3: 1.0}, ["gb"]), cand("month", {3: 0.875}, ["gb"]), cand("year", {3: 0.625}, ["gb"])]
-    few = choose("CB-OPT-GB", cands, 8_000_000, Workload(3))
+    few = choose("CB-OPT-GB", cands, 8_000_000, UseForecast(3))
     assert few.attr == "year" and [a for a, _ in few.ranking] == ["year", "month", "pid"]
     assert not few.go and "does not pay off" in few.reason  # 3 x 37.5 % saved < 130 % capture
-    many = choose("CB-OPT-GB", cands, 8_000_000, Workload(20))
-    tiny = choose("CB-OPT-GB", cands, 8, Workload(20))
+    many = choose("CB-OPT-GB", cands, 8_000_000, UseForecast(20))
+    tiny = choose("CB-OPT-GB", cands, 8, UseForecast(20))
     assert tiny.attr == "year" and not tiny.go
     assert many.attr == "year" and many.go
 
@@ -56,8 +56,8 @@ def test_exact_sizing_makes_the_capture_a_sunk_cost():
     capture, so one use of a 40 % sketch pays (0.6 scans saved), which it does not when a capture
     (1.3 scans) is still to come."""
     s, p = summ(0.4, frags=10), CostParams()
-    owed = cost(s, "a", T, Workload(1), p)
-    sunk = cost(s, "a", T, Workload(1, capture_sunk=True), p)
+    owed = cost(s, "a", T, UseForecast(1), p)
+    sunk = cost(s, "a", T, UseForecast(1, capture_sunk=True), p)
     assert not owed.go and owed.capture_rows == pytest.approx(1.3 * T)
     assert sunk.go and sunk.capture_rows == 0.0 and "done while sizing" in sunk.reason
     assert sunk.net_rows == pytest.approx(owed.net_rows + 1.3 * T)
@@ -66,15 +66,15 @@ def test_exact_sizing_makes_the_capture_a_sunk_cost():
 def test_cannot_pay_charges_an_exact_sizing_once():
     """Before sizing: 2 uses save at most 2 scans. Capture 1.3 + sampling 1.0 scans cannot pay; an
     exact sizing of 1.0 scans that is itself the capture costs max(1.3, 1.0) = 1.3 and can."""
-    w = Workload(2, advice_rows=1.0 * T)
+    w = UseForecast(2, advice_rows=1.0 * T)
     assert "no-go before sampling" in cannot_pay(T, w, CostParams(), w.advice_rows)
     assert cannot_pay(T, w, CostParams(), w.advice_rows, advice_captures=True) is None
-    dear = Workload(2, advice_rows=2.5 * T)
+    dear = UseForecast(2, advice_rows=2.5 * T)
     assert cannot_pay(T, dear, CostParams(), dear.advice_rows, advice_captures=True) is not None
 
 
 def test_upper_bound_above_max_sel_is_no_go_even_with_many_reuses():
-    c = cost(summ(0.7, hi=0.85), "a", T, Workload(1000), CostParams())
+    c = cost(summ(0.7, hi=0.85), "a", T, UseForecast(1000), CostParams())
     assert not c.go and "upper bound 85.0% > 80%" in c.reason
 
 
@@ -84,23 +84,23 @@ def test_a_sketch_the_finder_would_not_use_is_no_go():
     from advisor.sketch.lookup import MAX_USE_READ
 
     assert CostParams().max_read == MAX_USE_READ == 0.5
-    c = cost(summ(0.02, frags=20).with_read(0.6, "row groups"), "a", T, Workload(1000), CostParams())
+    c = cost(summ(0.02, frags=20).with_read(0.6, "row groups"), "a", T, UseForecast(1000), CostParams())
     assert not c.go and "leaves 60.0% of the data to read (> 50%)" in c.reason
-    ok = cost(summ(0.02, frags=20).with_read(0.4, "row groups"), "a", T, Workload(1000), CostParams())
+    ok = cost(summ(0.02, frags=20).with_read(0.4, "row groups"), "a", T, UseForecast(1000), CostParams())
     assert ok.go
 
 
 def test_more_reuses_raise_and_maintenance_lowers_the_net_benefit():
     s, p = summ(0.3), CostParams()
-    nets = [cost(s, "a", T, Workload(r), p).net_rows for r in (1, 3, 10)]
+    nets = [cost(s, "a", T, UseForecast(r), p).net_rows for r in (1, 3, 10)]
     assert nets[0] < nets[1] < nets[2]
-    calm = cost(s, "a", T, Workload(5), p)
-    busy = cost(s, "a", T, Workload(5, updates_per_use=2.0, delta_rows=10_000), p)
+    calm = cost(s, "a", T, UseForecast(5), p)
+    busy = cost(s, "a", T, UseForecast(5, updates_per_use=2.0, delta_rows=10_000), p)
     assert busy.maintenance_rows > 0 and busy.net_rows < calm.net_rows
 
 
 def test_granularity_trades_selectivity_against_filter_terms():
-    p, w = CostParams(), Workload(5)
+    p, w = CostParams(), UseForecast(5)
     # finer partition barely helps but scatters many more range terms: the coarse one wins
     sizes = {100: summ(0.30, 100, frags=30), 1000: summ(0.29, 1000, frags=290), 10000: summ(0.28, 10000, frags=2800)}
     assert best_granularity(sizes, "a", T, w, p).n_target == 100
@@ -131,7 +131,7 @@ CANDS = [cand("g", {1000: 0.2}, ["gb", "rel"], real={1000: 0.25}),
 @pytest.mark.parametrize("strategy,expected", [("CB-OPT", "ts"), ("CB-OPT-GB", "g"), ("CB-OPT-REL", "ts"),
                                                ("OPT", "h")])
 def test_cost_based_and_oracle_picks(strategy, expected):
-    d = choose(strategy, CANDS, T, Workload(5))
+    d = choose(strategy, CANDS, T, UseForecast(5))
     assert d.attr == expected and d.attr != "bad"
     assert d.costing is not None and d.costing.attr == expected
 
@@ -140,15 +140,15 @@ def test_unsafe_attributes_are_never_in_a_pool():
     for s in ("RAND-ALL", "RAND-GB", "RAND-REL", "CB-OPT", "CB-OPT-GB", "OPT"):
         assert "bad" not in [c.attr for c in pool_of(s, CANDS)]
     for seed in range(30):
-        assert choose("RAND-GB", CANDS, T, Workload(5), seed=seed).attr in ("g", "h")
+        assert choose("RAND-GB", CANDS, T, UseForecast(5), seed=seed).attr in ("g", "h")
 
 
 def test_random_strategies_are_seeded_and_stay_in_their_pool():
-    picks = {choose("RAND-ALL", CANDS, T, Workload(5), seed=s).attr for s in range(40)}
+    picks = {choose("RAND-ALL", CANDS, T, UseForecast(5), seed=s).attr for s in range(40)}
     assert picks == {"g", "h", "ts", "v", "id"}
-    assert choose("RAND-ALL", CANDS, T, Workload(5), seed=7).attr == choose("RAND-ALL", CANDS, T, Workload(5), seed=7).attr
-    assert choose("RAND-PK", CANDS, T, Workload(5)).attr == "id"
-    assert choose("RAND-AGG", CANDS, T, Workload(5)).attr == "v"
+    assert choose("RAND-ALL", CANDS, T, UseForecast(5), seed=7).attr == choose("RAND-ALL", CANDS, T, UseForecast(5), seed=7).attr
+    assert choose("RAND-PK", CANDS, T, UseForecast(5)).attr == "id"
+    assert choose("RAND-AGG", CANDS, T, UseForecast(5)).attr == "v"
 
 
 def test_draws_of_a_random_strategy_are_named_and_seeded_apart():
@@ -159,17 +159,17 @@ def test_draws_of_a_random_strategy_are_named_and_seeded_apart():
     assert draw_seed(11, 0) == 11 and len({draw_seed(11, k) for k in range(10)}) == 10
     # one step's seed, four draws: the draws do not all pick alike (a single draw picks one side)
     for step_seed in (3, 40, 77):
-        picks = [choose("RAND-GB", CANDS, T, Workload(5), seed=draw_seed(step_seed, k)).attr for k in range(8)]
+        picks = [choose("RAND-GB", CANDS, T, UseForecast(5), seed=draw_seed(step_seed, k)).attr for k in range(8)]
         assert set(picks) == {"g", "h"}, picks
 
 
 def test_no_ps_and_empty_pools_are_no_go_with_a_reason():
-    d = choose("NO-PS", CANDS, T, Workload(5))
+    d = choose("NO-PS", CANDS, T, UseForecast(5))
     assert d.attr is None and not d.go and "NO-PS" in d.reason
-    d = choose("CB-OPT-GB", [c for c in CANDS if "gb" not in c.roles], T, Workload(5))
+    d = choose("CB-OPT-GB", [c for c in CANDS if "gb" not in c.roles], T, UseForecast(5))
     assert d.attr is None and not d.go and "no safe candidate" in d.reason
     with pytest.raises(ValueError):
-        choose("BEST", CANDS, T, Workload(5))
+        choose("BEST", CANDS, T, UseForecast(5))
 
 
 def test_expectation_outside_its_replicate_interval_is_clamped():
@@ -365,10 +365,10 @@ def test_a_joined_dimension_is_ranked_with_the_fact_rows_it_keeps_out_of_the_joi
     dim = Candidate("orders", "o_orderdate", True, "why", 2400, frozenset({"gb", "rel"}),
                     {100: summ(0.076, 100)}, {100: summ(0.076, 100)}, dim=True, rows=1.5e6)
     for strategy in ("CB-OPT", "OPT"):
-        d = choose(strategy, [fact, dim], 6e6, Workload(5))
+        d = choose(strategy, [fact, dim], 6e6, UseForecast(5))
         assert d.attr == "orders.o_orderdate", (strategy, d.ranking)
     no_join = CostParams(join_share=0.0)
-    assert choose("CB-OPT", [fact, dim], 6e6, Workload(5), no_join).attr == "l_shipdate"
+    assert choose("CB-OPT", [fact, dim], 6e6, UseForecast(5), no_join).attr == "l_shipdate"
 
 
 def test_a_pair_that_does_not_pay_never_displaces_a_single_go():
@@ -379,14 +379,14 @@ def test_a_pair_that_does_not_pay_never_displaces_a_single_go():
     single = Candidate("t", "g", True, "", 200, frozenset({"gb"}), {100: SizeSummary(100, 102, 0.22, 0.2, 0.24, 0.22, 20.0)})
     pair = Candidate("t", "g&ts", True, "", 200, frozenset({"gb"}),
                      {100: SizeSummary(100, 204, 0.19, 0.18, 0.2, 0.19, 40.0)}, attrs=("g", "ts"))
-    dear = Workload(3.0, capture_rows=1.2 * T)  # 3 x (0.81 - 0.02) - 2 x 1.2 < 0: the pair is a no-go
+    dear = UseForecast(3.0, capture_rows=1.2 * T)  # 3 x (0.81 - 0.02) - 2 x 1.2 < 0: the pair is a no-go
     d = choose("CB-OPT", [single, pair], T, dear)
     assert d.attr == "g" and d.go and [a for a, _ in d.ranking] == ["g"]
-    cheap = Workload(3.0, capture_rows=0.8 * T)  # both go; the pair nets +0.77 scans, the single +1.51
+    cheap = UseForecast(3.0, capture_rows=0.8 * T)  # both go; the pair nets +0.77 scans, the single +1.51
     d = choose("CB-OPT", [single, pair], T, cheap)
     assert d.attr == "g" and d.go and [a for a, _ in d.ranking] == ["g&ts", "g"]
     good_pair = Candidate("t", "g&ts", True, "", 200, frozenset({"gb"}),
                           {100: SizeSummary(100, 204, 0.01, 0.005, 0.02, 0.01, 4.0)}, attrs=("g", "ts"))
     assert choose("CB-OPT", [single, good_pair], T, cheap).attr == "g"  # 3 uses: +1.3 scans < +1.51
-    d = choose("CB-OPT", [single, good_pair], T, Workload(10.0, capture_rows=0.8 * T))  # +8.3 > +6.9
+    d = choose("CB-OPT", [single, good_pair], T, UseForecast(10.0, capture_rows=0.8 * T))  # +8.3 > +6.9
     assert d.attr == "g&ts" and d.go

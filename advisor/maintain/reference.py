@@ -25,17 +25,8 @@ import pandas as pd
 from advisor.errors import Unsupported
 from advisor.maintain import exprs, relops
 from advisor.maintain.frames import (
-    EMPTY,
-    M,
-    annotations,
-    coerce_to,
-    column_values,
-    consolidate,
-    fcol,
-    frame_from_rows,
-    row_values,
-    topk_sort_key,
-)
+    EMPTY, M, annotations, coerce_to, column_values, consolidate, fcol, frame_from_rows, row_values,
+    topk_sort_key)
 from advisor.maintain.relops import Sketched, sketched_under
 from advisor.partition.assign_pandas import assign
 from advisor.plan import ir

@@ -9,11 +9,7 @@ import time
 import numpy as np
 
 from advisor.partition.range_partition import (
-    RangePartition,
-    advance_partition,
-    build_partition,
-    load_partition,
-)
+    RangePartition, advance_partition, build_partition, load_partition)
 
 
 # ---------------- partitions per granularity ----------------

@@ -115,7 +115,7 @@ def subtree_attrs(n: ir.Node) -> list[str]:
     return out
 
 
-class _Checker:
+class SafetyChecker:
     """One run of gc for (root, X, stats); collects the check log and the explanatory notes."""
 
     def __init__(self, root: ir.Node, X: set[str], stats: Mapping, timeout_ms: int):
@@ -411,7 +411,7 @@ def check_safety(root: ir.Node, X: set[str], stats: Mapping[tuple[str, str], tup
     hit = _CACHE.get(key)
     if hit is None:
         with z3_section():
-            hit = _Checker(root, X, stats, timeout_ms).run()
+            hit = SafetyChecker(root, X, stats, timeout_ms).run()
         _CACHE.put(key, hit)
     return replace(hit, details=list(hit.details))
 

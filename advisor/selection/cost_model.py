@@ -36,7 +36,7 @@ fixed cost in rows, 0 until the run log identifies it):
 Before sampling, ``cannot_pay`` stops the advice when even read = 0 could not repay capture,
 maintenance at its floor (incremental steps, unless the state is too big to buy) and the measured
 estimation cost: sampling + estimation for the bootstrap (in a
-replay, two scans until one is measured: ``Workload.sampled_advice_rows``), and for a
+replay, two scans until one is measured: ``UseForecast.sampled_advice_rows``), and for a
 sizing without sampling (method exact, OPT) the partitions still to build plus the measured rest
 (``Calibration.sizing_rows``), its job being the capture.
 ``read`` is the share of rows scans still read with the sketch (``advisor.layout.skip_prediction``: files of a
@@ -56,7 +56,6 @@ stores one attribute per table and sketch).
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -64,35 +63,7 @@ from advisor.calibration.measured_costs import PRIOR_ROWS_PER_S, partition_prior
 from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.sketch.lookup import MAX_USE_READ
 
-STRATEGIES = ("NO-PS", "RAND-ALL", "RAND-REL", "RAND-GB", "RAND-PK", "RAND-AGG",
-              "CB-OPT", "CB-OPT-GB", "CB-OPT-REL", "OPT")
-POOLS = {"ALL": None, "REL": "rel", "GB": "gb", "PK": "pk", "AGG": "agg"}
-_DRAW_SALT = 104_729  # a prime: draw k of a random strategy shifts its seeds by k times this
 
-
-def strategy_draw(name: str) -> tuple[str, int] | None:
-    """``RAND-GB@3`` -> ("RAND-GB", 3): the third independent draw of a random strategy (its picks
-    seeded apart), so a replay can average a random strategy over several draws instead of
-    judging it by one; a plain known name is draw 0.  None for an unknown name."""
-    base, at, k = str(name).strip().upper().partition("@")
-    if base not in STRATEGIES:
-        return None
-    if not at:
-        return base, 0
-    if not base.startswith("RAND") or not k.isdigit() or not 1 <= int(k) <= 99:
-        return None
-    return base, int(k)
-
-
-def unknown_strategy(name) -> str:
-    """The one sentence for a strategy name ``strategy_draw`` rejects."""
-    return (f"unknown strategy {name!r} (choose from: {', '.join(STRATEGIES)}; "
-            "a random one may name a draw, e.g. RAND-GB@2)")
-
-
-def draw_seed(seed: int, draw: int) -> int:
-    """The seed of draw ``draw`` of a random strategy (draw 0 keeps ``seed``)."""
-    return (seed + draw * _DRAW_SALT) % (2 ** 31)
 GRANULARITIES = (100, 1000, 10000)
 PRIOR_REUSES = 3.0  # uses of a sketch expected before a template's own history says otherwise
 ADVICE_PRIOR_SCANS = 2.0  # a sample draw's passes over the table, charged until advice is measured
@@ -115,14 +86,14 @@ class CostParams:
     # TPC-H SF1 lineitem JOIN orders by o_orderdate, a 0.5 % sketch on orders 1.5 -> 0.5-0.8 s]
     join_share: float = 0.5
     measured: bool = True   # use costs measured in the store (advisor.calibration.measured_costs); False: priors only
-    # scans charged for sampling + estimation before one is measured (``Workload.sampled_advice_rows``):
+    # scans charged for sampling + estimation before one is measured (``UseForecast.sampled_advice_rows``):
     # 0 for an explicit ``advisor recommend`` (the user asked for the estimate), ADVICE_PRIOR_SCANS
     # when a replay decides on its own whether advice is worth its cost
     advice_prior_scans: float = 0.0
 
 
 @dataclass
-class Workload:
+class UseForecast:
     """Predicted future use of the query template and update activity of the table."""
     reuses: float
     updates_per_use: float = 0.0
@@ -204,7 +175,7 @@ class Decision:
     ranking: list = field(default_factory=list)  # [(attr, sel)] best first (CB/OPT)
 
 
-def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParams,
+def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostParams,
          job_rows: float | None = None, joined_rows: float = 0.0, sketches: int = 1) -> Costing:
     """Net benefit of capturing a sketch of size ``s`` and using it ``w.reuses`` times.  ``job_rows``
     (default: the table's rows) prices the capture and maintenance priors: a sketch of a joined
@@ -241,17 +212,17 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: Workload, p: CostParam
                    maint, w.reuses, net, go, why + figures)
 
 
-def capture_rows(T: float, w: Workload, p: CostParams) -> float:
+def capture_rows(T: float, w: UseForecast, p: CostParams) -> float:
     """One capture: as measured for the template, else an instrumented run plus a job's fixed cost."""
     return w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
 
 
-def incremental_step_rows(T: float, w: Workload, p: CostParams) -> float:
+def incremental_step_rows(T: float, w: UseForecast, p: CostParams) -> float:
     """One incremental maintenance step in rows: as measured for the template, else the prior."""
     return w.inc_rows if w.inc_rows is not None else p.maint_fixed * T + p.maint_per_delta * w.delta_rows
 
 
-def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams) -> float:
+def maintenance_per_update(T: float, capture: float, w: UseForecast, p: CostParams) -> float:
     """Rows one maintenance step costs a used sketch: an incremental step once operator state exists,
     or a recapture (ski rental, ``maintain.rent``) while initialising the state does not pay over
     the predicted steps -- whichever is cheaper over the horizon."""
@@ -262,14 +233,14 @@ def maintenance_per_update(T: float, capture: float, w: Workload, p: CostParams)
     return min(capture, (w.init_rows + updates * inc) / updates)
 
 
-def maintenance_floor(T: float, capture: float, w: Workload, p: CostParams) -> float:
+def maintenance_floor(T: float, capture: float, w: UseForecast, p: CostParams) -> float:
     """The cheapest a maintenance step can be predicted to cost: an incremental step, as if operator
     state were already held, unless the state is too big ever to be bought (then a recapture)."""
     inc = incremental_step_rows(T, w, p)
     return min(capture, inc) if w.state_buyable else capture
 
 
-def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
+def cannot_pay(T: float, w: UseForecast, p: CostParams, advice_rows: float | None,
                advice_captures: bool = False) -> str | None:
     """Why no sketch of this template can pay off, decided before sampling, or None.
 
@@ -297,7 +268,7 @@ def cannot_pay(T: float, w: Workload, p: CostParams, advice_rows: float | None,
             f"{scans(w.fixed_rows):.2f} scans)")
 
 
-def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: CostParams,
+def best_granularity(sizes: dict, attr: str, table_rows: float, w: UseForecast, p: CostParams,
                      fragments: Optional[int] = None, job_rows: float | None = None,
                      joined_rows: float = 0.0, sketches: int = 1) -> Optional[Costing]:
     """The granularity with the largest net benefit (or the one fixed by ``fragments``)."""
@@ -306,56 +277,13 @@ def best_granularity(sizes: dict, attr: str, table_rows: float, w: Workload, p: 
     return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
 
 
-def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: Workload, p: CostParams,
+def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: UseForecast, p: CostParams,
                       fragments: Optional[int] = None) -> Optional[Costing]:
     """``best_granularity`` for candidate ``c`` over ``sizes``: its own table's rows, the sampled
     table's rows (``table_rows``) for capture and maintenance, and for a joined table's column the
     fact rows it keeps out of the join."""
     return best_granularity(sizes, c.attr, c.rows or table_rows, w, p, fragments, job_rows=table_rows,
                             joined_rows=table_rows if c.dim else 0.0, sketches=2 if c.attrs else 1)
-
-
-def pool_of(strategy: str, candidates: list) -> list:
-    """Safe candidates in the strategy's pool (NO-PS: none)."""
-    if strategy == "NO-PS":
-        return []
-    key = "ALL" if strategy in ("CB-OPT", "OPT") else strategy.split("-")[-1]
-    role = POOLS[key]
-    return [c for c in candidates if c.safe and (role is None or role in c.roles)]
-
-
-def choose(strategy: str, candidates: list, table_rows: float, w: Workload, p: Optional[CostParams] = None,
-           seed: int = 0, fragments: Optional[int] = None) -> Decision:
-    """Apply a strategy to candidates with estimated (``sizes``) or, for OPT, real (``real``) sizes."""
-    p = p or CostParams()
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}")
-    if strategy == "NO-PS":
-        return Decision(strategy, None, None, False, "no-go: strategy NO-PS never sketches")
-    pool = pool_of(strategy, candidates)
-    field_ = "real" if strategy == "OPT" else "sizes"
-    costed = [(c, candidate_costing(c, getattr(c, field_), table_rows, w, p, fragments)) for c in pool]
-    # a two-attribute candidate is an add-on of two sketches: it competes only when it pays, so a
-    # pair that saves more rows but not its second capture never displaces a single that is a go
-    costed = [(c, k) for c, k in costed if k is not None and (k.go or not c.attrs)]
-    names = [c.key for c in pool]
-    if not costed:
-        what = "with captured sizes" if strategy == "OPT" else "with estimates"
-        return Decision(strategy, None, None, False,
-                        f"no-go: no safe candidate {what} in the {strategy} pool", pool=names)
-    # most rows saved per use first: on one table that is the smallest read fraction (the paper's
-    # smallest estimated size on a clustered layout); across a join's tables it weighs each by its
-    # rows, a joined table's with the fact rows it keeps out of the join (``cost``)
-    ranking = sorted(costed, key=lambda ck: (-ck[1].saving_rows, ck[1].sel, -ck[1].net_rows, ck[0].key))
-    if strategy.startswith("RAND"):
-        c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].key))
-    else:
-        c, k = ranking[0]
-        best_single = next((ck for ck in ranking if not ck[0].attrs), None)
-        if c.attrs and best_single is not None and best_single[1].net_rows >= k.net_rows:
-            c, k = best_single  # a pair must also beat the best single on net benefit (2 captures)
-    return Decision(strategy, c.key, k.n_target, k.go, k.reason, k, names,
-                    [(ck[0].key, ck[1].sel) for ck in ranking])
 
 
 def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:

@@ -17,7 +17,7 @@ from advisor.maintain.policy.triggers import policy_spec
 from advisor.maintain.spark.bulk_init import supports
 from advisor.maintain.spark.state_rental import predict_init, too_big
 from advisor.plan.parse import templatize
-from advisor.selection.cost_model import CostParams, Workload
+from advisor.selection.cost_model import CostParams, UseForecast
 
 
 def _inc_rows(cal, template: str) -> float | None:
@@ -28,7 +28,7 @@ def _inc_rows(cal, template: str) -> float | None:
 
 
 def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None,
-                     table_rows: float | None = None) -> Workload:
+                     table_rows: float | None = None) -> UseForecast:
     """Reuses, update rate and measured costs (``advisor.calibration.measured_costs``) from the store's run log and
     the table's versions.  Updates per use count the table's batches per logged instance of this
     template (a template run once per batch meets one batch per use, however busy the table)."""
@@ -61,12 +61,12 @@ def predict_workload(store, query, table: str, p: CostParams, upto: int | None =
               f"{same or on_table} run(s), {steps:.2f} maintenance step(s) per use (policy {policy_spec(store)})")
     if not p.measured:
         rate = 1.0 / calibrate(store).per_row_s
-        return Workload(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)", steps_per_use=steps)
+        return UseForecast(p.prior_reuses + same, ups, delta, rate, reason + " (measured costs off)", steps_per_use=steps)
     cal = calibrate(store)
     init = None if table_rows is None else cal.rows(
         predict_init(store, query.root, table_rows, supports(query.root), query.template))
     reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
-    return Workload(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, steps_per_use=steps,
+    return UseForecast(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, steps_per_use=steps,
                     fixed_rows=cal.fixed_rows, state_buyable=not too_big(store, query.root, query.template),
                     capture_rows=rows_for(cal, cal.recapture_s, query.template),
                     inc_rows=_inc_rows(cal, query.template), init_rows=init,

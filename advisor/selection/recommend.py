@@ -95,15 +95,8 @@ from advisor.plan.parse import parse_sql
 from advisor.selection.attribute_pairs import capture_pair, pair_candidates, pair_keys
 from advisor.selection.candidates import enumerate_candidates
 from advisor.selection.cost_model import (
-    GRANULARITIES,
-    STRATEGIES,
-    CostParams,
-    candidate_costing,
-    cannot_pay,
-    choose,
-    granularities_for,
-    pool_of,
-)
+    GRANULARITIES, CostParams, candidate_costing, cannot_pay, granularities_for)
+from advisor.selection.strategies import STRATEGIES, choose, pool_of
 from advisor.selection.decision_memory import pays_after
 from advisor.selection.forecast import predict_workload
 from advisor.sketch.capture import by_value_types_ok, capture

@@ -24,7 +24,7 @@ _NEEDS_ESCAPE = r'["\\\x00-\x1f]'
 _NAMED = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
-class Unsupported(ValueError):
+class LabelsNotReproduced(ValueError):
     """A strata column whose JSON rendering is not reproduced: draw with Spark instead."""
 
 
@@ -74,7 +74,7 @@ def _render(arr):
         for i in np.flatnonzero(odd):
             vals[i] = _jackson(raw[i])
         return pa.array(vals, pa.string())
-    raise Unsupported(f"strata type {t} is not labelled on the driver")
+    raise LabelsNotReproduced(f"strata type {t} is not labelled on the driver")
 
 
 DENSE_SLACK = 1 << 16  # combined codes up to 4n + this are numbered through a dense array
@@ -156,7 +156,7 @@ def labels(table, strata: list, rows: np.ndarray) -> list:
     for c in strata:
         col = table.column(c)
         if not supported(col.type):
-            raise Unsupported(f"column {c!r} of type {col.type} is not labelled on the driver")
+            raise LabelsNotReproduced(f"column {c!r} of type {col.type} is not labelled on the driver")
         vals = _render(pc.take(col, take))
         if isinstance(vals, pa.ChunkedArray):
             vals = vals.combine_chunks()

@@ -45,7 +45,8 @@ from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate
 from advisor.partition.refine import fine_partition
 from advisor.plan.parse import parse_sql
 from advisor.selection.candidates import enumerate_candidates
-from advisor.selection.cost_model import STRATEGIES, CostParams, Workload, choose
+from advisor.selection.strategies import STRATEGIES, choose
+from advisor.selection.cost_model import CostParams, UseForecast
 from advisor.warehouse.value_kinds import kind_of
 from estimators import windows
 from workloads.bench.advice_templates import SPECS, GenQuery, generate
@@ -130,7 +131,7 @@ def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shri
         cands = [Candidate(c.table, c.attr, True, c.reason, c.ndv, c.roles,
                            {N_FRAGMENTS: SizeSummary.of(est.sizes[(c.attr, N_FRAGMENTS)], parts[(c.attr, N_FRAGMENTS)])},
                            {N_FRAGMENTS: real[(c.attr, N_FRAGMENTS)]}) for c in pool]
-        w = Workload(p.prior_reuses)
+        w = UseForecast(p.prior_reuses)
         picks = {}
         for s in strategies:
             d = choose(s, cands, T, w, p, seed, N_FRAGMENTS)

@@ -51,7 +51,7 @@ from advisor.layout.clustered_copy import build_layout
 from advisor.maintain.policy.triggers import set_policy
 from advisor.maintain.spark import state_store as states
 from advisor.plan.parse import parse_sql
-from advisor.selection.cost_model import strategy_draw, unknown_strategy
+from advisor.selection.strategies import strategy_draw, unknown_strategy
 from advisor.warehouse.column_stats import column_stats
 from workloads.data.datasets import load_dataset
 from workloads.data.update_batches import batch_frames

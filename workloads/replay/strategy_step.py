@@ -17,7 +17,8 @@ from advisor.maintain.spark.derive import derive_sketch
 from advisor.maintain.spark.state_rental import record_rent
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
-from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostParams, draw_seed, strategy_draw
+from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostParams
+from advisor.selection.strategies import draw_seed, strategy_draw
 from advisor.selection.decision_memory import forget, recall, remember, revisit, skip
 from advisor.selection.recommend import recommend
 from advisor.sketch.capture import capture, capture_batch

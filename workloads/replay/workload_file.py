@@ -11,7 +11,7 @@ and update batches interleave, the seed, the strategies to compare and the maint
       - {name: flights}
     layouts: [lineitem.l_orderkey]    # optional clustered copies (TABLE.ATTR) built before replay
     layout_rows_per_file: 1000000     # rows per file of those copies (row groups stay small)
-    strategies: [NO-PS, CB-OPT-GB]    # NO-PS is the reference; any of advisor.selection.cost_model.STRATEGIES
+    strategies: [NO-PS, CB-OPT-GB]    # NO-PS is the reference; any of advisor.selection.strategies.STRATEGIES
                                       # RAND-GB@2: a random strategy's second draw (its picks seeded apart)
     policy: lazy                      # eager | lazy | batched:N | batched:Ns | arrival
     sample_rate: 0.05                 # theta for the stratified sample
@@ -56,7 +56,7 @@ import yaml
 
 from advisor.errors import BadInput
 from advisor.maintain.policy.policies import make_policy
-from advisor.selection.cost_model import strategy_draw, unknown_strategy
+from advisor.selection.strategies import strategy_draw, unknown_strategy
 
 DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
@@ -143,7 +143,7 @@ def _lines(node, path=(), out=None) -> dict:
     return out
 
 
-class _Checker:
+class WorkloadChecker:
     def __init__(self, path: str, lines: dict):
         self.path, self.lines = path, lines
 
@@ -195,7 +195,7 @@ def load_workload(path: str | Path) -> Workload:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}" if mark else str(p)
         raise BadInput(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-    c = _Checker(str(p), _lines(node) if node is not None else {})
+    c = WorkloadChecker(str(p), _lines(node) if node is not None else {})
     if not isinstance(data, dict):
         c.fail((), "a workload file must be a mapping of keys")
     for k in data:
@@ -320,7 +320,7 @@ def _check_policy(v: str) -> str | None:
     return None
 
 
-def _param(c: _Checker, key: tuple, name: str, spec) -> Param:
+def _param(c: WorkloadChecker, key: tuple, name: str, spec) -> Param:
     if not isinstance(spec, dict) or len(set(spec) & PARAM_KINDS) != 1:
         c.fail(key, f"expected exactly one of {', '.join(sorted(PARAM_KINDS))}")
     kind = next(k for k in spec if k in PARAM_KINDS)
