@@ -1,18 +1,13 @@
-"""Incremental maintenance of provenance sketches (IMP, seed 000) in pure Python/pandas.
+"""Incremental maintenance of provenance sketches (IMP, seed 000).
 
-Public API:
-* `Maintainer.init(root, sketched, tables, **opts) -> MaintState` - capture by feeding all rows;
-  `Maintainer.empty(root, sketched, **opts)` - a state for empty tables.
-* `MaintState.apply(delta_tables, base) -> {scan_id: frozenset(fragment ids)}`, `.sketch()`,
-  `.last_change`, `.last_stats`, `.snapshot()`, `.memory_bytes()`, `.to_bytes()` /
-  `MaintState.from_bytes(data)`.
-* `BaseSide` / `PandasBase` / `KeyFilter` / `OLD` / `NEW` (base.py): how joins and top-k refills
-  read the non-delta side.
-* `reference.evaluate / sketch / annotated / restrict`: full evaluation with lineage sketches.
-* `exprs.evaluate / mask`: sqlglot expressions over pandas frames.
-* `fragments.assign(values, part)`: fragment ids by binary search.
-* `pushdown.pushdown_predicates / rewrite`: delta selection push-down.
-* `policy`: Eager, Lazy, Batched, ArrivalAware, make_policy.
+The pure engine lives in this package's own modules and ``operators`` (pandas and numpy, no
+Spark): ``Maintainer.init(root, sketched, tables)`` captures by feeding all rows,
+``MaintState.apply(delta_tables, base)`` brings a sketch forward by a batch, ``reference``
+evaluates a plan in full with lineage sketches (the differential oracle), ``exprs`` evaluates
+sqlglot expressions over frames, ``pushdown`` pushes selections into deltas and ``base_side``
+says how joins and top-k refills read the non-delta side.  ``spark`` is the engine's Spark side
+and persistence; ``policy`` decides when to maintain.  The engine imports ``plan``, ``partition``
+and the leaf modules only.
 """
 
 from advisor.maintain.base_side import NEW, OLD, BaseSide, KeyFilter, PandasBase
