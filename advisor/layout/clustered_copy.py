@@ -33,7 +33,7 @@ ROW_GROUP_BYTES = 1 << 20
 # 390,894 of its 57 row groups (BENCHMARKS.md).  parquet-mr cuts the sorted column's
 # pages every this many rows from each row group's start (the first after at least 100), which
 # ``skipping._page_units`` models as the read units of the layout's own attribute: the predicted
-# rows equal Spark's for 1k, 2k and 4k pages at SF1 and in ``tests/test_page_units.py``.  The
+# rows equal Spark's for 1k, 2k and 4k pages at SF1 and in ``tests/layout/test_page_units.py``.  The
 # manifest records it per file.
 PAGE_ROWS: int | None = 1000
 

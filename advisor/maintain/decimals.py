@@ -149,6 +149,6 @@ def spark_avg(u: int, n: int, p: int, s: int) -> float:
     """AVG of a DECIMAL(p, s) with unscaled sum ``u`` over ``n`` non-NULL rows, as Spark computes
     it: the exact quotient rounded HALF_UP once, to the AVG's type DECIMAL(p+4, s+4)
     (``DecimalDivideWithOverflowCheck``); its nearest float.  Checked against Spark itself in
-    tests/test_maintain_decimals.py, ties and an adjusted product type included."""
+    tests/maintain/test_decimals.py, ties and an adjusted product type included."""
     _, rs = _bounded(p + 4, s + 4)
     return _div_half_up(u * 10 ** (rs - s), n) / 10 ** rs

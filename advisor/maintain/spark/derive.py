@@ -8,7 +8,7 @@ instances of one template that differ only there share it.  So a new instance wh
 stored one can serve gets its operators built, the aggregation's state copied from a head of the
 template that has state (caught up first when it is stale), and the aggregation's groups carried
 through the new operators above it, as a bulk initialisation does (``bulk.initialise``).  The
-sketch equals a capture's (tests/test_maintain_derive.py compares them) and the new chain has
+sketch equals a capture's (tests/maintain/test_derive.py compares them) and the new chain has
 operator state from its first version, so it is maintained incrementally without renting
 recaptures (``rent``).
 

@@ -12,7 +12,7 @@ import pytest
 
 from advisor.context import Context
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "workloads" / "ci.yaml"
 BASELINE = ROOT / "workloads" / "baselines" / "ci" / "run.json"
 
@@ -71,7 +71,7 @@ def test_run_log_is_complete_and_answers_agree(ci_run):
 
 
 def test_report_of_the_run_renders_in_chromium(ci_run, tmp_path):
-    from test_report_browser import body_of
+    from report_helpers import body_of
 
     from reports.html import write_report
 

@@ -10,35 +10,10 @@ missing browser can never make the suite look green.
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-from pathlib import Path
 
-import pytest
-from test_report import parse, synthetic_run, write_run
+from report_helpers import body_of, synthetic_run, write_run
 
 from reports.html import CHARTS, write_report
-
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-def dump_dom(page: Path, profile: Path) -> str:
-    """The DOM after the page's scripts ran (virtual time lets plotly's promises settle)."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make test`, which installs it "
-                    "(scripts/ensure-chromium)", pytrace=False)
-    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", f"--user-data-dir={profile}", "--virtual-time-budget=10000",
-           "--dump-dom", page.resolve().as_uri()]
-    env = {**os.environ, "http_proxy": "", "https_proxy": ""}
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
-    assert r.returncode == 0 and "<body" in r.stdout, f"chromium failed ({r.returncode}): {r.stderr[-2000:]}"
-    return r.stdout
-
-
-def body_of(page: Path, tmp: Path) -> dict:
-    return parse(dump_dom(page, tmp / "profile")).body
 
 
 def test_all_charts_render(tmp_path):

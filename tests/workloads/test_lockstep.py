@@ -30,7 +30,7 @@ gate.end()
 
 def _argv(tmp_path, name, steps, log, fail=False):
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(root=str(Path(__file__).parents[1])))
+    script.write_text(CHILD.format(root=str(Path(__file__).parents[2])))
     return [sys.executable, str(script), name, ",".join(map(str, steps)), "1" if fail else "0", str(log)]
 
 

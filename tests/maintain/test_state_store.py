@@ -94,7 +94,7 @@ def test_a_damaged_state_file_reads_as_no_state(cat):
 
 def test_a_process_writes_its_dirty_states_when_it_exits(tmp_path):
     """The ``atexit`` flush, in a real child process that saves a state and returns normally."""
-    tests = Path(__file__).parent
+    tests = Path(__file__).parents[1]
     code = textwrap.dedent(f"""
         import sys
         from types import SimpleNamespace

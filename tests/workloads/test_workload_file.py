@@ -10,7 +10,7 @@ from advisor.errors import BadInput
 from workloads.replay.step_list import literal, plan_order
 from workloads.replay.workload_file import load_workload
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = """name: w
 seed: 1
 datasets:
