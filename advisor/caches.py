@@ -92,8 +92,8 @@ class IdentityMemo(BoundedMemo):
 
     >>> m = IdentityMemo("example: lengths", 8)
     >>> t = (1, 2, 3)
-    >>> m.of(t, len), m.of(t, lambda _: -1)
-    (3, 3)
+    >>> m.of(t, len, "size"), m.of(t, lambda _: -1, "size"), m.of((1, 2, 3), lambda _: -1, "size")
+    (3, 3, -1)
     >>> unregister("example: lengths")
     """
 

@@ -82,7 +82,11 @@ def compare(x: np.ndarray, op: str, value: float, high: float | None = None) -> 
 
 
 def z_value(confidence: float) -> float:
-    """Two-sided normal quantile ``z`` with ``P(|Z| <= z) = confidence`` (1.96 at 0.95)."""
+    """Two-sided normal quantile ``z`` with ``P(|Z| <= z) = confidence``.
+
+    >>> round(z_value(0.95), 3), round(z_value(0.99), 3)
+    (1.96, 2.576)
+    """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     return float(ndtri((1.0 + confidence) / 2.0))

@@ -12,7 +12,11 @@ import numpy as np
 
 
 def nan_quantiles(x: np.ndarray, qs, axis: int = 0) -> np.ndarray:
-    """``np.nanquantile(x, qs, axis)`` for 2-D ``x``: shape ``(len(qs), other axis)``; all-NaN -> NaN."""
+    """``np.nanquantile(x, qs, axis)`` for 2-D ``x``: shape ``(len(qs), other axis)``; all-NaN -> NaN.
+
+    >>> import numpy as np
+    >>> nan_quantiles(np.array([[1.0, np.nan], [2.0, np.nan], [3.0, 5.0]]), [0.5])
+    array([[2., 5.]])"""
     x = np.asarray(x, dtype=float)
     if x.ndim != 2:
         raise ValueError("nan_quantiles expects a 2-D array")

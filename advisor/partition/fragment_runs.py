@@ -21,7 +21,14 @@ MAX_RUNS = 256
 
 
 def runs(fragments: frozenset, part: RangePartition) -> list[tuple[int, int]]:
-    """Maximal runs [i, j] of consecutive range fragment ids (NULL fragment excluded)."""
+    """Maximal runs [i, j] of consecutive range fragment ids (NULL fragment excluded).
+
+    >>> from advisor.partition.range_partition import RangePartition
+    >>> part = RangePartition(0, "t", "a", "int", (10, 20, 30, 40), (5, 5, 5, 5, 5, 0))
+    >>> part.null_id, runs(frozenset({0, 1, 2, 4, 5}), part)
+    (5, [(0, 2), (4, 4)])
+    >>> capped_runs(frozenset({0, 1, 2, 4}), part, max_runs=1)  # the gap at 3 is bridged
+    [(0, 4)]"""
     ids = sorted(f for f in fragments if f != part.null_id)
     out: list[tuple[int, int]] = []
     for f in ids:

@@ -41,7 +41,15 @@ class _Rel:
 
 
 def parse_sql(sql: str, schema: SchemaLookup) -> ir.Query:
-    """Parse one SELECT statement into an ir.Query, or raise BadInput/Unsupported."""
+    """Parse one SELECT statement into an ir.Query, or raise BadInput/Unsupported.
+
+    The query's constants become its template's bindings, so instances of a template share one
+    template text:
+
+    >>> schema = {"t": [("a", "int"), ("b", "int")]}
+    >>> q = parse_sql("SELECT a, sum(b) AS s FROM t GROUP BY a HAVING sum(b) > 3", schema.get)
+    >>> q.template, q.bindings, q.output_names
+    ('select a, sum(b) as s from t group by a having sum(b) > ?', (3,), ['a', 's'])"""
     try:
         stmts = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
     except sqlglot.errors.ParseError as e:

@@ -33,6 +33,17 @@ def describe(node: ir.Node) -> str:
 
 
 def tree_lines(node: ir.Node, depth: int = 0) -> list[str]:
+    """The tree, one operator a line, children indented under their parent.
+
+    >>> from advisor.plan.parse import parse_sql
+    >>> q = parse_sql("SELECT a, count(*) AS n FROM t WHERE b > 1 GROUP BY a",
+    ...               {"t": [("a", "int"), ("b", "int")]}.get)
+    >>> print("\\n".join(tree_lines(q.root)))
+    Project t_a_1 -> a_4, count_3 -> n_5
+      Aggregate group by [t_a_1] count(*) -> count_3
+        Select t_b_2 > 1
+          Scan t AS t
+    """
     lines = ["  " * depth + describe(node)]
     for c in node.children:
         lines += tree_lines(c, depth + 1)

@@ -397,9 +397,23 @@ def _validate_X(root: ir.Node, X: set[str], per_scan_max: int) -> None:
 def check_safety(root: ir.Node, X: set[str], stats: Mapping[tuple[str, str], tuple[object, object]],
                  timeout_ms: int = TIMEOUT_MS, per_scan_max: int = 1) -> Verdict:
     """gc(Q, X, S_D): True means every sketch on X is safe for Q.  Several attributes of one scan
-    (``per_scan_max`` > 1; ``advisor.selection.attribute_pairs``) mean a partition on their product: the rules hold as
-    they are, since a group is kept whole only when *every* sketched attribute is a group-by
-    attribute (each group then lies in one cell), and is otherwise reasoned about as a sub-bag."""
+    (``per_scan_max`` > 1; ``advisor.selection.attribute_pairs``) mean a partition on their
+    product: the rules hold as they are, since a group is kept whole only when *every* sketched
+    attribute is a group-by attribute (each group then lies in one cell), and is otherwise
+    reasoned about as a sub-bag.
+
+    A sketch on the group-by attribute keeps groups whole; one on the summed attribute would cut
+    groups and change what passes the HAVING:
+
+    >>> from advisor.plan.parse import parse_sql
+    >>> q = parse_sql("SELECT a, sum(b) AS s FROM t GROUP BY a HAVING sum(b) > 3",
+    ...               {"t": [("a", "int"), ("b", "int")]}.get)
+    >>> v = check_safety(q.root, {"t_a_1"}, {})
+    >>> v.safe, v.reason
+    (True, 'a is a group-by attribute (GROUP BY a): groups are kept whole')
+    >>> check_safety(q.root, {"t_b_2"}, {}).safe
+    False
+    """
     X = set(X)
     _validate_X(root, X, per_scan_max)
     if not X:

@@ -287,7 +287,13 @@ def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: UseForeca
 
 
 def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:
-    """Granularities at which an attribute is a candidate (module docstring: NDV vs fragments)."""
+    """Granularities at which an attribute is a candidate (module docstring: NDV vs fragments).
+
+    An attribute with 500 distinct values is sized at 100 fragments and at 1,000 (where its
+    fragments hold one value each); with 50 only at the coarsest:
+
+    >>> granularities_for(500, (100, 1000, 10000)), granularities_for(50, (100, 1000, 10000))
+    ((100, 1000), (100,))"""
     if strict:
         return tuple(n for n in grans if ndv > n)
     if ndv <= 1:

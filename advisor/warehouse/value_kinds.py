@@ -13,7 +13,10 @@ from advisor.errors import BadInput
 
 
 def kind_of(dtype: str) -> str:
-    """Coarse family of a Spark simpleString type: int, dec, float, date, ts, str (or unsupported)."""
+    """Coarse family of a Spark simpleString type: int, dec, float, date, ts, str (or unsupported).
+
+    >>> [kind_of(t) for t in ("bigint", "decimal(12,2)", "double", "date", "timestamp", "string")]
+    ['int', 'dec', 'float', 'date', 'ts', 'str']"""
     d = dtype.lower()
     if d in ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long"):
         return "int"
