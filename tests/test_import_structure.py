@@ -64,11 +64,14 @@ MODULES = modules()
 
 
 def imports(name: str, path: Path):
-    """(imported module, imported name or None, inside a function?) for every import of ours."""
+    """(imported module, imported name or None, inside a function?) for every import of ours that
+    runs: imports for type checkers only (``if TYPE_CHECKING:``) are not dependencies."""
     tree = ast.parse(path.read_text())
     top_level = {id(n) for n in tree.body}
     for node in ast.walk(tree):
-        inner = id(node) not in top_level and not _in_type_checking(tree, node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and _in_type_checking(tree, node):
+            continue
+        inner = id(node) not in top_level
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]

@@ -20,8 +20,12 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from advisor.calibration.probe import latest_probe
+
+if TYPE_CHECKING:
+    from advisor.warehouse.store import Store
 
 PRIOR_FIXED_S = 0.0        # unidentifiable intercept: none (a small job on local[2] measured 0.18-0.4 s)
 PRIOR_ROWS_PER_S = 2e6
@@ -124,7 +128,7 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
     return prior_fixed, b, f"prior fixed cost, per-row cost from {src}"
 
 
-def calibrate(store, limit: int = 400) -> Calibration:
+def calibrate(store: Store, limit: int = 400) -> Calibration:
     """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
     pts, maint, recap, advice, queries, uses, parts, rest, answered = [], {}, {}, [], {}, {}, [], [], {}
     for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "

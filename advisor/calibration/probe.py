@@ -21,16 +21,21 @@ import statistics
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from advisor.context import Context
+    from advisor.warehouse.store import Store
 
 PROBE_ROWS = 64
 PROBE_RUNS = 6   # the first two pay the JVM's warm-up for this plan shape and are not counted
 WARMUP_RUNS = 2
 
 
-def latest_probe(store) -> dict | None:
+def latest_probe(store: Store) -> dict | None:
     """The newest probe record in the store's run log, or None."""
     r = store.one("SELECT record_json FROM runs WHERE kind='probe' ORDER BY id DESC LIMIT 1")
     if r is None:
@@ -68,7 +73,7 @@ def measure_job_cost(spark, root, runs: int = PROBE_RUNS) -> dict:
             "runs": [round(t, 4) for t in times], "app": spark.sparkContext.applicationId}
 
 
-def record_probe(ctx) -> dict:
+def record_probe(ctx: Context) -> dict:
     """Measure the job cost with the context's Spark session and log it in the store (kind 'probe')."""
     rec = measure_job_cost(ctx.spark, ctx.warehouse)
     ctx.store.log_run("probe", None, rec)

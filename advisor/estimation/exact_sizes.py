@@ -6,21 +6,26 @@ bootstrap's estimates (``advisor.selection.cost_model`` module docstring); the c
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.estimation.candidate_sizes import SizeSummary
 from advisor.layout.skip_prediction import boundary_values, read_fraction_of
 from advisor.partition.fragment_runs import read_set
 from advisor.partition.refine import store_partition
 from advisor.sketch.capture import by_value_ok, capture_batch, capture_values, value_sketch
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
-def oracle(catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, float]:
+
+def oracle(catalog: Catalog, query, parts: dict, versions: dict, units: dict | None = None) -> tuple[dict, float]:
     """OPT: capture every (attr, n) -> partition in ONE Spark job; returns real SizeSummary and seconds
     (with the real read fraction when the attributes' read ``units`` are given)."""
     sizes, _, secs = exact_sizes(catalog, query, parts, versions, units)
     return sizes, secs
 
 
-def exact_sizes(catalog, query, parts: dict, versions: dict, units: dict | None = None,
+def exact_sizes(catalog: Catalog, query, parts: dict, versions: dict, units: dict | None = None,
                 answer: list | None = None) -> tuple[dict, dict, float]:
     """Capture every (attr, n) -> partition: (real SizeSummary per key, the unsaved sketches per key,
     seconds).  Attributes the capture can carry by value share ONE job whatever their number and

@@ -20,7 +20,7 @@ are the nearest double of the same decimal).
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,9 @@ from advisor.maintain.frames import READY_DTYPES, M
 from advisor.plan import ir
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.value_kinds import kind_of
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 _KEEP = 16  # (sample, columns) entries; a sample is tens of thousands of rows
 # (path, mtime, columns) -> sample rows
@@ -110,7 +113,7 @@ _DIMS = BoundedMemo("joined tables", _DIMS_KEEP, rank=5)
 DIM_ROWS_MAX = 3_000_000  # a joined table read in full on the driver; larger ones go through Spark
 
 
-def dimension_frame(catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFrame]:
+def dimension_frame(catalog: Catalog, scan: ir.Scan, version: int) -> Optional[pd.DataFrame]:
     """The frame of a scan of a joined (dimension) table at ``version``: all its rows, the scan's
     columns only, read with pyarrow (``Catalog.read_arrow``) and kept in a small LRU, so the joins
     of the estimates are pandas merges, not a Spark job per query (~0.8 s at TPC-H SF1), and the

@@ -16,7 +16,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +27,9 @@ from estimators.sampling import reservoir_local as sampling_local
 from estimators.sampling.reservoir_spark import stratified_sample
 from estimators.sampling.sample_delta import maintain
 from estimators.sampling.stratum_labels import supported_spark_type
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 
 @dataclass
@@ -51,7 +54,7 @@ LOCAL_DRAW_ROWS = 12_000_000
 LOCAL_DRAW_BYTES = 768 << 20
 
 
-def _draw_locally(catalog, table: str, strata: list, version: int) -> bool:
+def _draw_locally(catalog: Catalog, table: str, strata: list, version: int) -> bool:
     """Whether the sample of ``table`` at ``version`` is drawn with pyarrow on the driver: small
     enough, and every stratum column of a type whose Spark label is reproduced."""
 
@@ -63,7 +66,7 @@ def _draw_locally(catalog, table: str, strata: list, version: int) -> bool:
             and all(supported_spark_type(types[c]) for c in strata))
 
 
-def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: int, path,
+def _draw(catalog: Catalog, table: str, strata: list, theta: float, seed: int, version: int, path,
           columns: Optional[list], on_layout=None) -> dict:
     """Draw the sample afresh with the table ``columns`` (None: all), write it to ``path`` and return
     its meta.  ``on_layout(labels, k_g, n_g)`` learns each stratum's label, sample and population
@@ -97,7 +100,7 @@ def _draw(catalog, table: str, strata: list, theta: float, seed: int, version: i
             "reserve": bool(strata) and not s.uniform_fallback, "drawn_on": where, "columns": columns}
 
 
-def _widen(catalog, table: str, version: int, path: str, missing: list) -> None:
+def _widen(catalog: Catalog, table: str, version: int, path: str, missing: list) -> None:
     """Add the table ``columns`` a stored sample lacks, read for its rows (reserve included) from the
     table at ``version``; the file is rewritten (its mtime changes, which retires the in-process
     caches keyed by it).  The rows, keys and strata do not change."""
@@ -115,13 +118,13 @@ def _widen(catalog, table: str, version: int, path: str, missing: list) -> None:
                                    for c in names}), path)
 
 
-def _stored_columns(catalog, table: str, meta: dict) -> set:
+def _stored_columns(catalog: Catalog, table: str, meta: dict) -> set:
     """The table columns a stored sample holds (all of them for a sample stored without a list)."""
     cols = meta.get("columns")
     return set(c for c, _ in catalog.schema(table)) if cols is None else set(cols)
 
 
-def widen_sample(catalog, table: str, version: int, path: str, meta: dict, need: Optional[list]) -> bool:
+def widen_sample(catalog: Catalog, table: str, version: int, path: str, meta: dict, need: Optional[list]) -> bool:
     """Widen the stored sample at ``path`` to the columns ``need`` (None: all) if it lacks some, and
     record its columns in ``meta``; True if it was widened."""
     have = _stored_columns(catalog, table, meta)
@@ -135,7 +138,7 @@ def widen_sample(catalog, table: str, version: int, path: str, meta: dict, need:
     return True
 
 
-def get_sample(catalog, table: str, strata: list, theta: float, seed: int, version: int,
+def get_sample(catalog: Catalog, table: str, strata: list, theta: float, seed: int, version: int,
                columns: Optional[list] = None, on_layout=None) -> SampleInfo:
     """The stratified sample for the key (table, strata, theta, seed, version): reuse or draw + store.
 
@@ -183,7 +186,7 @@ def sampled_rows(df):
     return df.filter("_in") if "_in" in df.columns else df
 
 
-def _maintained(catalog, table: str, strata: list, sj: str, theta: float, seed: int, version: int, path):
+def _maintained(catalog: Catalog, table: str, strata: list, sj: str, theta: float, seed: int, version: int, path):
     """Write the sample for ``version`` maintained from the newest older one with the same key
     (``estimators.sampling.sample_delta``) and return its meta, or None when a fresh draw is needed: no
     older sample with a reserve, a stratum ran out of known rows, or the strata now outnumber the

@@ -52,7 +52,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -72,6 +72,9 @@ from estimators.nested import estimate_nested
 from estimators.pair_size import MAX_PAIR_CELLS, joint_counts, pair_estimate
 from estimators.sketch_size import estimate_size, group_rows, size_for_having
 from estimators.topk import size_for_topk, topk_probability
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 SID, U = "__sid", "__u"
 from advisor.estimation.query_shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
@@ -198,7 +201,7 @@ def _fragment_ids(path: str, parts: dict):
     return out, fcols
 
 
-def sample_frame(catalog, shape: Shape, sample: SampleInfo, parts: dict, versions: dict, local: bool = True):
+def sample_frame(catalog: Catalog, shape: Shape, sample: SampleInfo, parts: dict, versions: dict, local: bool = True):
     """Pandas frame: one row per (sample row, joined row) with keys, arguments, ``__u``, fragment ids.
 
     Two parts merged on the driver by sample row id (rows that do not survive get ``__u`` false):
@@ -270,7 +273,7 @@ def _key_fragments(vals, part) -> np.ndarray:
     return np.asarray(assign(vals.reset_index(drop=True), part), dtype=np.int64)
 
 
-def estimate(catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
+def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
              method: str = "bootstrap", B: int = 50, versions: Optional[dict] = None,
              progress: Optional[Callable[[str], None]] = None, shrink: bool | str = True,
              local: bool = True, pairs: Optional[Callable[[dict], list]] = None) -> Estimation:

@@ -14,6 +14,7 @@ import json
 import shutil
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 import pandas as pd  # module level: pandas_udf reads the type hints from the module's globals
 from pyspark.sql import functions as F
@@ -21,6 +22,9 @@ from pyspark.sql import functions as F
 from advisor.layout import blocks
 from advisor.warehouse.table_files import RID
 from advisor.warehouse.value_kinds import encode_value, kind_of
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 # 1 MiB row groups (~7,200 lineitem rows).  Finer groups skip more rows but every scan parses every
 # group's footer entry: at TPC-H SF1 (files of 1M rows) 128 KiB groups made the replay's sketched
@@ -38,7 +42,7 @@ ROW_GROUP_BYTES = 1 << 20
 PAGE_ROWS: int | None = 1000
 
 
-def build_layout(catalog, table: str, attr: str, version: int | None = None,
+def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = None,
                  rows_per_file: int = 1_000_000, then: str | None = None) -> dict:
     """Write the clustered copy and its manifest; returns the stored layout row as a dict.  ``then``
     orders rows within each value of ``attr`` (a two-attribute sketch led by ``attr`` then skips on

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.warehouse.store import Store
 
 
-def find_layout(store, table: str, attr: str, max_version: int | None = None) -> dict | None:
+def find_layout(store: Store, table: str, attr: str, max_version: int | None = None) -> dict | None:
     """Newest layout of table clustered on attr at a version <= max_version."""
     sql = "SELECT * FROM layouts WHERE table_name=? AND attr=?"
     args: tuple = (table, attr)

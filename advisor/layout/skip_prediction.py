@@ -25,7 +25,7 @@ import os
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +35,9 @@ import pyarrow.parquet as pq
 from advisor.caches import IdentityMemo, memoize
 from advisor.layout.registry import find_layout
 from advisor.warehouse.value_kinds import decode_value, kind_of
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 
 @dataclass(frozen=True)
@@ -385,7 +388,7 @@ def _stat_values(st) -> tuple:
     return st.min, st.max
 
 
-def read_units(catalog, table: str, attr: str, version: int, layout: bool = True,
+def read_units(catalog: Catalog, table: str, attr: str, version: int, layout: bool = True,
                layout_attr: Optional[str] = None) -> Units:
     """Units a sketched scan of ``table`` at ``version`` reads: the newest clustered layout on
     ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version (files),

@@ -14,7 +14,7 @@ import time
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,10 @@ from advisor.errors import BadInput
 from advisor.warehouse.arrow_to_pandas import decimal_to_float
 from advisor.warehouse.column_stats import stored_ndv
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of, to_double, uses_bucketizer
+
+if TYPE_CHECKING:  # annotations are strings here: pandas_udf reads real ones
+    from advisor.warehouse.catalog import Catalog
+    from advisor.warehouse.store import Store
 
 MAX_FRAGMENTS = 32_000  # one Spark bitmap bucket holds 32,768 positions
 
@@ -276,7 +280,7 @@ EXACT_DRIVER_MAX_ROWS = 1_000_000
 _DRIVER_KINDS = ("int", "dec", "float", "date", "str", "bool")  # timestamps: Spark's time zone rules
 
 
-def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int | None = None,
+def build_partition(catalog: "Catalog", table: str, attr: str, n: int = 1000, version: int | None = None,
                     on_driver: bool | None = None) -> RangePartition:
     """Compute, size and store an equi-depth partition for table.attr at a table version.
 
@@ -311,7 +315,7 @@ def build_partition(catalog, table: str, attr: str, n: int = 1000, version: int 
     return _store_partition(catalog, part, sizes)
 
 
-def _store_partition(catalog, part: RangePartition, sizes: list) -> RangePartition:
+def _store_partition(catalog: "Catalog", part: RangePartition, sizes: list) -> RangePartition:
     """Insert the partition with its sizes into the store; the stored copy (with its id)."""
     with catalog.store.tx() as c:
         cur = c.execute(
@@ -341,7 +345,7 @@ def fragment_ids(values: list, part: RangePartition) -> list[int]:
     return out
 
 
-def advance_partition(catalog, table: str, attr: str, n: int, version: int) -> RangePartition | None:
+def advance_partition(catalog: "Catalog", table: str, attr: str, n: int, version: int) -> RangePartition | None:
     """The newest stored partition of table.attr (target n) at an earlier version, carried to
     ``version`` when only small batches lie in between: same boundaries (any boundaries give
     correct sketches), fragment sizes updated exactly from the batch files' inserted and deleted
@@ -376,14 +380,14 @@ def advance_partition(catalog, table: str, attr: str, n: int, version: int) -> R
     return RangePartition(pid, table, attr, old.dtype, old.boundaries, tuple(sizes), version, n)
 
 
-def load_partition(store, pid: int) -> RangePartition:
+def load_partition(store: "Store", pid: int) -> RangePartition:
     r = store.one("SELECT * FROM partitions WHERE id=?", (pid,))
     if r is None:
         raise BadInput(f"no partition with id {pid}")
     return _from_row(r)
 
 
-def find_partition(store, table: str, attr: str, n: int | None = None) -> RangePartition | None:
+def find_partition(store: "Store", table: str, attr: str, n: int | None = None) -> RangePartition | None:
     """Newest stored partition for table.attr (optionally with target n)."""
     sql = "SELECT * FROM partitions WHERE table_name=? AND attr=?"
     args: tuple = (table, attr)

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from advisor.partition.range_partition import (
-    RangePartition, advance_partition, build_partition, load_partition)
+    RangePartition,
+    advance_partition,
+    build_partition,
+    load_partition,
+)
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 
 # ---------------- partitions per granularity ----------------
-def fine_partition(catalog, table: str, attr: str, n: int, version: int) -> RangePartition:
+def fine_partition(catalog: Catalog, table: str, attr: str, n: int, version: int) -> RangePartition:
     """The stored partition with target ``n`` for this table version: stored, carried forward from an
     earlier version over small batches (``advance_partition``), or built."""
     r = catalog.store.one("SELECT id FROM partitions WHERE table_name=? AND attr=? AND n_target=? AND "
@@ -36,7 +44,7 @@ def derive_partition(fine: RangePartition, n: int) -> RangePartition:
                           tuple(sizes), fine.table_version, n)
 
 
-def store_partition(catalog, part: RangePartition) -> RangePartition:
+def store_partition(catalog: Catalog, part: RangePartition) -> RangePartition:
     """Persist a derived partition (so a captured sketch can refer to it); stored ones pass through."""
     if part.id:
         return part

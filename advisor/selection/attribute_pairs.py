@@ -14,6 +14,7 @@ and replays do not yet (the template memo and sketch derivation there are per at
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,9 @@ from advisor.sketch.lookup import companions, usable_sketches
 from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.sketch_records import Sketch
 from estimators.pair_size import MAX_PAIR_CELLS, pair_read_fraction
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 PAIR_WEAK = 0.2           # a best single estimate below this needs no second attribute [INFERRED]
 MAX_PAIR_ATTRS = 5        # pairs among at most this many of the pool's candidates (<= 10 pairs)
@@ -55,7 +59,7 @@ def pair_keys(pool: list, plan: dict):
     return pick
 
 
-def pair_candidates(cat, q, shape, versions: dict, est, by: dict, units: dict, table: str, bridged) -> list:
+def pair_candidates(cat: Catalog, q, shape, versions: dict, est, by: dict, units: dict, table: str, bridged) -> list:
     """Candidates ``a&b`` for the pairs ``est`` sized (``pair_keys`` chose them), each with its Z3
     verdict on the attribute set and, per granularity, sizes and a layout-aware read fraction."""
 
@@ -81,7 +85,7 @@ def pair_candidates(cat, q, shape, versions: dict, est, by: dict, units: dict, t
     return list(out.values())
 
 
-def pair_read(cat, table: str, version: int, attrs: tuple, est, n: int, units: dict, bridged) -> tuple:
+def pair_read(cat: Catalog, table: str, version: int, attrs: tuple, est, n: int, units: dict, bridged) -> tuple:
     """(expected read fraction, source) of ``a AND b``: each unit of the layout the scan reads (the
     leading attribute's) is kept only if both filters keep it by its min/max."""
 
@@ -107,7 +111,7 @@ def lead_first(pick: Candidate, units_source: str) -> tuple:
     return (b, a) if units_source.endswith(f"{b} leads") else (a, b)
 
 
-def capture_pair(cat, q, pick: Candidate, n_target: int, parts: dict, versions: dict, source: str) -> dict:
+def capture_pair(cat: Catalog, q, pick: Candidate, n_target: int, parts: dict, versions: dict, source: str) -> dict:
     """Capture the pair as two single-attribute sketches (leading attribute first) on the partitions
     they were sized with, in ONE Spark job (``capture.capture_batch``; both attributes are safe alone,
     being in the pool, and as a set, checked in ``pair_candidates``).  The selectivity is that of the
@@ -122,7 +126,7 @@ def capture_pair(cat, q, pick: Candidate, n_target: int, parts: dict, versions: 
             "selectivity": rows / max(1, cat.version(table, versions[table]).rows), "seconds": round(secs, 3)}
 
 
-def conjunction_rows(cat, table: str, version: int, sketches: list) -> int:
+def conjunction_rows(cat: Catalog, table: str, version: int, sketches: list) -> int:
     """Rows of ``table`` in every sketch's fragments (exact: no bridging of gaps)."""
     conds = []
     for sk in sketches:
@@ -133,7 +137,7 @@ def conjunction_rows(cat, table: str, version: int, sketches: list) -> int:
     return int(cat.spark.sql(sql).first()[0])
 
 
-def combine(cat, q, versions: dict, good: list):
+def combine(cat: Catalog, q, versions: dict, good: list):
     """The best usable sketch, joined by a second usable sketch of the same query (identical
     bindings, current data) on another attribute of the same single table when Z3 proves that
     attribute set safe: the conjunction is a union of product-partition cells that holds the
@@ -153,7 +157,7 @@ def combine(cat, q, versions: dict, good: list):
     return best
 
 
-def catch_up(cat, q) -> list:
+def catch_up(cat: Catalog, q) -> list:
     """Maintain the stale sketches that would join the query's best one (``combine``): a pair's two
     sketches are maintained together, while ``hooks.before_use`` maintains only the best."""
 

@@ -4,11 +4,16 @@ columns of the tables joined below the aggregation (``dim_candidates``, beyond t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.estimation.candidate_sizes import Candidate
 from advisor.plan import ir
 from advisor.safety.static_check import check_safety
 from advisor.warehouse.column_stats import column_stats, stats_for_query
 from advisor.warehouse.value_kinds import kind_of
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 KNOWN_PK = {"lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",), "customer": ("c_custkey",),
             "part": ("p_partkey",), "supplier": ("s_suppkey",), "partsupp": ("ps_partkey", "ps_suppkey"),
@@ -16,7 +21,7 @@ KNOWN_PK = {"lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",
             "airports": ("faa",), "planes": ("tailnum",), "flights": ("year", "month", "day", "carrier", "flight")}
 
 
-def primary_key(catalog, table: str, ndvs: dict) -> set:
+def primary_key(catalog: Catalog, table: str, ndvs: dict) -> set:
     """Known TPC-H/crimes/flights keys, else columns whose NDV is about the row count."""
     if table in KNOWN_PK:
         return set(KNOWN_PK[table])
@@ -24,7 +29,7 @@ def primary_key(catalog, table: str, ndvs: dict) -> set:
     return {c for c, n in ndvs.items() if rows and n >= 0.95 * rows}
 
 
-def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
+def enumerate_candidates(catalog: Catalog, query, shape, versions: dict) -> list:
     """Every partitionable column of the sampled table with its Z3 safety verdict, NDV and roles,
     then the group-by columns of the other tables joined below the aggregation (``dim_candidates``)."""
 
@@ -43,7 +48,7 @@ def enumerate_candidates(catalog, query, shape, versions: dict) -> list:
     return out + dim_candidates(catalog, query, shape, versions, stats)
 
 
-def dim_candidates(catalog, query, shape, versions: dict, stats) -> list:
+def dim_candidates(catalog: Catalog, query, shape, versions: dict, stats) -> list:
     """Group-by columns of a joined table other than the sampled one, read once below the aggregation
     (beyond the paper's fact-only candidates; seed 002 sizes per relation).  Such a sketch skips that
     table's rows; in a join it also shrinks the build side, which can turn a shuffle join into a
@@ -71,7 +76,7 @@ def dim_candidates(catalog, query, shape, versions: dict, stats) -> list:
     return out
 
 
-def candidate_columns(catalog, table: str) -> list[str]:
+def candidate_columns(catalog: Catalog, table: str) -> list[str]:
     out = []
     for c, t in catalog.schema(table):
         try:

@@ -35,10 +35,14 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from advisor.calibration.measured_costs import calibrate, plain_proxy
 from advisor.selection.cost_model import PRIOR_REUSES, cannot_pay
 from advisor.warehouse.sketch_records import latest_versions, retire
+
+if TYPE_CHECKING:
+    from advisor.warehouse.store import Store
 
 
 @dataclass
@@ -56,7 +60,7 @@ class Memo:
     step: str | None
 
 
-def recall(store, template: str, strategy: str) -> Memo | None:
+def recall(store: Store, template: str, strategy: str) -> Memo | None:
     r = store.one("SELECT * FROM decisions WHERE template=? AND strategy=?", (template, strategy))
     if r is None:
         return None
@@ -64,7 +68,7 @@ def recall(store, template: str, strategy: str) -> Memo | None:
                 bool(r["structural"]), r["reason"], float(r["horizon"]), int(r["skips"]), r["step"])
 
 
-def remember(store, template: str, strategy: str, *, go: bool, reason: str, table: str | None = None,
+def remember(store: Store, template: str, strategy: str, *, go: bool, reason: str, table: str | None = None,
              attr: str | None = None, partition_id: int | None = None, structural: bool = False,
              horizon: float = PRIOR_REUSES, step: str | None = None) -> None:
     with store.tx() as c:
@@ -74,7 +78,7 @@ def remember(store, template: str, strategy: str, *, go: bool, reason: str, tabl
                    float(horizon), step, time.time()))
 
 
-def skip(store, memo: Memo) -> bool:
+def skip(store: Store, memo: Memo) -> bool:
     """Count one more instance decided by the memo; False once a cost-based no-go is due for re-estimation."""
     if memo.go or memo.structural:
         return True
@@ -97,7 +101,7 @@ def pays_after(T: float, w, p, advice_rows: float | None, limit: int = 64) -> in
     return None
 
 
-def forget(store, template: str, strategy: str) -> None:
+def forget(store: Store, template: str, strategy: str) -> None:
     with store.tx() as c:
         c.execute("DELETE FROM decisions WHERE template=? AND strategy=?", (template, strategy))
 
@@ -139,7 +143,7 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
             f"{MIN_SKETCHED} uses needed a capture of ~{cap:.2f} s) against {ps:.2f} s plain ({how})")
 
 
-def revisit(store, template: str, strategy: str, rows: float, step: str | None = None) -> str | None:
+def revisit(store: Store, template: str, strategy: str, rows: float, step: str | None = None) -> str | None:
     """Turn a remembered go that this store's measurements contradict into a no-go (``measured_loss``)
     and retire the template's live sketches; returns the reason, or None when the go stands.
     ``rows``: rows a plain run reads (for the fitted line when the template never ran plain)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from typing import TYPE_CHECKING
 
 import sqlglot
 
@@ -19,6 +20,9 @@ from advisor.maintain.spark.state_rental import predict_init, too_big
 from advisor.plan.parse import templatize
 from advisor.selection.cost_model import CostParams, UseForecast
 
+if TYPE_CHECKING:
+    from advisor.warehouse.store import Store
+
 
 def _inc_rows(cal, template: str) -> float | None:
     """The template's incremental step in rows (``Calibration.inc_step_s``: its own steps, the other
@@ -27,7 +31,7 @@ def _inc_rows(cal, template: str) -> float | None:
     return None if s is None else cal.rows(s)
 
 
-def predict_workload(store, query, table: str, p: CostParams, upto: int | None = None,
+def predict_workload(store: Store, query, table: str, p: CostParams, upto: int | None = None,
                      table_rows: float | None = None) -> UseForecast:
     """Reuses, update rate and measured costs (``advisor.calibration.measured_costs``) from the store's run log and
     the table's versions.  Updates per use count the table's batches per logged instance of this

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -95,14 +96,23 @@ from advisor.plan.parse import parse_sql
 from advisor.selection.attribute_pairs import capture_pair, pair_candidates, pair_keys
 from advisor.selection.candidates import enumerate_candidates
 from advisor.selection.cost_model import (
-    GRANULARITIES, CostParams, candidate_costing, cannot_pay, granularities_for)
-from advisor.selection.strategies import STRATEGIES, choose, pool_of
+    GRANULARITIES,
+    CostParams,
+    candidate_costing,
+    cannot_pay,
+    granularities_for,
+)
 from advisor.selection.decision_memory import pays_after
 from advisor.selection.forecast import predict_workload
+from advisor.selection.strategies import STRATEGIES, choose, pool_of
 from advisor.sketch.capture import by_value_types_ok, capture
 from advisor.sketch.lookup import sketch_rows
 from advisor.warehouse.column_stats import column_stats
 from advisor.warehouse.sketch_records import save_sketch
+
+if TYPE_CHECKING:
+    from advisor.context import Context
+    from advisor.warehouse.catalog import Catalog
 
 METHODS = ("bootstrap", "clt", "exact")
 
@@ -151,7 +161,7 @@ def _base(sql, strategy, sample_rate, method) -> dict:
             "decision": {"attr": None, "fragments": None, "go": False, "reason": "", "figures": None}}
 
 
-def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05, capture: bool = False,
+def recommend(ctx: Context, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05, capture: bool = False,
               fragments: int | None = None, method: str = "bootstrap", seed: int = 0, progress=None,
               params: CostParams | None = None, pairs: bool = True, answer: list | None = None) -> dict:
     """Compute the recommendation record (see the module docstring); no printing.  ``pairs``: offer
@@ -306,7 +316,7 @@ def recommend(ctx, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0
     return rec
 
 
-def _layout_check(cat, table: str, keys: list, versions: dict, max_sel: float) -> tuple[dict, dict]:
+def _layout_check(cat: Catalog, table: str, keys: list, versions: dict, max_sel: float) -> tuple[dict, dict]:
     """Read units per plan key, and the keys no sketch could skip on: even a one-value sketch
     would leave more than ``max_sel`` of the rows to read (e.g. no layout clusters them), so they
     are dropped before sampling."""
@@ -325,13 +335,13 @@ def _layout_check(cat, table: str, keys: list, versions: dict, max_sel: float) -
     return units, bad
 
 
-def _by_value(cat, q, table: str, plan: dict) -> bool:
+def _by_value(cat: Catalog, q, table: str, plan: dict) -> bool:
     """Whether one capture job can read every planned candidate by value (method exact applies)."""
     pairs = [split_key(k, table) for k in plan]
     return bool(plan) and all(by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs)
 
 
-def _missing_partitions(cat, table: str, plan: dict) -> int:
+def _missing_partitions(cat: Catalog, table: str, plan: dict) -> int:
     """Planned attributes without a stored partition at their finest granularity (any version: an
     older one is carried forward over small batches), i.e. partitions a sizing would build."""
 
@@ -339,7 +349,7 @@ def _missing_partitions(cat, table: str, plan: dict) -> int:
                              (*split_key(k, table), max(g))) is None for k, g in plan.items())
 
 
-def _partitions(cat, table: str, plan: dict, versions: dict) -> dict:
+def _partitions(cat: Catalog, table: str, plan: dict, versions: dict) -> dict:
     """(key, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
     parts = {}
     for key, grans in sorted(plan.items()):
@@ -350,14 +360,14 @@ def _partitions(cat, table: str, plan: dict, versions: dict) -> dict:
     return parts
 
 
-def _save_exact(cat, table: str, versions: dict, sk, secs: float) -> dict:
+def _save_exact(cat: Catalog, table: str, versions: dict, sk, secs: float) -> dict:
     """Store the picked sketch of an exact sizing (captured in that job; the pool is safety-checked)."""
     sk = save_sketch(cat.store, sk)
     sel = sketch_rows(cat, sk) / max(1, cat.version(table, versions[table]).rows)
     return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
 
 
-def _capture(cat, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:
+def _capture(cat: Catalog, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:
     """Capture the picked sketch on the partition it was sized with (stored if derived); with an
     ``answer`` list, in a job that also answers the query when it captures by value."""
 
@@ -410,7 +420,7 @@ def render(console, rec: dict) -> None:
         console.print(f"captured sketch {c['sketch_id']}: real selectivity {c['selectivity']:.1%} in {c['seconds']:.2f}s")
 
 
-def recommend_command(ctx, console, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05,
+def recommend_command(ctx: Context, console, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05,
                       as_json: bool = False, capture: bool = False, fragments: int | None = None,
                       method: str = "bootstrap") -> dict:
     """CLI entry: progress bar on stderr while sampling/estimating, then the table (unless as_json)."""

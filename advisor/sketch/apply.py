@@ -10,6 +10,7 @@ skips its row groups by their min/max.
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 from advisor.engine.execute import registered, table_view
 from advisor.layout import blocks
@@ -19,6 +20,9 @@ from advisor.partition.fragment_runs import MAX_RUNS, capped_runs, read_set
 from advisor.partition.range_partition import RangePartition, load_partition
 from advisor.plan.to_sql import Source, q
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of, sql_literal
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 # Runs OR'd flat at the leaves of ``range_condition``'s search tree.
 TREE_LEAF = 4
@@ -90,7 +94,7 @@ def range_condition(part: RangePartition, fragments: frozenset, column: str, max
 LAYOUT_GAIN = 0.8
 
 
-def scan_units(catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
+def scan_units(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
     """(units, read fraction, layout?) of the files a sketched scan opens: the clustered layout only
     when it skips clearly more than the base files do (reads at most ``LAYOUT_GAIN`` of their
     rows), since a layout is more files to open and list than the base files' few large ones.
@@ -113,12 +117,12 @@ def scan_units(catalog, table: str, attr: str, version: int, part: RangePartitio
     return (units, frac, True) if frac <= LAYOUT_GAIN * base_frac else (base, base_frac, False)
 
 
-def layout_pays(catalog, table: str, attr: str, version: int, part: RangePartition, fragments) -> bool:
+def layout_pays(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments) -> bool:
     """Whether a sketched scan reads the clustered layout (``scan_units``)."""
     return scan_units(catalog, table, attr, version, part, fragments)[2]
 
 
-def layout_view(catalog, lay: dict, version: int) -> str:
+def layout_view(catalog: Catalog, lay: dict, version: int) -> str:
     """Register (once per layout and table version) and return the view of a clustered layout
     brought to ``version``.  Every sketch on the layout shares it: building a DataFrame over the
     layout and the batches since is file listing, 0.5-0.8 s per query at SF1 when it was per sketch."""
@@ -141,7 +145,7 @@ def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:
     return None if starts is None else blocks.condition(starts, part, fragments)
 
 
-def sketch_source(catalog, sketch, versions: dict[str, int], use_layout: bool = True):
+def sketch_source(catalog: Catalog, sketch, versions: dict[str, int], use_layout: bool = True):
     """Scan source function applying `sketch` to every access of each sketched table."""
     conds: dict[str, str] = {}
     views: dict[str, str] = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from sqlglot import exp
@@ -32,6 +33,9 @@ from advisor.safety.static_check import check_safety
 from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.sketch_records import Sketch, SketchPart, decode_bitmap, save_sketch
 from advisor.warehouse.value_kinds import kind_of
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 FRAG = "__frag"
 
@@ -60,13 +64,13 @@ def sketch_attrs(query: ir.Query, on: dict[str, str]) -> set[str]:
     return X
 
 
-def check_safe(catalog, query: ir.Query, on: dict[str, str], versions: dict[str, int]):
+def check_safe(catalog: Catalog, query: ir.Query, on: dict[str, str], versions: dict[str, int]):
     """Z3 safety verdict for sketching `on` (table -> attribute) in query."""
     X = sketch_attrs(query, on)
     return check_safety(query.root, X, stats_for_query(catalog, query, versions))
 
 
-def ensure_partition(catalog, table: str, attr: str, fragments: int, version: int) -> RangePartition:
+def ensure_partition(catalog: Catalog, table: str, attr: str, fragments: int, version: int) -> RangePartition:
     part = find_partition(catalog.store, table, attr, fragments)
     if part is None:
         part = build_partition(catalog, table, attr, fragments, version)
@@ -133,7 +137,7 @@ def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str
     return value_lineage(query, on) and all(kind_of(dtypes[t]) != "ts" for t in on)
 
 
-def _capture_views(catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int],
+def _capture_views(catalog: Catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int],
                    by_value: bool = False):
     """Source function for an instrumented query: sketched tables get a fragment-id column, or with
     ``by_value`` (see ``value_lineage``) the plain table whose sketched attribute is carried as is."""
@@ -186,7 +190,7 @@ def _lam_columns(lam_scans: dict[str, int], by_value: bool) -> list[str]:
     return [c for lam in lam_scans for c in ((lam, null_flag(lam)) if by_value else (lam,))]
 
 
-def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str, RangePartition]]],
+def capture_batch(catalog: Catalog, items: list[tuple[ir.Query, dict[str, str], dict[str, RangePartition]]],
                   versions: dict[str, int], save: bool = False, by_value: bool = True) -> tuple[list[Sketch], float]:
     """Capture many (query, table->attr, partitions) at once in ONE Spark job (a cross join of the
     one-row capture queries). No safety check: callers (the OPT oracle, harnesses) check first.
@@ -212,7 +216,7 @@ def capture_batch(catalog, items: list[tuple[ir.Query, dict[str, str], dict[str,
     return out, secs
 
 
-def _one_row_capture(catalog, query: ir.Query, source) -> tuple[object, dict[str, int], float]:
+def _one_row_capture(catalog: Catalog, query: ir.Query, source) -> tuple[object, dict[str, int], float]:
     """Run the one-row capture query (``to_sql.capture_sql``): (its row, {Λ: scan_id}, seconds)."""
     sql, lam_scans = capture_sql(query, source)
     t0 = time.perf_counter()
@@ -220,7 +224,7 @@ def _one_row_capture(catalog, query: ir.Query, source) -> tuple[object, dict[str
     return row, lam_scans, time.perf_counter() - t0
 
 
-def answering_capture(catalog, query: ir.Query, source) -> tuple[object, dict, dict[str, int], float]:
+def answering_capture(catalog: Catalog, query: ir.Query, source) -> tuple[object, dict, dict[str, int], float]:
     """Run the query once, instrumented by value (``to_sql.answer_sql``): its answer as an
     ``execute.RunResult`` (rows, scan metrics, seconds) and, per Λ column, the distinct non-NULL
     values over the result rows and whether a NULL was among them -- what the one-row capture's
@@ -244,7 +248,7 @@ def answering_capture(catalog, query: ir.Query, source) -> tuple[object, dict, d
     return run, row, lam_scans, secs
 
 
-def capture_values(catalog, query: ir.Query, table: str, attrs: list[str],
+def capture_values(catalog: Catalog, query: ir.Query, table: str, attrs: list[str],
                    versions: dict[str, int], answer: list | None = None) -> tuple[dict[str, tuple[list, bool]], float]:
     """The distinct values (and whether NULL is among them) that each of ``attrs`` takes over the
     provenance of the query's result, for several attributes of one table in ONE Spark job: each
@@ -288,7 +292,7 @@ def value_sketch(query: ir.Query, table: str, part: RangePartition, values: list
                   [SketchPart(table, part.attr, part.id, frozenset(frags))], _all_versions(query, versions))
 
 
-def capture(catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
+def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: int = 1000,
             versions: dict[str, int] | None = None, check: bool = True,
             partitions: dict[str, RangePartition] | None = None, by_value: bool = True,
             answer: bool = False) -> CaptureResult:

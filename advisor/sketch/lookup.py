@@ -8,6 +8,8 @@ come in order of rows read.  Every rejected sketch comes with the reason."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.caches import BoundedMemo
 from advisor.errors import BadInput
 from advisor.partition.range_partition import load_partition
@@ -20,8 +22,11 @@ from advisor.sketch.capture import sketch_attrs
 from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.sketch_records import Sketch, latest_versions
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
-def sketch_rows(catalog, s: Sketch) -> int:
+
+def sketch_rows(catalog: Catalog, s: Sketch) -> int:
     """Rows the sketch lets a scan read (sum of its fragments' sizes over all sketched tables)."""
     total = 0
     for p in s.parts:
@@ -30,7 +35,7 @@ def sketch_rows(catalog, s: Sketch) -> int:
     return total
 
 
-def _still_safe(catalog, query: ir.Query, versions: dict[str, int], good: list, bad: list, stats) -> list:
+def _still_safe(catalog: Catalog, query: ir.Query, versions: dict[str, int], good: list, bad: list, stats) -> list:
     """The sketches of ``good`` that are safe for ``query`` on the current data; the others go to
     ``bad``.  Only maintained sketches need the check (a capture checked these very statistics);
     verdicts are cached per statistics, so an unchanged domain costs no solver call."""
@@ -63,7 +68,7 @@ _VERDICTS_MAX = 4096
 _VERDICTS = BoundedMemo("reuse verdicts", _VERDICTS_MAX)  # first in, first out
 
 
-def _reuse_context(catalog, query: ir.Query, stats: dict) -> tuple:
+def _reuse_context(catalog: Catalog, query: ir.Query, stats: dict) -> tuple:
     """What a reuse verdict depends on besides the two SQL texts: column types and statistics."""
     tables = sorted({sc.table for sc in query.scans()})
     return (tuple((t, tuple(catalog.schema(t))) for t in tables),
@@ -71,7 +76,7 @@ def _reuse_context(catalog, query: ir.Query, stats: dict) -> tuple:
             tuple(sorted(stats.get(NOT_NULL, ()))))
 
 
-def usable_sketches(catalog, query: ir.Query, versions: dict[str, int],
+def usable_sketches(catalog: Catalog, query: ir.Query, versions: dict[str, int],
                     allow_stale: bool = False) -> tuple[list[Sketch], list[tuple[Sketch, str]]]:
     """(usable sketches, smallest first; [(rejected sketch, reason)])."""
     good, bad = [], []
@@ -129,7 +134,7 @@ def _has_companion(s: Sketch, good: list, query: ir.Query) -> bool:
     return bool(companions(s, [o for o in good if o is not s], query.bindings))
 
 
-def read_fraction(catalog, s: Sketch, versions: dict[str, int]) -> float:
+def read_fraction(catalog: Catalog, s: Sketch, versions: dict[str, int]) -> float:
     """Share of the sketched tables' rows a scan with the sketch still reads: rows of the layout
     files, or of the base row groups when the scan reads those (``use.scan_units``), whose
     min/max overlap the sketch's fragments (``advisor.layout.skip_prediction``)."""

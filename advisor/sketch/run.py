@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from advisor.engine.execute import RunResult, plain_source, versions_now
 from advisor.engine.scan_metrics import collect_scan_metrics
@@ -11,8 +11,11 @@ from advisor.plan import ir
 from advisor.plan.to_sql import query_sql
 from advisor.sketch.apply import sketch_source
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
-def run_query(catalog, query: ir.Query, versions: Optional[dict[str, int]] = None, sketch=None,
+
+def run_query(catalog: Catalog, query: ir.Query, versions: Optional[dict[str, int]] = None, sketch=None,
               use_layout: bool = True) -> RunResult:
     """Execute query (with `sketch` applied to its scans if given); rows, scan metrics, seconds."""
     versions = versions or versions_now(catalog, query)

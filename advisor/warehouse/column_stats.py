@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -13,8 +14,12 @@ from pyspark.sql import functions as F
 from advisor.safety.static_check import NOT_NULL
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
+    from advisor.warehouse.store import Store
 
-def column_stats(catalog, table: str, version: int | None = None) -> dict[str, tuple]:
+
+def column_stats(catalog: Catalog, table: str, version: int | None = None) -> dict[str, tuple]:
     """{column: (min, max, ndv)} for orderable columns of table at version; one Spark job, then cached."""
     table = catalog.require(table)
     v = catalog.version(table, version).version
@@ -51,13 +56,13 @@ def column_stats(catalog, table: str, version: int | None = None) -> dict[str, t
     return out
 
 
-def stored_ndv(catalog, table: str, col: str, version: int | None = None) -> int | None:
+def stored_ndv(catalog: Catalog, table: str, col: str, version: int | None = None) -> int | None:
     """The column's approximate NDV from the statistics stored for ``version`` or an earlier one
     (the latest stored without a version), or None: no Spark job."""
     return store_ndv(catalog.store, table, col, version)
 
 
-def store_ndv(store, table: str, col: str, version: int | None = None) -> int | None:
+def store_ndv(store: Store, table: str, col: str, version: int | None = None) -> int | None:
     """``stored_ndv`` for callers holding only the store."""
     r = store.one("SELECT ndv FROM colstats WHERE table_name=? AND col=? AND version<=? "
                           "ORDER BY version DESC LIMIT 1", (table, col, (1 << 62) if version is None else version))
@@ -67,7 +72,7 @@ def store_ndv(store, table: str, col: str, version: int | None = None) -> int | 
 DERIVE_MAX_CHANGE = 0.1  # batches since the stats' version may change at most this share of rows
 
 
-def _derive_from_earlier(catalog, table: str, v: int, schema: dict) -> dict | None:
+def _derive_from_earlier(catalog: Catalog, table: str, v: int, schema: dict) -> dict | None:
     """Stats for version ``v`` from an earlier version's, widened by the inserted rows' min/max
     (pyarrow over the batch files; no Spark job), when only small batches lie in between.  Deleted
     rows leave the old bounds as a superset of the true domain, which keeps Z3 safety proofs sound
@@ -110,7 +115,7 @@ def _derive_from_earlier(catalog, table: str, v: int, schema: dict) -> dict | No
     return out
 
 
-def stats_for_query(catalog, query, versions: dict[str, int] | None = None) -> dict[tuple[str, str], tuple]:
+def stats_for_query(catalog: Catalog, query, versions: dict[str, int] | None = None) -> dict[tuple[str, str], tuple]:
     """(table, column) -> (min, max) for every table the query scans (format used by safety/reuse),
     plus ``safety.NOT_NULL`` -> the (table, column) pairs without NULLs at those versions."""
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.warehouse.store import Store
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ class Sketch:
                 "parent_id": self.parent_id, "how": self.how}
 
 
-def save_sketch(store, s: Sketch) -> Sketch:
+def save_sketch(store: Store, s: Sketch) -> Sketch:
     with store.tx() as c:
         cur = c.execute(
             "INSERT INTO sketches(template, bindings_json, sql, parts_json, data_versions_json, parent_id, how,"
@@ -63,34 +67,34 @@ def _from_row(r) -> Sketch:
                   json.loads(r["data_versions_json"]), r["parent_id"], r["how"], r["created"])
 
 
-def load_sketch(store, sid: int) -> Sketch | None:
+def load_sketch(store: Store, sid: int) -> Sketch | None:
     r = store.one("SELECT * FROM sketches WHERE id=?", (sid,))
     return _from_row(r) if r else None
 
 
-def sketches_for_template(store, template: str) -> list[Sketch]:
+def sketches_for_template(store: Store, template: str) -> list[Sketch]:
     return [_from_row(r) for r in store.query("SELECT * FROM sketches WHERE template=? ORDER BY id", (template,))]
 
 
-def all_sketches(store) -> list[Sketch]:
+def all_sketches(store: Store) -> list[Sketch]:
     return [_from_row(r) for r in store.query("SELECT * FROM sketches ORDER BY id")]
 
 
-def latest_versions(store) -> list[Sketch]:
+def latest_versions(store: Store) -> list[Sketch]:
     """Sketches that no other sketch supersedes (the heads of maintenance chains), except retired ones."""
     return [_from_row(r) for r in store.query(
         "SELECT * FROM sketches s WHERE NOT EXISTS (SELECT 1 FROM sketches c WHERE c.parent_id = s.id) "
         "AND s.id NOT IN (SELECT sketch_id FROM retired) ORDER BY id")]
 
 
-def retire(store, sketch_id: int, reason: str) -> None:
+def retire(store: Store, sketch_id: int, reason: str) -> None:
     """Take a chain head out of use and maintenance for good (e.g. it covers nearly everything)."""
     with store.tx() as c:
         c.execute("INSERT OR IGNORE INTO retired(sketch_id, reason, created) VALUES (?,?,?)",
                   (sketch_id, reason, time.time()))
 
 
-def retire_extra_heads(store, template: str, keep: int = 2) -> list[int]:
+def retire_extra_heads(store: Store, template: str, keep: int = 2) -> list[int]:
     """Keep the `keep` newest live chains of a template; retire the rest (no longer used or maintained).
 
     Every binding that defeats the reuse test captures a new sketch; without a bound, each update

@@ -30,6 +30,7 @@ import statistics
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.console import Console
@@ -45,18 +46,21 @@ from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate
 from advisor.partition.refine import fine_partition
 from advisor.plan.parse import parse_sql
 from advisor.selection.candidates import enumerate_candidates
-from advisor.selection.strategies import STRATEGIES, choose
 from advisor.selection.cost_model import CostParams, UseForecast
+from advisor.selection.strategies import STRATEGIES, choose
 from advisor.warehouse.value_kinds import kind_of
 from estimators import windows
 from workloads.bench.advice_templates import SPECS, GenQuery, generate
 from workloads.data.datasets import load_dataset
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
+
 N_FRAGMENTS = 1000
 NUMERIC = ("int", "dec", "float", "date", "ts")
 
 
-def harness_pool(catalog, cands: list) -> list:
+def harness_pool(catalog: Catalog, cands: list) -> list:
     types = {}
     out = []
     for c in cands:
@@ -69,13 +73,13 @@ def harness_pool(catalog, cands: list) -> list:
     return out
 
 
-def ensure_dataset(catalog, ds: str, sf: float) -> None:
+def ensure_dataset(catalog: Catalog, ds: str, sf: float) -> None:
     first = {"tpch": "lineitem", "flights": "flights", "crimes": "crimes"}[ds]
     if not catalog.exists(first):
         load_dataset(catalog, ds, sf=sf, rows=max(10_000, int(1_000_000 * sf)))
 
 
-def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, method: str = "bootstrap") -> dict:
+def _query(ctx: Context, gq, thetas, seed, p: CostParams, shrink: bool | str = True, method: str = "bootstrap") -> dict:
     cat = ctx.catalog
     rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
     q = parse_sql(gq.sql, ctx.schema_lookup())
@@ -103,7 +107,7 @@ def _query(ctx, gq, thetas, seed, p: CostParams, shrink: bool | str = True, meth
 COLD = False  # ``--cold``: every estimate draws its sample afresh (the stored ones are dropped first)
 
 
-def _forget_samples(cat, table: str) -> None:
+def _forget_samples(cat: Catalog, table: str) -> None:
     """Drop the stored samples of ``table`` (rows and files), so the next estimate draws one."""
     with cat.store.tx() as c:
         gone = c.execute("SELECT path FROM samples WHERE table_name=?", (table,)).fetchall()
@@ -112,7 +116,7 @@ def _forget_samples(cat, table: str) -> None:
         shutil.rmtree(r["path"], ignore_errors=True)
 
 
-def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies,
+def _estimates(cat: Catalog, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies,
                method: str = "bootstrap") -> dict:
     """Per sample rate: estimated sizes, intervals, timings and each strategy's pick.  ``real``
     maps (attr, fragments) to the oracle's SizeSummary (or to the real selectivity alone, which
@@ -146,7 +150,7 @@ def _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shri
     return out
 
 
-def reestimate(ctx, recs: list, thetas, seed: int = 0, shrink: bool | str = True,
+def reestimate(ctx: Context, recs: list, thetas, seed: int = 0, shrink: bool | str = True,
                method: str = "bootstrap") -> list:
     """Ablation: the evaluated records again with another estimator setting (``shrink``), keeping
     their oracle sizes, so estimator variants are compared on the same queries without recapturing."""
@@ -300,7 +304,7 @@ def render(console, res: dict) -> None:
         console.print(tab)
 
 
-def bench_advice_command(ctx, console, datasets=("tpch", "flights", "crimes"), sf: float = 1.0,
+def bench_advice_command(ctx: Context, console, datasets=("tpch", "flights", "crimes"), sf: float = 1.0,
                          queries_per_dataset: int = 300, thetas=(0.05, 0.10), out_json=None, seed: int = 0,
                          shrink: bool | str = True, method: str = "bootstrap") -> dict:
     """Run the harness (loads missing datasets into the context's warehouse) and print the tables.

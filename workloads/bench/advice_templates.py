@@ -21,8 +21,12 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 PROBS = [0.5 + 0.49 * i / 49 for i in range(50)]
 LJO = "lineitem JOIN orders ON l_orderkey = o_orderkey"
@@ -128,7 +132,7 @@ def _combo(spark, ds: str, spec: dict, template: str, rng: random.Random, k: int
     return out
 
 
-def generate(catalog, dataset: str, n: int, seed: int = 0) -> list[GenQuery]:
+def generate(catalog: Catalog, dataset: str, n: int, seed: int = 0) -> list[GenQuery]:
     """``n`` queries for ``dataset`` (its tables must be loaded and registered as views by name)."""
     spec = SPECS[dataset]
     for t in catalog.tables():

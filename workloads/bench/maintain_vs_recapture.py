@@ -17,6 +17,7 @@ import pstats
 import statistics
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from advisor.engine.execute import versions_now
 from advisor.errors import BadInput
@@ -27,6 +28,10 @@ from advisor.plan.parse import parse_sql
 from advisor.sketch.capture import capture, capture_batch
 from workloads.data.datasets import load_dataset
 from workloads.data.update_batches import batch_frames
+
+if TYPE_CHECKING:
+    from advisor.context import Context
+    from advisor.warehouse.catalog import Catalog
 
 QUERIES = [
     ("having_orderkey", "SELECT l_orderkey, sum(l_quantity) AS q FROM lineitem GROUP BY l_orderkey "
@@ -58,7 +63,7 @@ def _sizes(rows: int, sizes) -> list[int]:
     return out
 
 
-def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"),
+def bench_maintain(ctx: Context, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"),
                    kinds=("insert", "delete", "mixed"), fragments: int = 1000, console=None,
                    init_both: bool = True, repeat: int = 1, profiler=None, order: str = "phased",
                    recaptures: int = 1) -> list[dict]:
@@ -126,7 +131,7 @@ def bench_maintain(ctx, queries=QUERIES, sizes=(10, 100, 1000, 10000, "1%", "5%"
     return out
 
 
-def _recapture(cat, q, on, parts, pending: list, recaptures: int, out: list, console) -> None:
+def _recapture(cat: Catalog, q, on, parts, pending: list, recaptures: int, out: list, console) -> None:
     """Recapture at each pending step's version (best of `recaptures`), compare, record, print."""
     for rec, versions, frags in pending:
         t_cap, fresh = None, None

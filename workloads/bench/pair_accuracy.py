@@ -28,7 +28,7 @@ from workloads.bench.advice_accuracy import N_FRAGMENTS, ensure_dataset, harness
 from workloads.bench.advice_templates import generate
 
 
-def _query(ctx, gq, theta: float, seed: int) -> dict | None:
+def _query(ctx: Context, gq, theta: float, seed: int) -> dict | None:
     cat = ctx.catalog
     q = parse_sql(gq.sql, ctx.schema_lookup())
     try:

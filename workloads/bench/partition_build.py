@@ -26,7 +26,7 @@ def _evenness(part) -> float:
     return max(sizes) / (rows / max(1, len(sizes))) if rows else 0.0
 
 
-def bench_partitions(ctx, specs: list[tuple[str, str, int]], reps: int = 3) -> list[dict]:
+def bench_partitions(ctx: Context, specs: list[tuple[str, str, int]], reps: int = 3) -> list[dict]:
     cat = ctx.catalog
     out = []
     for table, attr, n in specs:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -20,8 +21,11 @@ from advisor.sketch.capture import capture
 from advisor.sketch.lookup import sketch_rows
 from advisor.sketch.run import run_query
 
+if TYPE_CHECKING:
+    from advisor.context import Context
 
-def bench_use(ctx, suite, fragments: int = 1000, reps: int = 3, console=None) -> list[dict]:
+
+def bench_use(ctx: Context, suite, fragments: int = 1000, reps: int = 3, console=None) -> list[dict]:
     cat = ctx.catalog
     out = []
     for name, sql, on in suite:

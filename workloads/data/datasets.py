@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
@@ -12,10 +13,13 @@ from workloads.data.crimes import generate_crimes
 from workloads.data.flights import flights_tables
 from workloads.data.tpch import generate_tpch
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
+
 DATASETS = ("tpch", "flights", "crimes")
 
 
-def _load_parquet_files(catalog, files: dict[str, str], dataset: str) -> dict[str, int]:
+def _load_parquet_files(catalog: Catalog, files: dict[str, str], dataset: str) -> dict[str, int]:
     out = {}
     for name, path in sorted(files.items()):
         v = catalog.create_table(name, catalog.spark.read.parquet(path), dataset)
@@ -23,7 +27,7 @@ def _load_parquet_files(catalog, files: dict[str, str], dataset: str) -> dict[st
     return out
 
 
-def load_dataset(catalog, name: str, sf: float = 0.1, rows: int = 100_000, seed: int = 7) -> dict[str, int]:
+def load_dataset(catalog: Catalog, name: str, sf: float = 0.1, rows: int = 100_000, seed: int = 7) -> dict[str, int]:
     """Generate `name` and store every table as version 1; returns {table: rows}."""
     name = name.lower()
     if name not in DATASETS:

@@ -7,13 +7,17 @@ from __future__ import annotations
 import shutil
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
 from advisor.errors import BadInput
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
-def batch_frames(catalog, table: str, inserts: int, deletes: int, seed: int = 0):
+
+def batch_frames(catalog: Catalog, table: str, inserts: int, deletes: int, seed: int = 0):
     """(insert rows without _rid, delete ids) as Spark DataFrames; not yet applied."""
     table = catalog.require(table)
     if inserts < 0 or deletes < 0:
@@ -33,7 +37,7 @@ def batch_frames(catalog, table: str, inserts: int, deletes: int, seed: int = 0)
     return ins, dels
 
 
-def make_batch(catalog, table: str, inserts: int, deletes: int, out: str, seed: int = 0) -> str:
+def make_batch(catalog: Catalog, table: str, inserts: int, deletes: int, out: str, seed: int = 0) -> str:
     """Write a batch file to `out` (a Parquet directory), atomically; returns its path."""
     ins, dels = batch_frames(catalog, table, inserts, deletes, seed)
     cols = [c for c, _ in catalog.schema(table)]

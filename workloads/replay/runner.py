@@ -161,7 +161,7 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
     return plan
 
 
-def _check_templates(ctx, wl: Workload, steps: list[dict]) -> None:
+def _check_templates(ctx: Context, wl: Workload, steps: list[dict]) -> None:
     """Every template's first instance must parse against the loaded tables (or be a supported
     fallback): unknown tables or columns are a workload error, reported before anything runs."""
 
@@ -267,7 +267,7 @@ def _contexts(spark):
     return lambda wh: Context(warehouse=wh, spark=spark)
 
 
-def prepare_run(ctx, workload_path: str, out: str) -> None:
+def prepare_run(ctx: Context, workload_path: str, out: str) -> None:
     """Prepare the run directory (data, layouts, statistics, probe, plan) and stop."""
     wl = load_workload(workload_path)
     run_dir = Path(out).resolve()
@@ -275,7 +275,7 @@ def prepare_run(ctx, workload_path: str, out: str) -> None:
     prepare(_contexts(ctx.spark), wl, run_dir, lambda msg: print(f"preparing: {msg}", file=sys.stderr, flush=True))
 
 
-def replay(ctx, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
+def replay(ctx: Context, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
            fresh: bool = False, console=None, quiet: bool = False) -> Path:
     """Replay the workload; returns the run directory (with run.json)."""
     wl = load_workload(workload_path)

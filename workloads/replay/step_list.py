@@ -10,10 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from advisor.errors import BadInput, spark_rejected
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 GRID = [i / 200 for i in range(201)]  # quantile grid, interpolated between points
 
@@ -62,7 +66,7 @@ def _jsonable(v):
     return v
 
 
-def _quantile_grid(spark, catalog, wl, tname: str, p) -> list:
+def _quantile_grid(spark, catalog: Catalog, wl, tname: str, p) -> list:
     """The column's (or query's) values at the GRID quantiles, as Python values."""
     spec = p.spec
     for t in catalog.tables():
@@ -110,7 +114,7 @@ def _draw(rng: random.Random, p, grid):
     return int(round(v)) if p.integer or (isinstance(a, int) and isinstance(b, int)) else v
 
 
-def plan_steps(catalog, wl) -> list[dict]:
+def plan_steps(catalog: Catalog, wl) -> list[dict]:
     """The full step list with bindings and rendered SQL (run before any batch is applied)."""
     spark = catalog.spark
     grids = {}

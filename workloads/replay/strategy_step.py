@@ -9,23 +9,28 @@ import datetime as dt
 import decimal
 import hashlib
 import time
+from typing import TYPE_CHECKING
 
 from advisor.engine.execute import run_plain_sql, versions_now
-from advisor.errors import BadInput, Unsupported
+from advisor.errors import BadInput, Unsupported, spark_rejected
 from advisor.maintain.policy.triggers import after_apply, before_use
 from advisor.maintain.spark.derive import derive_sketch
 from advisor.maintain.spark.state_rental import record_rent
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostParams
-from advisor.selection.strategies import draw_seed, strategy_draw
 from advisor.selection.decision_memory import forget, recall, remember, revisit, skip
 from advisor.selection.recommend import recommend
+from advisor.selection.strategies import draw_seed, strategy_draw
 from advisor.sketch.capture import capture, capture_batch
 from advisor.sketch.lookup import sketch_rows, usable_sketches
 from advisor.sketch.run import run_query
 from advisor.warehouse.sketch_records import load_sketch, retire, retire_extra_heads
-from advisor.errors import spark_rejected
+
+if TYPE_CHECKING:
+    from advisor.context import Context
+    from advisor.warehouse.catalog import Catalog
+    from advisor.warehouse.store import Store
 
 LIVE_PER_TEMPLATE = 2  # live (used and maintained) sketch chains per template and strategy
 
@@ -48,7 +53,7 @@ def digest(rows: list[tuple]) -> str:
     return hashlib.sha1("\n".join(keys).encode()).hexdigest()
 
 
-def _sel(catalog, sk, versions) -> float:
+def _sel(catalog: Catalog, sk, versions) -> float:
     total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in sk.parts)
     return sketch_rows(catalog, sk) / max(1, total)
 
@@ -57,7 +62,7 @@ def _attr(sk) -> str:
     return ", ".join(f"{p.table}.{p.attr}" for p in sk.parts)
 
 
-def _maint_record(catalog, strategy: str, step: int, trigger: str, res, measure: bool) -> dict:
+def _maint_record(catalog: Catalog, strategy: str, step: int, trigger: str, res, measure: bool) -> dict:
     """A maintenance event; with ``measure`` also a full recapture (not stored) timed and compared."""
     rec = {"strategy": strategy, "step": step, "trigger": trigger, "sketch_id": res.old_id,
            "new_sketch_id": res.new_id, "how": res.how, "seconds": round(res.seconds, 4),
@@ -68,7 +73,7 @@ def _maint_record(catalog, strategy: str, step: int, trigger: str, res, measure:
     return rec
 
 
-def recapture_check(catalog, sketch_id: int) -> tuple[float, bool]:
+def recapture_check(catalog: Catalog, sketch_id: int) -> tuple[float, bool]:
     """Capture the sketch's query afresh at its data versions (one job, nothing stored); returns the
     seconds and whether the fragments equal the maintained sketch's."""
 
@@ -81,12 +86,12 @@ def recapture_check(catalog, sketch_id: int) -> tuple[float, bool]:
     return secs, same
 
 
-def _plain_rows(cat, q) -> float:
+def _plain_rows(cat: Catalog, q) -> float:
     """Rows a plain run of ``q`` reads (every table it scans, once per scan)."""
     return float(sum(cat.version(s.table).rows for s in q.scans()))
 
 
-def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
+def run_update(ctx: Context, strategy: str, step: dict, measure: bool) -> list[dict]:
     """Make the batch's version current for this strategy; maintain eagerly if the policy says so."""
     cat = ctx.catalog
     cat.pin(step["table"], step["version"])
@@ -96,7 +101,7 @@ def run_update(ctx, strategy: str, step: dict, measure: bool) -> list[dict]:
     return [_maint_record(cat, strategy, step["step"], "update", r, measure) for r in done]
 
 
-def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]]:
+def run_query_step(ctx: Context, strategy: str, step: dict, wl) -> tuple[dict, list[dict]]:
     """Execute one query step for `strategy`; returns (query record, maintenance records)."""
     cat = ctx.catalog
     t_step, measuring = time.perf_counter(), 0.0  # measuring: work done only to record the step
@@ -176,7 +181,7 @@ def run_query_step(ctx, strategy: str, step: dict, wl) -> tuple[dict, list[dict]
     return _finish(rec, res, secs, lookup_s, spent=time.perf_counter() - t_step - measuring), maint
 
 
-def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, secs: dict, answers: list):
+def _decide(ctx: Context, strategy: str, step: dict, wl, q, versions: dict, rec: dict, secs: dict, answers: list):
     """No stored sketch serves the query: follow the template's remembered decision, or estimate,
     decide and capture (``recommend``) and remember the outcome.  Returns the sketch to use or None;
     a capture or sizing job that also answered the query appends its ``RunResult`` to ``answers``."""
@@ -248,7 +253,7 @@ def _decide(ctx, strategy: str, step: dict, wl, q, versions: dict, rec: dict, se
     return None
 
 
-def _use_captured(cat, q, versions, sk, d: dict, store, strategy: str, step: dict):
+def _use_captured(cat: Catalog, q, versions, sk, d: dict, store: Store, strategy: str, step: dict):
     """The freshly captured sketch, unless the finder refuses it (e.g. it covers almost everything):
     then the run is plain and the template is remembered as no-go."""
 

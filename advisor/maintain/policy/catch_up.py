@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from advisor.calibration.measured_costs import calibrate, plain_proxy
 from advisor.maintain.spark.bulk_init import supports
 from advisor.maintain.spark.state_rental import predict_init, rent_of
 from advisor.plan.parse import parse_sql
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 
 @dataclass
@@ -63,13 +67,13 @@ def decline_reason(e: Evidence) -> str | None:
             f"use(s) per batch; measured)")
 
 
-def _init_seconds(catalog, sk, rows: float) -> float:
+def _init_seconds(catalog: Catalog, sk, rows: float) -> float:
     """Predicted initialisation of the sketch's operator state (``rent.predict_init``)."""
     root = parse_sql(sk.sql, catalog.schema).root
     return predict_init(catalog.store, root, rows, supports(root), sk.template)
 
 
-def evidence(catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
+def evidence(catalog: Catalog, sk, has_state: bool, limit: int = 400) -> Evidence:
     """Gather the measurements for sketch ``sk``'s template from the store's run log."""
     store = catalog.store
     cal = calibrate(store, limit)

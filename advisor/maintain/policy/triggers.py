@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 import time
+from typing import TYPE_CHECKING
 
 from advisor.engine.execute import versions_now
 from advisor.errors import BadInput
@@ -16,14 +17,18 @@ from advisor.maintain.spark.service import maintain_sketch, stale_heads
 from advisor.maintain.spark.state_store import has as stored
 from advisor.sketch.lookup import usable_sketches
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
+    from advisor.warehouse.store import Store
+
 DEFAULT_POLICY = "lazy"
 
 
-def policy_spec(store) -> str:
+def policy_spec(store: Store) -> str:
     return store.setting("policy", DEFAULT_POLICY)
 
 
-def set_policy(store, spec: str) -> str:
+def set_policy(store: Store, spec: str) -> str:
     try:
         make_policy(spec)
     except (ValueError, KeyError) as e:
@@ -36,7 +41,7 @@ def _chain(sk) -> str:
     return json.dumps([sk.template, list(sk.bindings)], default=str)
 
 
-def _load(store, sk, spec: str):
+def _load(store: Store, sk, spec: str):
     r = store.one("SELECT spec, blob FROM policy_state WHERE chain=?", (_chain(sk),))
     if r is not None and r["spec"] == spec:
         try:
@@ -46,13 +51,13 @@ def _load(store, sk, spec: str):
     return make_policy(spec)
 
 
-def _save(store, sk, spec: str, pol) -> None:
+def _save(store: Store, sk, spec: str, pol) -> None:
     with store.tx() as c:
         c.execute("INSERT OR REPLACE INTO policy_state(chain, spec, blob) VALUES (?,?,?)",
                   (_chain(sk), spec, pickle.dumps(pol)))
 
 
-def after_apply(catalog, table: str, n_tuples: int) -> list:
+def after_apply(catalog: Catalog, table: str, n_tuples: int) -> list:
     """Tell every sketch reading `table` about the batch; maintain those whose policy says so."""
     spec = policy_spec(catalog.store)
     done = []
@@ -67,7 +72,7 @@ def after_apply(catalog, table: str, n_tuples: int) -> list:
     return done
 
 
-def before_use(catalog, query, declined: list | None = None, answer: bool = False) -> list:
+def before_use(catalog: Catalog, query, declined: list | None = None, answer: bool = False) -> list:
     """Lazy catch-up: maintain the one stale sketch that will serve this query -- the smallest whose
     reuse for these bindings is proven and that does not cover nearly everything (the finder's
     tests, ignoring staleness).  Other stale sketches of the template wait until a query wants them;

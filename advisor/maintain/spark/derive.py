@@ -37,6 +37,7 @@ behind (``states``), copied in memory, and the sums vectorised, it takes 0.6-1.0
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from advisor.maintain.engine import MaintState
 from advisor.maintain.operators.join import JoinOp
@@ -49,10 +50,13 @@ from advisor.safety.reuse_check import NotReusable, compare
 from advisor.warehouse.column_stats import stored_ndv
 from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
+
 DERIVE_MAX_GROUPS = 2_000_000  # about 1.3 s of derivation at the rate measured above
 
 
-def _ndv_product(catalog, query) -> float | None:
+def _ndv_product(catalog: Catalog, query) -> float | None:
     """Product of the stored NDVs of the lowest aggregation's group keys (scanned columns), or None."""
     node = bulk.lowest_aggregate(query.root)
     if node is None or not isinstance(node, ir.Aggregate):
@@ -69,7 +73,7 @@ def _ndv_product(catalog, query) -> float | None:
     return n
 
 
-def _groups_estimate(catalog, query, heads: list[Sketch]) -> float | None:
+def _groups_estimate(catalog: Catalog, query, heads: list[Sketch]) -> float | None:
     """Groups a derivation would copy: those of the newest head's recorded state, else those a
     plain run of the template formed or the NDV product capped by the rows under it
     (``rent.state_groups``); None when a key has no stored NDV.  The product alone assumes
@@ -102,20 +106,20 @@ def _same_below(a: MaintState, b: MaintState) -> bool:
     return not d.consts and not d.topk
 
 
-def _heads(catalog, query, want: dict) -> list[Sketch]:
+def _heads(catalog: Catalog, query, want: dict) -> list[Sketch]:
     """The heads of ``query``'s template sketched as ``want`` ({table: (attr, partition id)}), newest first."""
     return sorted((s for s in latest_versions(catalog.store) if s.template == query.template
                    and {p.table: (p.attr, p.partition_id) for p in s.parts} == want), key=lambda s: -s.id)
 
 
-def _init_record(catalog, root, t0: float, versions: dict[str, int], template: str | None = None) -> dict:
+def _init_record(catalog: Catalog, root, t0: float, versions: dict[str, int], template: str | None = None) -> dict:
     """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``rent.init_rate``)."""
     return {"init_seconds": round(time.perf_counter() - t0, 4),
             "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
             "init_groups": rent.state_groups(catalog.store, root, template), "bulk": True}
 
 
-def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
+def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
     """(a copy of the operator state, the head's id) of one of ``heads`` at ``versions``: a head with
     state (caught up by one incremental step if stale), else a current head whose state is
     initialised now (one Spark aggregation, about a capture), else None."""
@@ -142,7 +146,7 @@ def _head_state(catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple
     return None
 
 
-def _bought_state(catalog, query, want: dict, heads: list[Sketch],
+def _bought_state(catalog: Catalog, query, want: dict, heads: list[Sketch],
                   versions: dict[str, int]) -> tuple[MaintState, dict] | None:
     """(this instance's own operator state, its ``states`` record), initialised at ``versions`` (one
     Spark aggregation), when ski rental says buy: the template's ``heads`` (sketched as ``want``)
@@ -167,7 +171,7 @@ def _bought_state(catalog, query, want: dict, heads: list[Sketch],
     return st, _init_record(catalog, query.root, t0, versions, query.template) | {"bought": bought}
 
 
-def derive_sketch(catalog, query, on: dict[str, str], partitions: dict, versions: dict[str, int]):
+def derive_sketch(catalog: Catalog, query, on: dict[str, str], partitions: dict, versions: dict[str, int]):
     """(the saved sketch of ``query`` at ``versions``, seconds, the head it came from) derived from a
     head of its template (``_head_state``), or from its own state bought now (``_bought_state``; head
     None), or None.  ``on``/``partitions``: the sketched attribute and partition per

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from advisor.errors import BadInput
 from advisor.maintain.engine import Maintainer, MaintState
@@ -26,6 +27,9 @@ from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketch.capture import capture
 from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 
 @dataclass
@@ -46,7 +50,7 @@ class MaintResult:
                 "changed": {t: {"added": sorted(a), "removed": sorted(r)} for t, (a, r) in self.changed.items()}}
 
 
-def sketched_scans(catalog, query, sk: Sketch) -> dict:
+def sketched_scans(catalog: Catalog, query, sk: Sketch) -> dict:
     """scan_id -> (internal attribute name, RangePartition) for every access of a sketched table."""
     out = {}
     for p in sk.parts:
@@ -57,11 +61,11 @@ def sketched_scans(catalog, query, sk: Sketch) -> dict:
     return out
 
 
-def _pandas_tables(catalog, tables: list[str], versions: dict[str, int]) -> dict:
+def _pandas_tables(catalog: Catalog, tables: list[str], versions: dict[str, int]) -> dict:
     return {t: catalog.read_pandas(t, versions[t]) for t in tables}
 
 
-def init_state(catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | None = None,
+def init_state(catalog: Catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | None = None,
                use_bulk: bool = True) -> MaintState:
     """Initialise operator state for the tables at the sketch's versions: by one Spark aggregation
     where the plan allows (``bulk``), else by feeding the tables as one insert batch."""
@@ -79,13 +83,13 @@ def init_state(catalog, sk: Sketch, query, sketched: dict, topk_buffer: int | No
     return state
 
 
-def _versions_for(catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:
+def _versions_for(catalog: Catalog, sk: Sketch, tables: list[str]) -> dict[str, int]:
     """The sketch's data versions; tables it does not sketch are read at the version current when
     it was made (recorded for every table the query reads)."""
     return {t: sk.data_versions.get(t, catalog.current_version(t)) for t in tables}
 
 
-def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, answer: bool = False,
+def maintain_sketch(catalog: Catalog, sketch_id: int, topk_buffer: int | None = None, answer: bool = False,
                     buy: bool = False) -> MaintResult:
     """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened.
     A chain without operator state either initialises it or, while that does not pay yet, is
@@ -104,7 +108,7 @@ def maintain_sketch(catalog, sketch_id: int, topk_buffer: int | None = None, ans
     return res
 
 
-def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = False,
+def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer: bool = False,
               buy: bool = False) -> MaintResult:
     sk = load_sketch(catalog.store, sketch_id)
     if sk is None:
@@ -158,7 +162,7 @@ def _maintain(catalog, sketch_id: int, topk_buffer: int | None, answer: bool = F
                        init["init_seconds"] if init else 0.0)
 
 
-def _recapture(catalog, sk: Sketch, query, new: dict, t0: float, init_with, spent: float,
+def _recapture(catalog: Catalog, sk: Sketch, query, new: dict, t0: float, init_with, spent: float,
                n_delta: int = 0, answer: bool = False) -> MaintResult:
     """Recapture the chain's next version at ``new``.  With ``init_with`` = (sketched, topk buffer)
     operator state is initialised for it (a top-k buffer ran dry); without, the chain stays
@@ -190,7 +194,7 @@ def _changes(a: Sketch, b: Sketch) -> dict:
     return out
 
 
-def stale_heads(catalog, tables: set[str] | None = None) -> list[Sketch]:
+def stale_heads(catalog: Catalog, tables: set[str] | None = None) -> list[Sketch]:
     """Sketch heads whose data versions are behind the current table versions."""
     out = []
     for s in latest_versions(catalog.store):

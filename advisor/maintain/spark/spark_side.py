@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import pandas as pd
@@ -37,6 +37,9 @@ from advisor.plan import ir
 from advisor.plan.to_sql import BM, Gen, Source, gen, q
 from advisor.sketch.capture import FRAG
 from advisor.warehouse.sketch_records import decode_bitmap
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
 
 MAX_IN_LIST = 5000
 SIDE_CACHE_ROWS = 8_000_000   # all cached sides together
@@ -84,7 +87,7 @@ def _cache_side(key: tuple, side: _Side) -> None:
 
 class SparkBase:
     """BaseSide over the catalog: `versions[OLD|NEW]` maps table -> version."""
-    def __init__(self, catalog, sketched: dict, old: dict[str, int], new: dict[str, int]):
+    def __init__(self, catalog: Catalog, sketched: dict, old: dict[str, int], new: dict[str, int]):
         self.catalog = catalog
         self.sketched = sketched  # scan_id -> (internal attr name, RangePartition)
         self.versions = {OLD: old, NEW: new}

@@ -20,11 +20,15 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from typing import TYPE_CHECKING
 
 from advisor.calibration.measured_costs import PRIOR_ROWS_PER_S
 from advisor.maintain.spark.state_store import template_groups
 from advisor.plan import ir
 from advisor.warehouse.column_stats import store_ndv
+
+if TYPE_CHECKING:
+    from advisor.warehouse.store import Store
 
 INIT_ROWS_PER_S = 150_000.0          # prior: pyarrow read + pandas operators (measured 120k-200k on 2 cores)
 BULK_INIT_ROWS_PER_S = 1_500_000.0   # prior: one Spark aggregation (``bulk``), about a capture's cost
@@ -48,7 +52,7 @@ def should_rent(spent: float, next_recapture: float, init_cost: float,
     return init_cost >= min_init and spent + next_recapture <= init_cost
 
 
-def init_rate(store, bulk: bool = False) -> float:
+def init_rate(store: Store, bulk: bool = False) -> float:
     """Rows per second of state initialisation observed in this store (median over the same kind:
     Spark bulk or row path), else the kind's prior.  The time ``predict_init`` gives a recorded
     state's groups (``init_groups``) is taken out first.  Initialisations whose groups account for
@@ -73,7 +77,7 @@ def init_rate(store, bulk: bool = False) -> float:
     return BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
 
 
-def state_groups(store, root, template: str | None = None) -> float:
+def state_groups(store: Store, root, template: str | None = None) -> float:
     """Groups the operator state of a plan will hold: those a plain run of its ``template`` formed
     (``Store.observed_groups``), else those a state of the template held (``states.template_groups``:
     a template whose every instance used a sketch never ran plain), else per aggregation the
@@ -109,22 +113,22 @@ def state_groups(store, root, template: str | None = None) -> float:
     return total
 
 
-def too_big(store, root, template: str | None = None) -> bool:
+def too_big(store: Store, root, template: str | None = None) -> bool:
     """Whether the plan's operator state would hold more than ``MAX_STATE_GROUPS`` groups."""
     return state_groups(store, root, template) > MAX_STATE_GROUPS
 
 
-def predict_init(store, root, rows: float, bulk: bool, template: str | None = None) -> float:
+def predict_init(store: Store, root, rows: float, bulk: bool, template: str | None = None) -> float:
     """Predicted seconds to initialise the operator state of plan ``root`` over ``rows`` input rows."""
     return rows / init_rate(store, bulk) + state_groups(store, root, template) / GROUPS_PER_S
 
 
-def rent_of(store, sketch_id: int) -> tuple[float, float]:
+def rent_of(store: Store, sketch_id: int) -> tuple[float, float]:
     """(recapture seconds spent on the chain so far, the last one) for a rented sketch version."""
     r = store.one("SELECT spent, last FROM maint_rent WHERE sketch_id=?", (sketch_id,))
     return (float(r["spent"]), float(r["last"])) if r else (0.0, 0.0)
 
 
-def record_rent(store, sketch_id: int, spent: float, last: float) -> None:
+def record_rent(store: Store, sketch_id: int, spent: float, last: float) -> None:
     with store.tx() as c:
         c.execute("INSERT OR REPLACE INTO maint_rent VALUES (?,?,?,?)", (sketch_id, spent, last, time.time()))

@@ -20,12 +20,17 @@ import pickle
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor import memory
 from advisor.caches import BoundedMemo
 from advisor.maintain.engine import MaintState
 from advisor.maintain.spark.bulk_init import plain_agg_op
 from advisor.warehouse.sketch_records import latest_versions
+
+if TYPE_CHECKING:
+    from advisor.warehouse.catalog import Catalog
+    from advisor.warehouse.store import Store
 
 CACHE_BYTES = 1 << 30  # in-process budget for operator state kept unpickled (LRU, by ``memory_bytes``)
 
@@ -65,13 +70,13 @@ def _put(key: tuple[str, int], state, size: int, pending: Path | None = None) ->
     memory.relieve()
 
 
-def state_dir(store) -> Path:
+def state_dir(store: Store) -> Path:
     d = store.warehouse / "states"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
-def save(catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:
+def save(catalog: Catalog, sketch_id: int, state: MaintState, init: dict | None = None) -> int:
     """Record the state of head ``sketch_id`` (its row now, its file later: module docstring);
     ``init`` = {init_seconds, init_rows, init_groups} when it was just initialised (the rate feeds
     ``rent.init_rate``).  Returns the state's in-memory size estimate in bytes."""
@@ -92,7 +97,7 @@ def _groups(state: MaintState) -> int | None:
     return len(op.index) if op is not None else None
 
 
-def groups(store, sketch_id: int) -> int | None:
+def groups(store: Store, sketch_id: int) -> int | None:
     """Groups the sketch's live state held when it was saved (its ``states`` row), or None when
     it has no state or none was recorded."""
     if not has(store, sketch_id):
@@ -102,7 +107,7 @@ def groups(store, sketch_id: int) -> int | None:
     return int(g) if g is not None else None
 
 
-def template_groups(store, template: str | None) -> int | None:
+def template_groups(store: Store, template: str | None) -> int | None:
     """Groups the newest recorded state of any sketch of ``template`` held, or None."""
     if template is None:
         return None
@@ -112,7 +117,7 @@ def template_groups(store, template: str | None) -> int | None:
     return int(r["g"]) if r is not None else None
 
 
-def load(catalog, sketch_id: int) -> MaintState | None:
+def load(catalog: Catalog, sketch_id: int) -> MaintState | None:
     """The sketch's operator state, taken out of the cache (the caller mutates it and saves the
     result under the next head's id) or read from its file; None if it has none."""
     hit = _cache.pop((str(catalog.store.path), sketch_id), None)
@@ -127,7 +132,7 @@ def load(catalog, sketch_id: int) -> MaintState | None:
         return None  # damaged state: fall back to re-initialisation
 
 
-def copy(catalog, sketch_id: int) -> MaintState | None:
+def copy(catalog: Catalog, sketch_id: int) -> MaintState | None:
     """An independent copy of the sketch's state (the head keeps its own), or None."""
     hit = _cache.get((str(catalog.store.path), sketch_id))
     if hit is not None:
@@ -137,13 +142,13 @@ def copy(catalog, sketch_id: int) -> MaintState | None:
     return MaintState.from_bytes(path.read_bytes()) if path is not None else None
 
 
-def _file(store, sketch_id: int) -> Path | None:
+def _file(store: Store, sketch_id: int) -> Path | None:
     """The sketch's state file, if it is on disk (a pruned state's row has an empty path)."""
     r = store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
     return Path(r["path"]) if r is not None and r["path"] and Path(r["path"]).is_file() else None
 
 
-def has(store, sketch_id: int) -> bool:
+def has(store: Store, sketch_id: int) -> bool:
     """Whether the sketch has operator state: cached in this process, or on disk."""
     return (str(store.path), sketch_id) in _cache or _file(store, sketch_id) is not None
 
@@ -172,7 +177,7 @@ def evict_all() -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
-def discard(store) -> int:
+def discard(store: Store) -> int:
     """Drop every cached state of ``store`` unwritten (a scratch store about to be deleted);
     returns how many were dropped."""
     keys = [k for k in _cache if k[0] == str(store.path)]
@@ -181,7 +186,7 @@ def discard(store) -> int:
     return len(keys)
 
 
-def prune(catalog) -> int:
+def prune(catalog: Catalog) -> int:
     """Drop the states of sketches that are no longer live heads (superseded by a newer version of
     their chain, or retired): state is only ever read at a head, and each version has its own
     (tens of MB at SF1), so without this the states directory grows with every batch.  Rows stay,
