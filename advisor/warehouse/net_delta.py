@@ -26,7 +26,6 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,9 +33,6 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from advisor.warehouse.table_files import RID, parquet_files
-
-if TYPE_CHECKING:
-    from advisor.warehouse.catalog import Catalog
 
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 
@@ -58,10 +54,11 @@ def _files(path: str | None) -> list[str]:
     return parquet_files([path])
 
 
-def delta_files(catalog: Catalog, name: str, start: int, batches: list) -> tuple[list[str], list[str]]:
+def delta_files(catalog, name: str, start: int, batches: list) -> tuple[list[str], list[str]]:
     """(insert files, delete files) bringing ``name`` from version ``start`` over ``batches`` (its
     versions after ``start``, in order): single batches as written, longer aligned runs as their
-    net block (written on first use)."""
+    net block (written on first use).  ``catalog`` is the table's ``Catalog``, which imports this
+    module."""
     if not batches:
         return [], []
     by_version = {b.version: b for b in batches}
@@ -78,7 +75,7 @@ def delta_files(catalog: Catalog, name: str, start: int, batches: list) -> tuple
     return ins, dels
 
 
-def _block(catalog: Catalog, name: str, lo: int, hi: int, run: list) -> tuple[str | None, str | None]:
+def _block(catalog, name: str, lo: int, hi: int, run: list) -> tuple[str | None, str | None]:
     """The stored net block (lo, hi] of ``name``, written now if missing."""
     store = catalog.store
     r = store.one("SELECT ins_path, del_path FROM net_deltas WHERE table_name=? AND from_version=? "
