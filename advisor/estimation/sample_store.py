@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from advisor.estimation import sample_eval as sample_query
-from estimators.sampling import reservoir_local as sampling_local
+from advisor.estimation import sample_eval
+from estimators.sampling import reservoir_local
 from estimators.sampling.reservoir_spark import stratified_sample
 from estimators.sampling.sample_delta import maintain
 from estimators.sampling.stratum_labels import supported_spark_type
@@ -74,10 +74,10 @@ def _draw(catalog: Catalog, table: str, strata: list, theta: float, seed: int, v
 
     if _draw_locally(catalog, table, strata, version):
 
-        s = sampling_local.draw(catalog.read_arrow(table, version, columns, with_rid=True), strata, theta, seed,
+        s = reservoir_local.draw(catalog.read_arrow(table, version, columns, with_rid=True), strata, theta, seed,
                                 id_col="_rid", reserve=True)
-        sampling_local.write(s.table, str(path))
-        sample_query.prime(str(path), s.table)  # the estimate reads its rows from memory
+        reservoir_local.write(s.table, str(path))
+        sample_eval.prime(str(path), s.table)  # the estimate reads its rows from memory
         if on_layout is not None and s.strata_layout is not None:
             # only now: work started during the draw competed with it for memory bandwidth (TPC-H
             # SF1 draws took 14 % longer and the cold ratio rose 0.194 -> 0.203)
@@ -114,7 +114,7 @@ def _widen(catalog: Catalog, table: str, version: int, path: str, missing: list)
     order = [c for c, _ in catalog.schema(table)]
     have = set(old.column_names) | set(missing)
     names = [c for c in order if c in have] + [c for c in old.column_names if c not in order]
-    sampling_local.write(pa.table({c: (old.column(c) if c in old.column_names else extra.column(c).take(at))
+    reservoir_local.write(pa.table({c: (old.column(c) if c in old.column_names else extra.column(c).take(at))
                                    for c in names}), path)
 
 

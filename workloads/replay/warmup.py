@@ -29,9 +29,9 @@ from pathlib import Path
 
 from advisor import memory
 from advisor.maintain.policy.triggers import set_policy
-from advisor.maintain.spark import state_store as states
+from advisor.maintain.spark import state_store
 from estimators import prefetch_jobs
-from workloads.replay import strategy_step as replay_steps
+from workloads.replay import strategy_step
 
 ROUTINES = ("NO-PS", "CB-OPT-GB")
 
@@ -63,11 +63,11 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
                     cat.pin(t, v)
                 for step in steps:
                     if step["kind"] == "update":
-                        replay_steps.run_update(ctx, routine, step, False)
+                        strategy_step.run_update(ctx, routine, step, False)
                     else:
-                        replay_steps.run_query_step(ctx, routine, step, quiet)
+                        strategy_step.run_query_step(ctx, routine, step, quiet)
             finally:
-                states.discard(ctx.store)
+                state_store.discard(ctx.store)
                 cat.drop_views()
                 ctx.store.close()
     finally:

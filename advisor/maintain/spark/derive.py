@@ -2,12 +2,12 @@
 no Spark job.
 
 Where a plan's lowest aggregation is COUNT/SUM/AVG with only unary operators above it
-(``bulk.supports``), that aggregation's operator state -- per group the row count, sums and rows
+(``bulk_init.supports``), that aggregation's operator state -- per group the row count, sums and rows
 per fragment -- does not depend on constants above it (a HAVING threshold, a top-k's k).  Two
 instances of one template that differ only there share it.  So a new instance whose sketch no
 stored one can serve gets its operators built, the aggregation's state copied from a head of the
 template that has state (caught up first when it is stale), and the aggregation's groups carried
-through the new operators above it, as a bulk initialisation does (``bulk.initialise``).  The
+through the new operators above it, as a bulk initialisation does (``bulk_init.initialise``).  The
 sketch equals a capture's (tests/maintain/test_derive.py compares them) and the new chain has
 operator state from its first version, so it is maintained incrementally without renting
 recaptures (``rent``).
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from advisor.maintain.engine import MaintState
 from advisor.maintain.operators.join import JoinOp
-from advisor.maintain.spark import bulk_init as bulk, state_rental as rent, state_store as states
+from advisor.maintain.spark import bulk_init, state_rental, state_store
 from advisor.maintain.spark.service import init_state, maintain_sketch, sketched_scans
 from advisor.maintain.spark.spark_side import SparkBase
 from advisor.plan import ir
@@ -58,7 +58,7 @@ DERIVE_MAX_GROUPS = 2_000_000  # about 1.3 s of derivation at the rate measured 
 
 def _ndv_product(catalog: Catalog, query) -> float | None:
     """Product of the stored NDVs of the lowest aggregation's group keys (scanned columns), or None."""
-    node = bulk.lowest_aggregate(query.root)
+    node = bulk_init.lowest_aggregate(query.root)
     if node is None or not isinstance(node, ir.Aggregate):
         return None
     n = 1.0
@@ -76,27 +76,27 @@ def _ndv_product(catalog: Catalog, query) -> float | None:
 def _groups_estimate(catalog: Catalog, query, heads: list[Sketch]) -> float | None:
     """Groups a derivation would copy: those of the newest head's recorded state, else those a
     plain run of the template formed or the NDV product capped by the rows under it
-    (``rent.state_groups``); None when a key has no stored NDV.  The product alone assumes
+    (``state_rental.state_groups``); None when a key has no stored NDV.  The product alone assumes
     independent keys: TPC-H SF1 ``GROUP BY l_partkey, l_suppkey`` is 2e9 by it, 6M by the rows and
     800k in the state, so every new binding of that template was captured (3.3-3.9 s) and each of
     its chains initialised a state of its own (6.5-7.7 s)."""
     for h in heads:
-        g = states.groups(catalog.store, h.id)
+        g = state_store.groups(catalog.store, h.id)
         if g is not None:
             return float(g)
     if _ndv_product(catalog, query) is None:
         return None
-    return rent.state_groups(catalog.store, query.root, query.template)
+    return state_rental.state_groups(catalog.store, query.root, query.template)
 
 
 def derivable(query) -> bool:
-    """The plan's shape allows a derivation: a lowest COUNT/SUM/AVG aggregation (``bulk.supports``)."""
-    return bulk.lowest_aggregate(query.root) is not None
+    """The plan's shape allows a derivation: a lowest COUNT/SUM/AVG aggregation (``bulk_init.supports``)."""
+    return bulk_init.lowest_aggregate(query.root) is not None
 
 
 def _same_below(a: MaintState, b: MaintState) -> bool:
     """The two states' lowest aggregations see the same input and compute the same aggregates."""
-    na, nb = bulk.lowest_aggregate(a.plan), bulk.lowest_aggregate(b.plan)
+    na, nb = bulk_init.lowest_aggregate(a.plan), bulk_init.lowest_aggregate(b.plan)
     if na is None or nb is None:
         return False
     try:
@@ -113,10 +113,10 @@ def _heads(catalog: Catalog, query, want: dict) -> list[Sketch]:
 
 
 def _init_record(catalog: Catalog, root, t0: float, versions: dict[str, int], template: str | None = None) -> dict:
-    """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``rent.init_rate``)."""
+    """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``state_rental.init_rate``)."""
     return {"init_seconds": round(time.perf_counter() - t0, 4),
             "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
-            "init_groups": rent.state_groups(catalog.store, root, template), "bulk": True}
+            "init_groups": state_rental.state_groups(catalog.store, root, template), "bulk": True}
 
 
 def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
@@ -125,14 +125,14 @@ def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int])
     initialised now (one Spark aggregation, about a capture), else None."""
 
 
-    has_state = {h.id for h in heads if states.has(catalog.store, h.id)}
+    has_state = {h.id for h in heads if state_store.has(catalog.store, h.id)}
     current = lambda h: all(h.data_versions.get(t) == v for t, v in versions.items())  # noqa: E731
     for head in [h for h in heads if h.id in has_state] + [h for h in heads if h.id not in has_state and current(h)]:
         if head.id not in has_state:
             t0 = time.perf_counter()
             hq = parse_sql(head.sql, lambda t: catalog.schema(t))
             st = init_state(catalog, head, hq, sketched_scans(catalog, hq, head))
-            states.save(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template))
+            state_store.save(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template))
         elif not current(head):
             res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)
             if res.how != "incremental":
@@ -140,7 +140,7 @@ def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int])
             head = load_sketch(catalog.store, res.new_id)
             if not current(head):
                 continue
-        st = states.copy(catalog, head.id)  # a copy: the head keeps its own
+        st = state_store.copy(catalog, head.id)  # a copy: the head keeps its own
         if st is not None:
             return st, head.id
     return None
@@ -154,14 +154,14 @@ def _bought_state(catalog: Catalog, query, want: dict, heads: list[Sketch],
     (``maint_rent``) plus this binding's capture reach the predicted initialisation.  Else None
     (the caller captures)."""
 
-    if not heads or not bulk.supports(query.root):
+    if not heads or not bulk_init.supports(query.root):
         return None
-    paid = [rent.rent_of(catalog.store, h.id) for h in heads]
+    paid = [state_rental.rent_of(catalog.store, h.id) for h in heads]
     rows = sum(catalog.version(t, v).rows for t, v in versions.items())
     spent = sum(s for s, _ in paid)
-    nxt = max((last for _, last in paid), default=0.0) or rows / rent.RECAPTURE_ROWS_PER_S
-    init = rent.predict_init(catalog.store, query.root, rows, bulk=True, template=query.template)
-    if rent.too_big(catalog.store, query.root, query.template) or rent.should_rent(spent, nxt, init):
+    nxt = max((last for _, last in paid), default=0.0) or rows / state_rental.RECAPTURE_ROWS_PER_S
+    init = state_rental.predict_init(catalog.store, query.root, rows, bulk=True, template=query.template)
+    if state_rental.too_big(catalog.store, query.root, query.template) or state_rental.should_rent(spent, nxt, init):
         return None
     t0 = time.perf_counter()
     sk = Sketch(0, query.template, tuple(query.bindings), query.sql,
@@ -197,7 +197,7 @@ def derive_sketch(catalog: Catalog, query, on: dict[str, str], partitions: dict,
                 how="derive")
     sketched = sketched_scans(catalog, query, sk)
     new = MaintState(query.root, sketched)
-    src, dst = bulk.plain_agg_op(old), bulk.plain_agg_op(new)
+    src, dst = bulk_init.plain_agg_op(old), bulk_init.plain_agg_op(new)
     if src is None or dst is None or not _same_below(old, new):
         return None  # the instances differ below the aggregation: no head of this template serves
     for name in ("index", "cnt", "nn", "sums", "f1", "c1", "multi", "dec", "started"):
@@ -215,5 +215,5 @@ def derive_sketch(catalog: Catalog, query, on: dict[str, str], partitions: dict,
         frags[scan_table[sid]] |= set(fs)
     sk.parts = [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts]
     save_sketch(catalog.store, sk)
-    states.save(catalog, sk.id, new, meta)
+    state_store.save(catalog, sk.id, new, meta)
     return sk, time.perf_counter() - t0, head_id

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from advisor.errors import BadInput
 from advisor.maintain.engine import Maintainer, MaintState
 from advisor.maintain.operators.protocol import NeedsRecapture
-from advisor.maintain.spark import bulk_init as bulk, state_rental as rent, state_store as states
+from advisor.maintain.spark import bulk_init, state_rental, state_store
 from advisor.maintain.spark.spark_side import SparkBase, warm_sides
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
@@ -72,9 +72,9 @@ def init_state(catalog: Catalog, sk: Sketch, query, sketched: dict, topk_buffer:
     tables = sorted({s.table for s in query.scans()})
     versions = _versions_for(catalog, sk, tables)
     base = SparkBase(catalog, sketched, versions, versions)
-    if use_bulk and bulk.supports(query.root):
+    if use_bulk and bulk_init.supports(query.root):
         state = MaintState(query.root, sketched, topk_buffer=topk_buffer)
-        if bulk.initialise(state, base):
+        if bulk_init.initialise(state, base):
             warm_sides(state, base)
             return state
     data = _pandas_tables(catalog, tables, versions)
@@ -99,7 +99,7 @@ def maintain_sketch(catalog: Catalog, sketch_id: int, topk_buffer: int | None = 
     ``advisor.calibration.measured_costs``."""
     res = _maintain(catalog, sketch_id, topk_buffer, answer, buy)
     if res.how != "current":
-        states.prune(catalog)
+        state_store.prune(catalog)
         sk = load_sketch(catalog.store, sketch_id)
         catalog.store.log_run("maintain", sk.sql, {"template": sk.template, "how": res.how,
                                                    "seconds": round(res.seconds - res.init_seconds, 4),
@@ -121,21 +121,21 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
         return MaintResult(sk.id, sk.id, "current", 0.0, 0, {})
     t0 = time.perf_counter()
     sketched = sketched_scans(catalog, query, sk)
-    state, init = states.load(catalog, sk.id), None
+    state, init = state_store.load(catalog, sk.id), None
     if state is None:
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
-        spent, last = rent.rent_of(catalog.store, sk.id)
-        is_bulk = bulk.supports(query.root)
-        nxt = last or rows / rent.RECAPTURE_ROWS_PER_S
-        renting = not buy and rent.should_rent(
-            spent, nxt, rent.predict_init(catalog.store, query.root, rows, is_bulk, query.template))
-        if renting or rent.too_big(catalog.store, query.root, query.template):
+        spent, last = state_rental.rent_of(catalog.store, sk.id)
+        is_bulk = bulk_init.supports(query.root)
+        nxt = last or rows / state_rental.RECAPTURE_ROWS_PER_S
+        renting = not buy and state_rental.should_rent(
+            spent, nxt, state_rental.predict_init(catalog.store, query.root, rows, is_bulk, query.template))
+        if renting or state_rental.too_big(catalog.store, query.root, query.template):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
             return _recapture(catalog, sk, query, new, t0, None, spent, n, answer)
         t_init = time.perf_counter()
         state = init_state(catalog, sk, query, sketched, topk_buffer)
         init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk,
-                "init_groups": rent.state_groups(catalog.store, query.root, query.template)}
+                "init_groups": state_rental.state_groups(catalog.store, query.root, query.template)}
     deltas, n_delta = {}, 0
     for t in tables:
         if old[t] != new[t]:
@@ -157,7 +157,7 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
                     [SketchPart(p.table, p.attr, p.partition_id, frozenset(frags[p.table])) for p in sk.parts],
                     dict(new), parent_id=sk.id, how="maintain")
     save_sketch(catalog.store, new_sk)
-    size = states.save(catalog, new_sk.id, state, init)
+    size = state_store.save(catalog, new_sk.id, state, init)
     return MaintResult(sk.id, new_sk.id, how, time.perf_counter() - t0, n_delta, _changes(sk, new_sk), size,
                        init["init_seconds"] if init else 0.0)
 
@@ -177,10 +177,10 @@ def _recapture(catalog: Catalog, sk: Sketch, query, new: dict, t0: float, init_w
                   (sk.id, json.dumps(new), res.sketch.id))
     size = 0
     if init_with is None:
-        rent.record_rent(catalog.store, res.sketch.id, spent + res.seconds, res.seconds)
+        state_rental.record_rent(catalog.store, res.sketch.id, spent + res.seconds, res.seconds)
     else:
         state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, *init_with)
-        size = states.save(catalog, res.sketch.id, state)
+        size = state_store.save(catalog, res.sketch.id, state)
     return MaintResult(sk.id, res.sketch.id, "recapture", time.perf_counter() - t0, n_delta,
                        _changes(sk, load_sketch(catalog.store, res.sketch.id)), size, answer=res.answer)
 
