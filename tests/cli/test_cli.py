@@ -36,7 +36,7 @@ def wh(spark, tmp_path_factory):
 
 
 def test_help_lists_design_commands():
-    r = subprocess.run([sys.executable, "-m", "advisor.cli.main", "--help"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "--help"], capture_output=True, text=True,
                        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0
     for c in DESIGN_COMMANDS:
