@@ -137,7 +137,7 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
     ``prefilter`` only keys under a per-stratum threshold are ranked (same sample, unless a stratum
     falls short: then the sample has fewer than ``sample_size`` rows and must be redrawn without).
     With ``reserve`` (stratified draws only) each stratum also keeps its next ``reserve_size(k) - k``
-    rows by key, and the output carries the key ``sample_key`` and ``_in`` (among the ``k`` sampled rows):
+    rows by key, and the output carries the key ``_key`` and ``_in`` (among the ``k`` sampled rows):
     the stored rows of a stratum are then exactly its rows with a key up to the largest stored one,
     which is what ``estimators.sampling.sample_delta`` needs to maintain the sample from a delta.
     """
@@ -199,7 +199,7 @@ def stratified_sample(df, strata: Sequence[str], theta: float, seed: int,
            .filter(F.col(rn) <= (reserve_size(quota_col) if reserve else quota_col))
            .withColumn("_stratum", F.to_json(F.struct(*[F.col(c) for c in strata]))))
     if reserve:
-        out = out.withColumn("_in", F.col(rn) <= quota_col).withColumnRenamed(u, "sample_key").drop(rn)
+        out = out.withColumn("_in", F.col(rn) <= quota_col).withColumnRenamed(u, "_key").drop(rn)
     else:
         out = out.drop(u, rn)
     return Sample(df=out, strata=strata, theta=theta, seed=seed, uniform_fallback=False, population=N,

@@ -32,9 +32,9 @@ from estimators.sampling.reservoir_spark import quotas, reserve_sizes, sample_ke
 
 
 def _delta_arrow(df, strata: Sequence[str], seed: int, id_col: str, id_type, cols: list):
-    """The delta rows as an Arrow table with the draw's ``sample_key`` and ``_stratum`` (one Spark job)."""
+    """The delta rows as an Arrow table with the draw's ``_key`` and ``_stratum`` (one Spark job)."""
     df = df.withColumn(id_col, F.col(id_col).cast(id_type))  # the key hashes the id's binary form
-    df = df.withColumn("sample_key", sample_key(df, seed, id_col)).withColumn(
+    df = df.withColumn("_key", sample_key(df, seed, id_col)).withColumn(
         "_stratum", F.to_json(F.struct(*[F.col(c) for c in strata])))
     return df.select(*cols).toArrow()
 
@@ -44,7 +44,7 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     """Write the maintained sample to ``out_path`` (one Parquet file) and return (population, strata,
     sample size), or return None when a fresh draw is needed.
 
-    ``old_path``: the stored sample (with ``_n_g``, ``_stratum``, ``sample_key``, ``_in``); ``ins`` / ``dels``:
+    ``old_path``: the stored sample (with ``_n_g``, ``_stratum``, ``_key``, ``_in``); ``ins`` / ``dels``:
     Spark DataFrames of the net inserted and deleted rows between the two versions (table columns and
     ``id_col``)."""
 
@@ -56,7 +56,7 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     d_del = _delta_arrow(dels, strata, seed, id_col, id_type, [id_col, "_stratum"])
 
     # per stratum: old size, stored rows, cut-off; then the new size and quota
-    stats = old.group_by("_stratum").aggregate([("_n_g", "max"), ("sample_key", "count"), ("sample_key", "max")]).to_pandas()
+    stats = old.group_by("_stratum").aggregate([("_n_g", "max"), ("_key", "count"), ("_key", "max")]).to_pandas()
     stats.columns = [{"_n_g_max": "n_old", "_key_count": "stored", "_key_max": "cut"}.get(c, c) for c in stats.columns]
     stats = stats.set_index("_stratum")
     n_ins = d_ins.column("_stratum").to_pandas().value_counts()
@@ -74,10 +74,10 @@ def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: floa
     kept = old.select(keep_cols).filter(pc.invert(pc.is_in(old.column(id_col), value_set=d_del.column(id_col))))
     d_ins = d_ins.cast(kept.schema)
     code_ins = idx.get_indexer(d_ins.column("_stratum").to_pandas())
-    ok_ins = whole[code_ins] | (d_ins.column("sample_key").to_numpy() <= cut[code_ins])
+    ok_ins = whole[code_ins] | (d_ins.column("_key").to_numpy() <= cut[code_ins])
     cand = pa.concat_tables([kept, d_ins.filter(pa.array(ok_ins))])
     code = idx.get_indexer(cand.column("_stratum").to_pandas())
-    key = cand.column("sample_key").to_numpy()
+    key = cand.column("_key").to_numpy()
     order = np.lexsort((key, code))
     code_s = code[order]
     known = np.bincount(code_s, minlength=len(idx))
