@@ -54,10 +54,10 @@ import numpy as np
 import pandas as pd
 
 from estimators.bootstrap import (
-    GroupIndex, aggregate_weighted, block_size, group_exists, group_sums, normalize_agg, point_weights,
-    replicate_blocks, replicate_stderr, stratum_sizes)
+    aggregate_weighted, block_size, group_exists, group_sums, normalize_agg, replicate_blocks, replicate_stderr)
 from estimators.clt import (
     compare, normal_interval_probability, normal_pass_probability, normalize_op, stratified_clt, z_value)
+from estimators.group_sample import GroupedSample, group_sample, where_mask
 from estimators.quantiles import nan_quantiles
 
 # --- predicates -----------------------------------------------------------------------------------
@@ -180,6 +180,8 @@ class GroupEstimates:
 
 
 def group_codes(df: pd.DataFrame, group_cols: list) -> tuple[np.ndarray, pd.DataFrame]:
+    """Group code per row (groups numbered in sorted key order, NULL keys kept) and the groups' keys;
+    no group columns means one group holding every row."""
     if not group_cols:
         return np.zeros(len(df), dtype=np.int64), pd.DataFrame(index=pd.RangeIndex(1))
     gb = df.groupby(group_cols, sort=True, dropna=False)
@@ -213,142 +215,154 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
     so the same sample in any row order gives the same replicates.  Replicates are drawn in blocks of
     about ``block_cells / n`` to bound memory (the stream depends on the block size).
     """
+    method, aggs_n, names = _checked_arguments(method, B, confidence, aggs)
+    group_cols = list(group_cols)
+    _check_sample(pdf, n_col)
+    value_cols = list(dict.fromkeys(c for _, c in aggs_n if c is not None))
+    df = pdf.reset_index(drop=True)
+    u = where_mask(df, where)
+    gi, keys = group_codes(df, group_cols)
+    gs = group_sample(df, u, gi, keys, value_cols, n_col, strata_col)
+    prepared = _aggregate_inputs(aggs_n, names, gs)
+    rng = np.random.default_rng(seed)
+    boot_reps, boot_exists = _bootstrap_replicates(prepared, method, gs, B, block_cells, rng, fpc)
+    out = _group_frame(gs)
+    replicates: dict = {}
+    for name, (f, y, m) in prepared.items():
+        point, se, lo, hi, reps = _aggregate_estimate(f, y, m, gs, method, boot_reps.get(name), confidence,
+                                                      B, rng, fpc)
+        out[name], out[name + "_se"], out[name + "_lo"], out[name + "_hi"] = point, se, lo, hi
+        replicates[name] = reps
+    if method == "bootstrap":
+        exists = boot_exists
+    else:
+        exists = np.broadcast_to(gs.pexists, (B, gs.G)).copy()
+    bound = frozenset(n for n, (f, _, _) in prepared.items() if f in ("min", "max"))
+    return GroupEstimates(frame=out, group_cols=group_cols, aggs=aggs_n, names=names,
+                          replicates=replicates, exists=exists, method=method, confidence=confidence,
+                          B=B, seed=seed, sample_bound=bound)
+
+
+def _checked_arguments(method: str, B: int, confidence: float, aggs: Sequence[tuple]) -> tuple[str, list, list]:
+    """The normalised method, aggregates ``(func, col or None)`` and their names, after checking
+    the arguments that do not depend on the sample."""
     method = str(method).lower()
     if method not in ("bootstrap", "clt"):
         raise ValueError(f"method must be 'bootstrap' or 'clt', got {method!r}")
     if B < 1:
         raise ValueError("B must be >= 1")
     z_value(confidence)
-    group_cols = list(group_cols)
     aggs_n = [(normalize_agg(f), None if c in (None, "*") else c) for f, c in aggs]
     names = [agg_name(f, c) for f, c in aggs_n]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate aggregates in {names}")
+    return method, aggs_n, names
+
+
+def _check_sample(pdf: pd.DataFrame, n_col: str) -> None:
+    """Refuse an empty sample or one without its population-size column."""
     if len(pdf) == 0:
         raise ValueError("empty sample")
     if n_col not in pdf.columns:
         raise ValueError(f"sample has no population-size column {n_col!r}")
-    df = pdf.reset_index(drop=True)
-    if isinstance(where, str):
-        u = df[where].fillna(False).to_numpy(dtype=bool)
-    elif where is None:
-        u = np.ones(len(df), dtype=bool)
-    else:
-        u = np.asarray(where, dtype=bool)
-        if u.shape[0] != len(df):
-            raise ValueError("where mask length differs from the sample")
 
-    gi, keys = group_codes(df, group_cols)
-    G = len(keys)
-    if strata_col and strata_col in df.columns:
-        si, _ = pd.factorize(df[strata_col], sort=True, use_na_sentinel=False)
-        si = si.astype(np.int64)
-    else:
-        si = gi.copy()
-    H = int(si.max()) + 1
-    Ncol = df[n_col].to_numpy(dtype=float)
-    N_h = np.full(H, -np.inf)
-    N_h[si] = Ncol  # one of each stratum's values; all of them agree with it iff it is constant
-    if not np.array_equal(N_h[si], Ncol):
-        raise ValueError(f"{n_col} must be constant within a stratum")
 
-    # canonical row order: stratum, group, then the aggregated values (identical rows are
-    # interchangeable, so the resampling is independent of the input row order)
-    value_cols = list(dict.fromkeys(c for _, c in aggs_n if c is not None))
-    vals = {c: df[c].to_numpy(dtype=float, na_value=np.nan) for c in value_cols}
-    sort_keys = [vals[c] for c in reversed(value_cols)] + [u.astype(np.int8), gi, si]
-    perm = np.lexsort(sort_keys)
-    si, gi, u = si[perm], gi[perm], u[perm]
-    vals = {c: v[perm] for c, v in vals.items()}
+def _aggregate_inputs(aggs_n: list, names: list, gs: GroupedSample) -> dict:
+    """Per aggregate name: (func, values with non-contributing rows set to 0, contributing-row mask).
 
-    gidx = GroupIndex(gi, G)
-    n_h, N_h = stratum_sizes(si, N_h)
-    w0 = point_weights(si, N_h)
-    ones = np.ones(len(si), dtype=np.int64)
-    exact_h = n_h >= N_h
-    # aligned: every stratum belongs to one group (strata equal to or nested in groups), so a group's
-    # rows can only be in its own strata; otherwise (e.g. a uniform sample) an unsampled row of any
-    # incomplete stratum may belong to the group
-    groups_per_stratum = np.bincount(np.unique(si * G + gi) // G, minlength=H)
-    aligned = bool((groups_per_stratum <= 1).all())
-    exact = gidx.reduce(np.minimum, exact_h[si].astype(np.int64)) > 0
-    if not aligned:
-        exact &= bool(exact_h.all())
-    pexists = gidx.reduce(np.add, u.astype(np.int64)) > 0
-
+    A row contributes when it passes WHERE and, unless it is ``COUNT(*)``, its value is not NULL.
+    """
     prepared = {}
     for (f, c), name in zip(aggs_n, names):
         if c is None:
-            y, m = np.ones(len(si)), u.copy()
+            y, m = np.ones(len(gs.si)), gs.u.copy()
         else:
-            v = vals[c]
-            m = u & ~np.isnan(v)
+            v = gs.vals[c]
+            m = gs.u & ~np.isnan(v)
             y = np.where(m, v, 0.0)
         prepared[name] = (f, y, m)
+    return prepared
 
-    rng = np.random.default_rng(seed)
+
+def _bootstrap_replicates(prepared: dict, method: str, gs: GroupedSample, B: int, block_cells: int,
+                          rng: np.random.Generator, fpc: bool) -> tuple[dict, np.ndarray | None]:
+    """Bootstrap replicates ``(B, G)`` of the aggregates that use them (all, or MIN/MAX under the
+    CLT) and the groups' existence per replicate, drawn in blocks so that the (block, n) weight
+    matrices stay small for big samples."""
     boot_names = [n for n, (f, _, _) in prepared.items() if method == "bootstrap" or f in ("min", "max")]
-    boot_reps: dict = {}
-    boot_exists = None
-    if boot_names or method == "bootstrap":
-        # replicates in blocks so that the (block, n) weight matrices stay small for big samples
-        block = block_size(len(si), block_cells)
-        parts: dict = {n: [] for n in boot_names}
-        ex_parts = []
-        for wt, drawn in replicate_blocks(si, N_h, B, block, rng, fpc=fpc):
-            for name in boot_names:
-                f, y, m = prepared[name]
-                if f in ("min", "max"):
-                    parts[name].append(aggregate_weighted(f, y, m, None, drawn, gidx))
-                    continue
-                den = group_sums(m, gi, G, wt)
-                if f == "count":
-                    parts[name].append(den)
-                    continue
-                num = group_sums(y, gi, G, wt)  # y is already 0 outside m
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    parts[name].append(np.where(den > 0, num, np.nan) if f == "sum" else
-                                       np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan))
-            ex_parts.append(group_exists(u, drawn, gidx))
-        boot_reps = {n: np.concatenate(v, axis=0) for n, v in parts.items()}
-        boot_exists = np.concatenate(ex_parts, axis=0)
-    z = z_value(confidence)
-    out = keys.reset_index(drop=True).copy()
-    out["n"] = gidx.sizes.astype(np.int64)
-    Nest = gidx.reduce(np.add, w0)
+    if not (boot_names or method == "bootstrap"):
+        return {}, None
+    block = block_size(len(gs.si), block_cells)
+    parts: dict = {n: [] for n in boot_names}
+    ex_parts = []
+    for wt, drawn in replicate_blocks(gs.si, gs.N_h, B, block, rng, fpc=fpc):
+        for name in boot_names:
+            f, y, m = prepared[name]
+            parts[name].append(_replicate_block(f, y, m, wt, drawn, gs))
+        ex_parts.append(group_exists(gs.u, drawn, gs.gidx))
+    return {n: np.concatenate(v, axis=0) for n, v in parts.items()}, np.concatenate(ex_parts, axis=0)
+
+
+def _replicate_block(f: str, y: np.ndarray, m: np.ndarray, wt: np.ndarray, drawn: np.ndarray,
+                     gs: GroupedSample) -> np.ndarray:
+    """One aggregate for every group in one block of replicates (weights ``wt``, draw counts
+    ``drawn``); NaN (NULL) where no row contributes, except COUNT."""
+    if f in ("min", "max"):
+        return aggregate_weighted(f, y, m, None, drawn, gs.gidx)
+    den = group_sums(m, gs.gi, gs.G, wt)
+    if f == "count":
+        return den
+    num = group_sums(y, gs.gi, gs.G, wt)  # y is already 0 outside m
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.where(den > 0, num, np.nan) if f == "sum" else
+                np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan))
+
+
+def _group_frame(gs: GroupedSample) -> pd.DataFrame:
+    """The result frame before the aggregates: group keys, sample and population rows, exactness and
+    existence."""
+    out = gs.keys.reset_index(drop=True).copy()
+    out["n"] = gs.gidx.sizes.astype(np.int64)
+    Nest = gs.gidx.reduce(np.add, gs.w0)
     out["N"] = np.where(np.isclose(Nest, np.round(Nest)), np.round(Nest), Nest)
-    out["exact"] = exact
-    out["exists"] = pexists
-    replicates: dict = {}
-    for name, (f, y, m) in prepared.items():
-        point = aggregate_weighted(f, y, m, w0, ones, gidx)
-        if method == "bootstrap" or f in ("min", "max"):
-            reps = boot_reps[name]
-            se = replicate_stderr(reps, axis=0)
-            lo, hi = percentile_interval(reps, confidence)
-        else:
-            _, var = stratified_clt(f, si, gi, G, N_h, y, m, fpc=fpc)
-            se = np.sqrt(np.clip(var, 0.0, None))
-            se = np.where(exact, 0.0, se)
-            lo, hi = point - z * se, point + z * se
-            if f == "count":
-                lo = np.maximum(lo, 0.0)
-            zmat = rng.standard_normal((B, G))
-            reps = point[None, :] + np.where(se > 0, se, 0.0)[None, :] * zmat
-            if f == "count":
-                reps = np.maximum(reps, 0.0)
-        lo = np.where(exact, point, lo)
-        hi = np.where(exact, point, hi)
-        out[name], out[name + "_se"], out[name + "_lo"], out[name + "_hi"] = point, se, lo, hi
-        replicates[name] = reps
-    if method == "bootstrap":
-        exists = boot_exists
+    out["exact"] = gs.exact
+    out["exists"] = gs.pexists
+    return out
+
+
+def _aggregate_estimate(f: str, y: np.ndarray, m: np.ndarray, gs: GroupedSample, method: str,
+                        boot: np.ndarray | None, confidence: float, B: int, rng: np.random.Generator,
+                        fpc: bool) -> tuple:
+    """(point, standard error, interval low, high, ``(B, G)`` replicates) of one aggregate: from its
+    bootstrap replicates ``boot`` or from the CLT; exact groups get their point as the interval."""
+    point = aggregate_weighted(f, y, m, gs.w0, np.ones(len(gs.si), dtype=np.int64), gs.gidx)
+    if method == "bootstrap" or f in ("min", "max"):
+        reps = boot
+        se = replicate_stderr(reps, axis=0)
+        lo, hi = percentile_interval(reps, confidence)
     else:
-        exists = np.broadcast_to(pexists, (B, G)).copy()
-    bound = frozenset(n for n, (f, _, _) in prepared.items() if f in ("min", "max"))
-    return GroupEstimates(frame=out, group_cols=group_cols, aggs=aggs_n, names=names,
-                          replicates=replicates, exists=exists, method=method, confidence=confidence,
-                          B=B, seed=seed, sample_bound=bound)
+        se, lo, hi, reps = _clt_estimate(f, y, m, point, gs, confidence, B, rng, fpc)
+    lo = np.where(gs.exact, point, lo)
+    hi = np.where(gs.exact, point, hi)
+    return point, se, lo, hi, reps
+
+
+def _clt_estimate(f: str, y: np.ndarray, m: np.ndarray, point: np.ndarray, gs: GroupedSample,
+                  confidence: float, B: int, rng: np.random.Generator, fpc: bool) -> tuple:
+    """(standard error, normal interval low, high, parametric replicates ``point + se * Z``) of one
+    SUM/COUNT/AVG by Haas's CLT; COUNTs are kept non-negative."""
+    z = z_value(confidence)
+    _, var = stratified_clt(f, gs.si, gs.gi, gs.G, gs.N_h, y, m, fpc=fpc)
+    se = np.sqrt(np.clip(var, 0.0, None))
+    se = np.where(gs.exact, 0.0, se)
+    lo, hi = point - z * se, point + z * se
+    if f == "count":
+        lo = np.maximum(lo, 0.0)
+    zmat = rng.standard_normal((B, gs.G))
+    reps = point[None, :] + np.where(se > 0, se, 0.0)[None, :] * zmat
+    if f == "count":
+        reps = np.maximum(reps, 0.0)
+    return se, lo, hi, reps
 
 
 # --- predicate evaluation -------------------------------------------------------------------------

@@ -45,6 +45,7 @@ small group's true mean is an average of few rows, so it lies further from any p
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -53,7 +54,8 @@ from scipy.optimize import nnls
 from scipy.special import fdtrc
 
 from estimators.deconvolve import MIN_RESIDUALS, non_normal, posterior_draws, residuals
-from estimators.prior_noise import prior_error_draws, window_means
+from estimators.group_smoothers import covariate_order, local_mean, split_bins
+from estimators.prior_noise import prior_error_draws
 from estimators.quantiles import nan_quantiles
 
 COV_MIN_BIN = 30     # groups per covariate bin
@@ -185,62 +187,6 @@ def _second_covariate(m: np.ndarray, ok: np.ndarray, stats: dict, best: tuple) -
     return best[0], f"{name1} + {pick[1]}", mu1 + pick[2], kind, ("second", smoother, pick[3])
 
 
-def split_bins(x: np.ndarray, m: np.ndarray, min_bin: int, max_bins: int, level: float) -> np.ndarray:
-    """Bin of each value when ``x``-sorted values ``m`` are cut into contiguous runs by greedy binary
-    splits (a one-dimensional regression tree): each step makes the cut, between two distinct ``x``,
-    that most reduces the squared residuals of ``m`` around its run's mean, while both sides keep
-    ``min_bin`` values and the cut's F statistic is significant at ``level`` divided by the number
-    of cuts it was chosen from (Bonferroni).  Returns bin ids in ``x``'s order, 0-based.
-
-    Why: quantile bins straddle jumps of the group means -- flights' hours at 5 a.m. fly 1,232 miles
-    on average and at 6 a.m. 953, and a bin holding both gives each the other's mean; the
-    tree puts its cuts at the jumps."""
-
-    order = np.argsort(x, kind="stable")
-    xs, ms = x[order], m[order]
-    n = len(ms)
-    c1 = np.concatenate([[0.0], np.cumsum(ms)])
-    c2 = np.concatenate([[0.0], np.cumsum(ms * ms)])
-    cut_ok = np.concatenate([[False], xs[1:] != xs[:-1]])
-
-    def sse(lo, hi):
-        return c2[hi] - c2[lo] - (c1[hi] - c1[lo]) ** 2 / (hi - lo)
-
-    def best_cut(lo, hi):
-        j = np.arange(lo + min_bin, hi - min_bin + 1)
-        j = j[cut_ok[j]] if len(j) else j
-        if not len(j):
-            return None
-        left = c2[j] - c2[lo] - (c1[j] - c1[lo]) ** 2 / (j - lo)
-        right = c2[hi] - c2[j] - (c1[hi] - c1[j]) ** 2 / (hi - j)
-        i = int(np.argmin(left + right))
-        return sse(lo, hi) - left[i] - right[i], int(j[i]), len(j)
-
-    runs = [(0, n)]
-    cands = {(0, n): best_cut(0, n)}
-    total = sse(0, n)
-    while len(runs) < max_bins:
-        live = [(r, c) for r, c in cands.items() if c is not None and c[0] > 0]
-        if not live:
-            break
-        (lo, hi), (gain, j, tried) = max(live, key=lambda rc: rc[1][0])
-        df = n - len(runs) - 1
-        if df <= 0 or total - gain <= 0:
-            break
-        if fdtrc(1, df, gain / ((total - gain) / df)) * tried >= level:
-            break
-        total -= gain
-        runs.remove((lo, hi))
-        del cands[(lo, hi)]
-        for r in ((lo, j), (j, hi)):
-            runs.append(r)
-            cands[r] = best_cut(*r)
-    bins = np.empty(n, dtype=np.int64)
-    for b, (lo, hi) in enumerate(sorted(runs)):
-        bins[order[lo:hi]] = b
-    return bins
-
-
 def _split_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray):
     """(leave-one-out mean square residual, prior means, bin of each group or -1) of ``split_bins``
     on covariate ``x``, or None when no cut is significant."""
@@ -258,24 +204,6 @@ def _split_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray):
     labels = np.full(len(m), -1, dtype=np.int64)
     labels[idx] = b
     return float(np.mean(loo ** 2)), mu, labels
-
-
-def covariate_order(x: np.ndarray, has: np.ndarray, ties: tuple = ()) -> np.ndarray:
-    """Indices of the groups in ``has`` in the order of ``x``; ties in ``x`` are ordered by the
-    arrays of ``ties`` in turn (NaN last), then keep their order: the days of one month follow each
-    other when ``x`` is the month and ``ties`` holds the day."""
-    idx = np.flatnonzero(has)
-    keys = [np.nan_to_num(t[idx], nan=np.inf) for t in reversed(ties)] + [x[idx]]
-    return idx[np.lexsort(keys)]
-
-
-def local_mean(x: np.ndarray, m: np.ndarray, has: np.ndarray, k: int, ties: tuple = (),
-               order: Optional[np.ndarray] = None) -> np.ndarray:
-    """Leave-one-out mean of ``m`` over the ``k`` groups on each side in the order of ``x``
-    (``covariate_order``, or ``order`` when given), for the groups in ``has``; NaN elsewhere."""
-
-    order = covariate_order(x, has, ties) if order is None else order
-    return window_means(np.asarray(m, dtype=float)[None, :], k, order)[0]
 
 
 def _local_prior(m: np.ndarray, has: np.ndarray, x: np.ndarray, spread: float, ties: tuple = ()):
@@ -384,79 +312,155 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
     used: dict = {}
     cov_stats = None
     for (f, col), name in zip(est.aggs, est.names):
-        # a COUNT is exact for groups that are strata; groups finer than the strata (a join's
-        # dimension attribute in the key) estimate it as a total, and it is shrunk like one
-        counted = f == "count" and not aligned and SHRINK_COUNTS
-        if not ((f in ("sum", "avg") and col is not None) or counted) or name not in est.replicates:
+        t = _shrink_target(est, rows, gcols, f, col, name, aligned)
+        if t is None:
             continue
-        N, n = fr["N"].to_numpy(float), fr["n"].to_numpy(float)
-        scale = np.where(N > 0, N, 1.0) if f == "sum" and aligned else np.ones(len(fr))
-        m = est.point(name) / scale
-        ok = fr["exists"].to_numpy(bool) & ~fr["exact"].to_numpy(bool) & np.isfinite(m) & (n > 0)
-        if counted:  # no per-row values: the noise is the replicates' alone (as for totals below)
-            g, dof, sw2 = None, 1.0, 0.0
-        else:
-            g = rows.groupby(gcols, dropna=False)[col]
-            cnt, var = g.count(), g.var(ddof=1)
-            dof = float((cnt - 1).clip(lower=0).sum())
-            sw2 = float(((cnt - 1).clip(lower=0) * var.fillna(0)).sum()) / dof if dof > 0 else 0.0
-        if ok.sum() < 3 or dof <= 0:
-            continue
-        v = (est.stderr(name) / scale) ** 2
-        v_noise = None
-        if f == "avg" or aligned:
-            v_an = sw2 * np.clip(1.0 - n / np.where(N > 0, N, 1.0), 0.0, 1.0) / np.maximum(n, 1.0)
-            v = np.maximum(v, v_an)
-            v_noise = float(np.mean(v_an[ok]))
-        v = np.nan_to_num(v)
-        if v_noise is None:
-            v_noise = float(np.mean(v[ok]))
-        mu = np.full(len(m), float(np.mean(m[ok])))
-        used[name], kind, smoother = None, None, None
         if covariates:
             cov_stats = cov_stats if cov_stats is not None else covariate_stats(rows, fr, gcols, covariates)
-        stats = dict(cov_stats or {})
-        if SIZE_COVARIATE and (f == "avg" or aligned) and np.ptp(N[ok]) > 0:
-            # a group's size is a property of the group: small routes and quiet hours run late more often
-            stats[SIZE] = (np.where(N > 0, np.log(np.maximum(N, 1.0)), np.nan), 1.0, np.inf)
-        if stats:
-            got = covariate_prior(m, ok, stats, with_smoother=True)
-            if got is not None:
-                used[name], mu, kind, smoother = got
-        vm = float(np.var(m[ok] - mu[ok]))
-        share = variance_floor(int(ok.sum())) if floor is None else floor
-        tau2 = max(vm - v_noise, share * vm)
-        if tau2 <= 0:
+        used[name], mu, kind, smoother = _prior_mean(t, cov_stats)
+        tau2_g = _prior_variance(t, mu, floor, prior, nu)
+        if tau2_g is None:
             continue
-        if PRIOR_BY_SIZE and (f == "avg" or aligned):
-            tau2 = size_prior_variance(m - mu, v_an, N, ok, share * vm, tau2)
-        if prior == "t":
-            lam = (nu + 1.0) / (nu + (m - mu) ** 2 / (tau2 + v))
-            tau2_g = tau2 / np.where(ok & np.isfinite(lam) & (lam > 0), lam, 1.0)
-        elif prior == "normal":
-            tau2_g = tau2
-        else:
-            raise ValueError(f"prior must be 'normal' or 't', got {prior!r}")
-        B = np.where(ok, v / (v + tau2_g), 0.0)
-        post = np.where(ok, mu + (1.0 - B) * (m - mu), m)
-        reps = est.replicates[name] / scale[None, :]
-        dev = (reps - m[None, :]) * np.sqrt(1.0 - B)[None, :]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            rep_var = np.nan_to_num(np.nanvar(dev, axis=0))
-        extra = np.sqrt(np.clip((1.0 - B) * v - rep_var, 0.0, None)) * ok
-        new = post[None, :] + dev + extra[None, :] * rng.standard_normal(reps.shape)
-        if kind == "local" and DECONVOLVE and (f == "avg" or aligned):
-            res = residuals(g)  # the grouping above, not a second one
-            if len(res) >= MIN_RESIDUALS and non_normal(res):
-                # groups whose noise the grid resolves take the nonparametric posterior
-                np_post, draws, fine = posterior_draws(m, mu, n, N, ok, res, reps.shape[0], rng)
-                post, new = np.where(fine, np_post, post), np.where(fine[None, :], draws, new)
+        reps = est.replicates[name] / t.scale[None, :]
+        B, post, new = _posterior(t, mu, tau2_g, reps, rng)
+        if kind == "local" and DECONVOLVE and t.row_mean:
+            post, new = _deconvolved(t, mu, post, new, reps, rng)
         if PRIOR_NOISE:  # the prior mean's error, common to the groups that share it (prior_noise)
-            new = new + prior_error_draws(smoother, reps, m, ok, B)
-        new = np.where(ok[None, :], new, reps) * scale[None, :]
-        _store(est, name, ok, post * scale, new)
+            new = new + prior_error_draws(smoother, reps, t.m, t.ok, B)
+        new = np.where(t.ok[None, :], new, reps) * t.scale[None, :]
+        _store(est, name, t.ok, post * t.scale, new)
     return used
+
+
+@dataclass
+class _Target:
+    """One aggregate to shrink: group means ``m`` (estimates divided by ``scale``), the groups to
+    shrink (``ok``), sample and population rows, the row grouping ``g`` (None for a COUNT), the noise
+    variance ``v`` per group, its analytic part ``v_an`` (row means only) and the noise level
+    ``v_noise`` that ``tau^2`` subtracts; ``row_mean``: ``m`` is a mean of rows (AVG, or a SUM of
+    groups that are strata)."""
+
+    scale: np.ndarray
+    m: np.ndarray
+    ok: np.ndarray
+    n: np.ndarray
+    N: np.ndarray
+    g: object
+    v: np.ndarray
+    v_an: Optional[np.ndarray]
+    v_noise: float
+    row_mean: bool
+
+
+def _shrink_target(est, rows, gcols: list, f: str, col, name: str, aligned: bool) -> Optional[_Target]:
+    """The aggregate ``name`` as a shrinkage target, or None when it is not shrunk: not a SUM/AVG
+    (nor a COUNT of groups finer than the strata), no replicates, fewer than three groups to
+    shrink, or no within-group degrees of freedom."""
+    # a COUNT is exact for groups that are strata; groups finer than the strata (a join's
+    # dimension attribute in the key) estimate it as a total, and it is shrunk like one
+    counted = f == "count" and not aligned and SHRINK_COUNTS
+    if not ((f in ("sum", "avg") and col is not None) or counted) or name not in est.replicates:
+        return None
+    fr = est.frame
+    N, n = fr["N"].to_numpy(float), fr["n"].to_numpy(float)
+    scale = np.where(N > 0, N, 1.0) if f == "sum" and aligned else np.ones(len(fr))
+    m = est.point(name) / scale
+    ok = fr["exists"].to_numpy(bool) & ~fr["exact"].to_numpy(bool) & np.isfinite(m) & (n > 0)
+    g, dof, sw2 = _within_variance(rows, gcols, col, counted)
+    if ok.sum() < 3 or dof <= 0:
+        return None
+    row_mean = f == "avg" or aligned
+    v, v_an, v_noise = _noise_variance(est.stderr(name) / scale, sw2, n, N, ok, row_mean)
+    return _Target(scale=scale, m=m, ok=ok, n=n, N=N, g=g, v=v, v_an=v_an, v_noise=v_noise, row_mean=row_mean)
+
+
+def _within_variance(rows, gcols: list, col, counted: bool) -> tuple:
+    """(grouping of the value column by group, degrees of freedom, pooled within-group variance
+    ``s_w^2``) of the sampled rows; a COUNT has no per-row values, so its noise is the replicates'
+    alone (as for totals)."""
+    if counted:
+        return None, 1.0, 0.0
+    g = rows.groupby(gcols, dropna=False)[col]
+    cnt, var = g.count(), g.var(ddof=1)
+    dof = float((cnt - 1).clip(lower=0).sum())
+    sw2 = float(((cnt - 1).clip(lower=0) * var.fillna(0)).sum()) / dof if dof > 0 else 0.0
+    return g, dof, sw2
+
+
+def _noise_variance(se: np.ndarray, sw2: float, n: np.ndarray, N: np.ndarray, ok: np.ndarray,
+                    row_mean: bool) -> tuple:
+    """(noise variance per group, its analytic part or None, the mean noise level ``tau^2``
+    subtracts).  For row means the noise is the larger of the replicate variance ``se^2`` and
+    ``s_w^2 (1 - n_g/N_g) / n_g``, and the level is the analytic part's mean alone (unbiased)."""
+    v = se ** 2
+    v_an, v_noise = None, None
+    if row_mean:
+        v_an = sw2 * np.clip(1.0 - n / np.where(N > 0, N, 1.0), 0.0, 1.0) / np.maximum(n, 1.0)
+        v = np.maximum(v, v_an)
+        v_noise = float(np.mean(v_an[ok]))
+    v = np.nan_to_num(v)
+    if v_noise is None:
+        v_noise = float(np.mean(v[ok]))
+    return v, v_an, v_noise
+
+
+def _prior_mean(t: _Target, cov_stats: Optional[dict]) -> tuple:
+    """(covariate used or None, prior mean per group, ``'bins'``/``'local'`` or None, smoother or
+    None): the mean of all groups unless a covariate, or for row means the group size, explains the
+    group means (``covariate_prior``)."""
+    mu = np.full(len(t.m), float(np.mean(t.m[t.ok])))
+    stats = dict(cov_stats or {})
+    if SIZE_COVARIATE and t.row_mean and np.ptp(t.N[t.ok]) > 0:
+        # a group's size is a property of the group: small routes and quiet hours run late more often
+        stats[SIZE] = (np.where(t.N > 0, np.log(np.maximum(t.N, 1.0)), np.nan), 1.0, np.inf)
+    if stats:
+        got = covariate_prior(t.m, t.ok, stats, with_smoother=True)
+        if got is not None:
+            return got
+    return None, mu, None, None
+
+
+def _prior_variance(t: _Target, mu: np.ndarray, floor: Optional[float], prior: str, nu: float):
+    """Prior variance ``tau^2`` (per group for ``size_prior_variance`` or the Student-t prior), or
+    None when the residual spread leaves none."""
+    vm = float(np.var(t.m[t.ok] - mu[t.ok]))
+    share = variance_floor(int(t.ok.sum())) if floor is None else floor
+    tau2 = max(vm - t.v_noise, share * vm)
+    if tau2 <= 0:
+        return None
+    if PRIOR_BY_SIZE and t.row_mean:
+        tau2 = size_prior_variance(t.m - mu, t.v_an, t.N, t.ok, share * vm, tau2)
+    if prior == "t":
+        lam = (nu + 1.0) / (nu + (t.m - mu) ** 2 / (tau2 + t.v))
+        return tau2 / np.where(t.ok & np.isfinite(lam) & (lam > 0), lam, 1.0)
+    if prior == "normal":
+        return tau2
+    raise ValueError(f"prior must be 'normal' or 't', got {prior!r}")
+
+
+def _posterior(t: _Target, mu: np.ndarray, tau2_g, reps: np.ndarray, rng: np.random.Generator) -> tuple:
+    """(shrinkage factor ``B``, posterior means, replicates): the replicates' deviations are scaled
+    by ``sqrt(1 - B)`` and topped up with normal noise where narrower than the posterior."""
+    B = np.where(t.ok, t.v / (t.v + tau2_g), 0.0)
+    post = np.where(t.ok, mu + (1.0 - B) * (t.m - mu), t.m)
+    dev = (reps - t.m[None, :]) * np.sqrt(1.0 - B)[None, :]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rep_var = np.nan_to_num(np.nanvar(dev, axis=0))
+    extra = np.sqrt(np.clip((1.0 - B) * t.v - rep_var, 0.0, None)) * t.ok
+    new = post[None, :] + dev + extra[None, :] * rng.standard_normal(reps.shape)
+    return B, post, new
+
+
+def _deconvolved(t: _Target, mu: np.ndarray, post: np.ndarray, new: np.ndarray, reps: np.ndarray,
+                 rng: np.random.Generator) -> tuple:
+    """Posterior means and replicates around a local prior, nonparametric (``estimators.deconvolve``)
+    for the groups whose noise the grid resolves, when the residuals are numerous and not normal."""
+    res = residuals(t.g)  # the grouping of _within_variance, not a second one
+    if len(res) >= MIN_RESIDUALS and non_normal(res):
+        np_post, draws, fine = posterior_draws(t.m, mu, t.n, t.N, t.ok, res, reps.shape[0], rng)
+        post, new = np.where(fine, np_post, post), np.where(fine[None, :], draws, new)
+    return post, new
 
 
 def _store(est, name: str, ok: np.ndarray, point: np.ndarray, new: np.ndarray) -> None:

@@ -90,7 +90,7 @@ distribution ``q_g`` (a probability vector over fragments).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -98,9 +98,11 @@ from scipy import sparse
 
 from estimators.aggregates import pass_matrix, pass_probability, point_pass
 from estimators.clt import z_value
+from estimators.fragment_cells import (
+    CellModel, block_bounds, block_cells, fragment_table, lookup_fragments, lookup_groups, range_positions)
 from estimators.unseen_rows import (
     estimate_alpha, expected_distinct_fragments, group_term, passing_prior, touch_cells, touch_probability,
-    unseen_touch_probability, window_cells, window_sums)
+    unseen_touch_probability, window_sums)
 from estimators.windows import group_windows  # noqa: F401 - re-exported
 
 
@@ -143,59 +145,10 @@ class SizeEstimate:
         return self.ci_lo / t, self.ci_hi / t
 
 
-def _fragments(fragment_sizes) -> tuple[pd.Index, np.ndarray]:
-    if isinstance(fragment_sizes, pd.Series):
-        ids, sizes = pd.Index(fragment_sizes.index), fragment_sizes.to_numpy(dtype=float)
-    elif isinstance(fragment_sizes, Mapping):
-        ids, sizes = pd.Index(list(fragment_sizes.keys())), np.asarray(list(fragment_sizes.values()), dtype=float)
-    else:
-        sizes = np.asarray(fragment_sizes, dtype=float)
-        ids = pd.RangeIndex(sizes.shape[0])
-    if not ids.is_unique:
-        raise ValueError("fragment ids must be unique")
-    if (sizes < 0).any():
-        raise ValueError("fragment sizes must be >= 0")
-    return ids, sizes
-
-
-def _key_index(frame: pd.DataFrame, cols: list) -> pd.Index:
-    if len(cols) == 1:
-        return pd.Index(frame[cols[0]])
-    return pd.MultiIndex.from_frame(frame[cols])
-
-
-def _lookup_groups(groups: pd.DataFrame, other: pd.DataFrame, cols: list) -> np.ndarray:
-    if not cols:
-        return np.zeros(len(other), dtype=np.int64)
-    idx = _key_index(groups, cols)
-    if not idx.is_unique:
-        raise ValueError("groups table has duplicate group keys")
-    return np.asarray(idx.get_indexer(_key_index(other, cols)), dtype=np.int64)
-
-
 def group_rows(groups: pd.DataFrame, sample: pd.DataFrame, group_cols) -> np.ndarray:
     """Row of ``groups`` holding each sample row's group (-1 if none): ``estimate_size``'s
     ``sample_groups``."""
-    return _lookup_groups(groups, sample, list(group_cols))
-
-
-def _lookup_frags(ids: pd.Index, values: pd.Series, what: str) -> np.ndarray:
-    pos = np.asarray(ids.get_indexer(values), dtype=np.int64)
-    if (pos < 0).any():
-        bad = pd.Series(values).iloc[np.flatnonzero(pos < 0)[0]]
-        raise ValueError(f"{what} has fragment id {bad!r} that is not in fragment_sizes")
-    return pos
-
-
-def _positions(ids: pd.Index) -> np.ndarray:
-    """Rank of every fragment id in sorted order (range order); input order if ids do not sort."""
-    try:
-        order = np.argsort(np.asarray(ids), kind="stable")
-    except TypeError:
-        return np.arange(len(ids))
-    pos = np.empty(len(ids), dtype=np.int64)
-    pos[order] = np.arange(len(ids))
-    return pos
+    return lookup_groups(groups, sample, list(group_cols))
 
 
 SATURATED = -40.0  # -expm1(x) rounds to exactly 1.0 in float64 for x below about -37
@@ -251,7 +204,7 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     fragments and options but other pass probabilities -- the next HAVING constant or LIMIT.
     """
     group_cols = list(group_cols)
-    ids, sizes = _fragments(fragment_sizes)
+    ids, sizes = fragment_table(fragment_sizes)
     F = sizes.shape[0]
     total = float(sizes.sum()) if total_rows is None else float(total_rows)
     if total <= 0:
@@ -279,13 +232,13 @@ def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determin
     G, F = len(groups), sizes.shape[0]
     # observed cells (group, fragment) with sample counts
     if sample_groups is None:
-        sg = _lookup_groups(groups, sample, group_cols)
+        sg = lookup_groups(groups, sample, group_cols)
     else:
         sg = np.asarray(sample_groups, dtype=np.int64)
         if sg.shape != (len(sample),):
             raise ValueError(f"sample_groups must have shape ({len(sample)},)")
     keep = sg >= 0
-    sf = _lookup_frags(ids, sample[frag_col][keep], "sample")
+    sf = lookup_fragments(ids, sample[frag_col][keep], "sample")
     sg = sg[keep]
     n_g = np.bincount(sg, minlength=G).astype(float)
     codes, m_cell = np.unique(sg * F + sf, return_counts=True)
@@ -303,16 +256,16 @@ def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determin
 
     if mapping is not None:
         touch = "mapping"
-        mg = _lookup_groups(groups, mapping, group_cols)
+        mg = lookup_groups(groups, mapping, group_cols)
         mk = mg >= 0
-        mr = _lookup_frags(ids, mapping[frag_col][mk], "mapping")
+        mr = lookup_fragments(ids, mapping[frag_col][mk], "mapping")
         cert = np.unique(np.concatenate([codes, mg[mk] * F + mr]))
         alpha_used = float("nan")
     elif determined:
         touch, cert, alpha_used = "determined", codes, float("nan")
     else:
         touch, cert = "model", codes
-        pos = _positions(ids)
+        pos = range_positions(ids)
         if window:
             wlo, whi = group_windows(obs_g, pos[obs_r], n_g, G)
         else:
@@ -334,112 +287,150 @@ def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determin
 
 def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells, confidence, seed) -> SizeEstimate:
     """The pass-probability part of ``estimate_size``: point, expectation and interval."""
-    n_g, K_g, pi, touch, alpha_used = (prep[k] for k in ("n_g", "K_g", "pi", "touch", "alpha"))
-    cert_g, cert_r, cg_sorted, cr_sorted = (prep[k] for k in ("cert_g", "cert_r", "cg_sorted", "cr_sorted"))
-    pos, i0, i1, mass = (prep.get(k) for k in ("pos", "i0", "i1", "mass"))
-    # point estimate (Algorithm 2)
-    pf = np.unique(cert_r[pt[cert_g]]) if cert_g.size else np.zeros(0, dtype=np.int64)
+    pf = _point_fragments(pt, prep["cert_g"], prep["cert_r"])
     rows_point = float(sizes[pf].sum())
-
-    # expectation and replicate interval, chunked over the groups that can pass
-    relevant = (p > 0) | pt
-    if pass_replicates is not None:
-        relevant |= pass_replicates.any(axis=0)
-    gl = np.flatnonzero(relevant)
-    log_miss = np.zeros(F)
-    if pass_replicates is not None:
-        Bn = pass_replicates.shape[0]
-        L = np.zeros((Bn, F))
-        C = np.zeros((Bn, F))
-    step = max(1, int(chunk_cells) // max(F, 1))
-    use_model = touch == "model" and alpha_used != 0
-    if use_model and PASS_PRIOR:
-        pi_p = passing_prior(p, cert_g, cert_r, prep["cell_m"], pi, F)
-        if pi_p is not None:
-            pi, mass = pi_p, np.maximum(window_sums(pi_p, pos, i0, i1), 0.0)
-    # Once every fragment's miss log-probability (and every replicate's) is below SATURATED, P and
-    # Pb are exactly 1.0 in float64 and later groups cannot change them (they only add <= 0 to
-    # log_miss / L and >= 0 to C): stop early.  A small first block makes the check pay off for
-    # candidates whose sketch covers every fragment anyway (most non-selective ones).  Fragments no
-    # group can reach (no prior mass under the model, no sampled row) stay at 0 and are not checked.
-    reach = np.zeros(F, dtype=bool)
-    reach[cert_r] = True
-    if use_model:
-        reach |= pi > 0
-    # Blocks grow geometrically from step/16 to step, so both checks come early.
-    bounds, size = [0], max(1, step // 16)
-    while bounds[-1] < gl.shape[0]:
-        bounds.append(min(gl.shape[0], bounds[-1] + size))
-        size = min(step, 2 * size)
-    settled = False
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        if lo and (log_miss[reach] < SATURATED).all() and (
-                pass_replicates is None or ((L[:, reach] < SATURATED) | (C[:, reach] > 0)).all()):
-            break
-        if lo and _covers_all(log_miss, L if pass_replicates is not None else None,
-                              C if pass_replicates is not None else None, sizes, total):
-            settled = True
-            break
-        chunk = gl[lo:hi]
-        nc = chunk.shape[0]
-        a = np.searchsorted(cg_sorted, chunk, side="left")
-        b = np.searchsorted(cg_sorted, chunk, side="right")
-        cnt = b - a
-        crow = np.repeat(np.arange(nc), cnt)  # certain cells: the sample saw the group there
-        within = np.arange(crow.shape[0]) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        cfrag = cr_sorted[np.repeat(a, cnt) + within]
-        if use_model:
-            wrow, wfrag, wt = window_cells(n_g[chunk], K_g[chunk], i0[chunk], i1[chunk], mass[chunk], pos, pi,
-                                            alpha_used)
-            keep = ~np.isin(wrow * F + wfrag, crow * F + cfrag)
-            sure = keep & (wt >= 1.0)
-            crow, cfrag = np.concatenate([crow, wrow[sure]]), np.concatenate([cfrag, wfrag[sure]])
-            keep &= ~sure & (wt > 0)
-            wrow, wfrag, wt = wrow[keep], wfrag[keep], wt[keep]
-        else:
-            wrow, wfrag, wt = crow[:0], cfrag[:0], np.zeros(0)
-        pc = p[chunk]
-        with np.errstate(divide="ignore"):
-            log_miss += np.bincount(cfrag, np.log1p(-np.minimum(pc[crow], 1.0)), minlength=F)
-            lw = np.log1p(-wt)
-            log_miss += np.bincount(wfrag, np.log1p(-np.minimum(pc[wrow] * wt, 1.0)), minlength=F)
-        if pass_replicates is not None:
-            Rt = np.ascontiguousarray(pass_replicates[:, chunk].T, dtype=float)  # (groups, B)
-            C += (sparse.csr_matrix((np.ones(crow.shape[0]), (crow, cfrag)), shape=(nc, F)).T @ Rt).T
-            if wrow.shape[0] > DENSE_SHARE * nc * F:
-                Lt = np.zeros((nc, F))
-                Lt[wrow, wfrag] = lw
-                L += Rt.T @ Lt
-            elif wrow.shape[0]:
-                L += (sparse.csr_matrix((lw, (wrow, wfrag)), shape=(nc, F)).T @ Rt).T
-    P = -np.expm1(log_miss)
-    P = np.clip(np.where(np.isneginf(log_miss), 1.0, P), 0.0, 1.0)
-    frags_exp = float(P.sum())
-    rows_exp = float(P @ sizes)
-
+    cells = _cell_model(p, prep, F)
+    gl = _relevant_groups(p, pt, pass_replicates)
+    cov = _coverage(p, pass_replicates, gl, cells, _reachable(prep["cert_r"], cells), sizes, total, chunk_cells)
+    P = _miss_to_probability(cov.log_miss)
     Pb = None
     if pass_replicates is not None:
-        Pb = np.clip(np.where(C > 0, 1.0, -np.expm1(L)), 0.0, 1.0)
-        if JOINT_EXPECTATION and not settled and np.allclose(p, pass_replicates.mean(axis=0), atol=1e-9):
+        Pb = np.clip(np.where(cov.C > 0, 1.0, -np.expm1(cov.L)), 0.0, 1.0)
+        if JOINT_EXPECTATION and not cov.settled and np.allclose(p, pass_replicates.mean(axis=0), atol=1e-9):
             P = Pb.mean(axis=0)
-            frags_exp, rows_exp = float(P.sum()), float(P @ sizes)
-        rng = np.random.default_rng(seed)
-        covered = (rng.random(Pb.shape) < Pb).astype(float) @ sizes
-        a_ = (1.0 - confidence) / 2.0
-        ci_lo, ci_hi = (float(x) for x in np.quantile(covered, [a_, 1.0 - a_]))
-        method = "replicates"
+    frags_exp, rows_exp = float(P.sum()), float(P @ sizes)
+    if Pb is not None:
+        (ci_lo, ci_hi), method = _replicate_interval(Pb, sizes, confidence, seed), "replicates"
     else:
-        z = z_value(confidence)
-        sd = float(np.sqrt(np.sum(sizes ** 2 * P * (1.0 - P))))
-        ci_lo, ci_hi = max(0.0, rows_exp - z * sd), min(total, rows_exp + z * sd)
-        method = "normal"
+        (ci_lo, ci_hi), method = _normal_interval(P, rows_exp, sizes, total, confidence), "normal"
     return SizeEstimate(
         fragments_point=int(pf.shape[0]), fragments_expected=frags_exp, rows_expected=rows_exp,
         selectivity_expected=rows_exp / total, ci_lo=ci_lo, ci_hi=ci_hi, method=method,
         rows_point=rows_point, selectivity_point=rows_point / total, total_rows=total,
-        n_fragments=F, touch=touch, alpha=alpha_used, confidence=confidence,
+        n_fragments=F, touch=prep["touch"], alpha=prep["alpha"], confidence=confidence,
         point_fragments=tuple(ids[pf].tolist()), fragment_probability=pd.Series(P, index=ids, name="p"),
-        settled=settled, replicate_probability=Pb)
+        settled=cov.settled, replicate_probability=Pb)
+
+
+def _point_fragments(pt: np.ndarray, cert_g: np.ndarray, cert_r: np.ndarray) -> np.ndarray:
+    """Algorithm 2: the fragments certainly touched by the groups judged to pass (``pt``)."""
+    return np.unique(cert_r[pt[cert_g]]) if cert_g.size else np.zeros(0, dtype=np.int64)
+
+
+def _cell_model(p: np.ndarray, prep: dict, F: int) -> CellModel:
+    """The cell mapping for these pass probabilities: the unseen-row model is off for ``alpha = 0``,
+    and its prior mean follows the passing groups' sampled fragments (``PASS_PRIOR``) when they say
+    enough."""
+    pi, alpha_used = prep["pi"], prep["alpha"]
+    pos, i0, i1, mass = (prep.get(k) for k in ("pos", "i0", "i1", "mass"))
+    use_model = prep["touch"] == "model" and alpha_used != 0
+    if use_model and PASS_PRIOR:
+        pi_p = passing_prior(p, prep["cert_g"], prep["cert_r"], prep["cell_m"], pi, F)
+        if pi_p is not None:
+            pi, mass = pi_p, np.maximum(window_sums(pi_p, pos, i0, i1), 0.0)
+    return CellModel(F=F, cg_sorted=prep["cg_sorted"], cr_sorted=prep["cr_sorted"], use_model=use_model,
+                     alpha=alpha_used, n_g=prep["n_g"], K_g=prep["K_g"], pi=pi, pos=pos, i0=i0, i1=i1, mass=mass)
+
+
+def _relevant_groups(p: np.ndarray, pt: np.ndarray, pass_replicates: np.ndarray | None) -> np.ndarray:
+    """The groups that can pass: in expectation, by the point rule or in some replicate."""
+    relevant = (p > 0) | pt
+    if pass_replicates is not None:
+        relevant |= pass_replicates.any(axis=0)
+    return np.flatnonzero(relevant)
+
+
+def _reachable(cert_r: np.ndarray, cells: CellModel) -> np.ndarray:
+    """Fragments some group can reach (a sampled row, or prior mass under the model); the others
+    stay uncovered and are left out of the saturation check."""
+    reach = np.zeros(cells.F, dtype=bool)
+    reach[cert_r] = True
+    if cells.use_model:
+        reach |= cells.pi > 0
+    return reach
+
+
+@dataclass
+class _Coverage:
+    """Per fragment the log-probability that no passing group touches it (``log_miss``) and, with
+    replicates, per (replicate, fragment) the log miss over the uncertain cells (``L``) and the number
+    of certain cells of passing groups (``C``); ``settled`` if the blocks stopped at ``SETTLE_EPS``."""
+
+    log_miss: np.ndarray
+    L: np.ndarray | None
+    C: np.ndarray | None
+    settled: bool = False
+
+
+def _coverage(p, pass_replicates, gl, cells: CellModel, reach, sizes, total, chunk_cells) -> _Coverage:
+    """Accumulate the coverage of the groups ``gl`` block by block (a small first block makes the
+    stopping checks pay off for candidates whose sketch covers every fragment anyway).
+
+    Once every reachable fragment's miss log-probability (and every replicate's) is below
+    ``SATURATED``, P and Pb are exactly 1.0 in float64 and later groups cannot change them (they only
+    add <= 0 to ``log_miss`` / ``L`` and >= 0 to ``C``), so the blocks stop; they also stop once the
+    coverage is within ``SETTLE_EPS`` of the table (``_covers_all``).
+    """
+    F = cells.F
+    reps = pass_replicates is not None
+    cov = _Coverage(np.zeros(F), np.zeros((pass_replicates.shape[0], F)) if reps else None,
+                    np.zeros((pass_replicates.shape[0], F)) if reps else None)
+    bounds = block_bounds(gl.shape[0], chunk_cells, F)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if lo and (cov.log_miss[reach] < SATURATED).all() and (
+                not reps or ((cov.L[:, reach] < SATURATED) | (cov.C[:, reach] > 0)).all()):
+            break
+        if lo and _covers_all(cov.log_miss, cov.L, cov.C, sizes, total):
+            cov.settled = True
+            break
+        _add_block(cov, gl[lo:hi], p, pass_replicates, cells)
+    return cov
+
+
+def _add_block(cov: _Coverage, chunk: np.ndarray, p: np.ndarray, pass_replicates, cells: CellModel) -> None:
+    """Add one block of groups to the coverage: their certain and window cells weighted by the pass
+    probabilities, and per replicate by whether the group passes there."""
+    F, nc = cells.F, chunk.shape[0]
+    crow, cfrag, wrow, wfrag, wt = block_cells(chunk, cells)
+    pc = p[chunk]
+    with np.errstate(divide="ignore"):
+        cov.log_miss += np.bincount(cfrag, np.log1p(-np.minimum(pc[crow], 1.0)), minlength=F)
+        lw = np.log1p(-wt)
+        cov.log_miss += np.bincount(wfrag, np.log1p(-np.minimum(pc[wrow] * wt, 1.0)), minlength=F)
+    if pass_replicates is None:
+        return
+    Rt = np.ascontiguousarray(pass_replicates[:, chunk].T, dtype=float)  # (groups, B)
+    cov.C += (sparse.csr_matrix((np.ones(crow.shape[0]), (crow, cfrag)), shape=(nc, F)).T @ Rt).T
+    if wrow.shape[0] > DENSE_SHARE * nc * F:
+        Lt = np.zeros((nc, F))
+        Lt[wrow, wfrag] = lw
+        cov.L += Rt.T @ Lt
+    elif wrow.shape[0]:
+        cov.L += (sparse.csr_matrix((lw, (wrow, wfrag)), shape=(nc, F)).T @ Rt).T
+
+
+def _miss_to_probability(log_miss: np.ndarray) -> np.ndarray:
+    """Per fragment the probability that some passing group touches it."""
+    P = -np.expm1(log_miss)
+    return np.clip(np.where(np.isneginf(log_miss), 1.0, P), 0.0, 1.0)
+
+
+def _replicate_interval(Pb: np.ndarray, sizes: np.ndarray, confidence: float, seed: int) -> tuple[float, float]:
+    """Percentile interval of the covered rows when each replicate's fragments are drawn as
+    independent Bernoullis of their probabilities ``Pb``."""
+    rng = np.random.default_rng(seed)
+    covered = (rng.random(Pb.shape) < Pb).astype(float) @ sizes
+    a_ = (1.0 - confidence) / 2.0
+    ci_lo, ci_hi = (float(x) for x in np.quantile(covered, [a_, 1.0 - a_]))
+    return ci_lo, ci_hi
+
+
+def _normal_interval(P: np.ndarray, rows_exp: float, sizes: np.ndarray, total: float,
+                     confidence: float) -> tuple[float, float]:
+    """Poisson-binomial normal interval of the covered rows, fragments taken as independent."""
+    z = z_value(confidence)
+    sd = float(np.sqrt(np.sum(sizes ** 2 * P * (1.0 - P))))
+    return max(0.0, rows_exp - z * sd), min(total, rows_exp + z * sd)
 
 
 def size_for_having(sample: pd.DataFrame, est, predicate, fragment_sizes, *, frag_col: str = "frag",

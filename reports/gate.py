@@ -133,91 +133,140 @@ def _check_workload(run: dict, base: dict) -> None:
 
 
 def compare(run: dict, base: dict, max_regression: float) -> GateResult:
+    """Every finding of the run against the baseline, check by check (`CHECKS`, in order); raises
+    GateInputError when the two logs do not replay the same workload."""
     _check_workload(run, base)
     res = GateResult(max_regression)
-    m, add = max_regression, res.findings.append
+    for check in CHECKS:
+        check(res, run, base)
+    return res
 
-    def counter(kind, strategy, step, metric, b, r, slack, label=None):
-        if not isinstance(b, (int, float)) or not isinstance(r, (int, float)):
-            return
-        res.compared += 1
-        if _worse(b, r, m, slack):
-            add(Finding(kind, strategy, step, label or metric, b, r, _rel(b, r), True))
 
+def _count(res: GateResult, kind: str, strategy, step, metric: str, b, r, slack: float) -> None:
+    """Compare one numeric counter (skipped unless both sides are numbers); a regression when worse."""
+    if not isinstance(b, (int, float)) or not isinstance(r, (int, float)):
+        return
+    res.compared += 1
+    if _worse(b, r, res.max_regression, slack):
+        res.findings.append(Finding(kind, strategy, step, metric, b, r, _rel(b, r), True))
+
+
+def _compare_strategies(res: GateResult, run: dict, base: dict) -> None:
+    """A baseline strategy absent from the run is a regression; a strategy new in the run is noted."""
     rstrats, bstrats = list(run["strategies"]), list(base["strategies"])
     for s in bstrats:
         if s not in rstrats:
-            add(Finding("missing", s, None, "strategy", "present", "absent", None, True,
-                        note="strategy in the baseline was not replayed"))
+            res.findings.append(Finding("missing", s, None, "strategy", "present", "absent", None, True,
+                                        note="strategy in the baseline was not replayed"))
     for s in rstrats:
         if s not in bstrats:
-            add(Finding("extra", s, None, "strategy", "absent", "present", None, False,
-                        note="strategy not in the baseline; not compared"))
-    if run.get("status", "complete") != "complete":
-        add(Finding("note", None, None, "status", base.get("status"), run.get("status"), None, False,
-                    note="the run log is partial"))
+            res.findings.append(Finding("extra", s, None, "strategy", "absent", "present", None, False,
+                                        note="strategy not in the baseline; not compared"))
 
+
+def _note_status(res: GateResult, run: dict, base: dict) -> None:
+    """A partial run log is noted (its missing queries are reported one by one)."""
+    if run.get("status", "complete") != "complete":
+        res.findings.append(Finding("note", None, None, "status", base.get("status"), run.get("status"), None, False,
+                                    note="the run log is partial"))
+
+
+def _compare_queries(res: GateResult, run: dict, base: dict) -> None:
+    """Every baseline query record of a replayed strategy against the run's record of the same step."""
+    rstrats = list(run["strategies"])
     rq = {(q["strategy"], q["step"]): q for q in run["queries"]}
     bq = {(q["strategy"], q["step"]): q for q in base["queries"]}
     for key, b in sorted(bq.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         s, step = key
         if s not in rstrats:
-            continue                                   # reported once per strategy above
+            continue                                   # reported once per strategy by _compare_strategies
         r = rq.get(key)
         if r is None:
-            add(Finding("missing", s, step, "query", "present", "absent", None, True,
-                        note="query record in the baseline is absent from the run"))
+            res.findings.append(Finding("missing", s, step, "query", "present", "absent", None, True,
+                                        note="query record in the baseline is absent from the run"))
             continue
-        if r.get("sql") is not None and b.get("sql") is not None and r["sql"] != b["sql"]:
-            raise GateInputError(f"the SQL of step {step} for {s} differs between the run and the baseline")
-        for metric, slack in NOISE.items():
-            counter("counter", s, step, f"scan.{metric}", b["scan"].get(metric), r["scan"].get(metric), slack)
-        bsel, rsel = b.get("selectivity") or {}, r.get("selectivity") or {}
-        breal, rreal = bsel.get("real"), rsel.get("real")
-        if breal is not None and rreal is not None:
-            res.compared += 1
-            if rreal - breal > SEL_SLACK and rreal > breal * (1 + m):
-                add(Finding("selectivity", s, step, "selectivity.real", breal, rreal, _rel(breal, rreal), True))
-        if None not in (breal, rreal, bsel.get("estimated"), rsel.get("estimated")):
-            berr, rerr = abs(bsel["estimated"] - breal), abs(rsel["estimated"] - rreal)
-            res.compared += 1
-            if rerr - berr > ERR_SLACK and rerr > berr * (1 + m):
-                add(Finding("error", s, step, "|estimated - real|", round(berr, 6), round(rerr, 6),
-                            _rel(berr, rerr), True))
-        ba, ra = (b.get("decision") or {}).get("action"), (r.get("decision") or {}).get("action")
-        res.compared += 1
-        if ba != ra:
-            bad = ba in SKETCHED and ra in UNSKETCHED
-            add(Finding("decision", s, step, "decision.action", ba, ra, None, bad,
-                        note=(r.get("decision") or {}).get("reason", "")))
-        bd, rd = (b.get("result") or {}).get("digest"), (r.get("result") or {}).get("digest")
-        res.compared += 1
-        if bd != rd:
-            add(Finding("answer", s, step, "result.digest", bd, rd, None, True, note="answer changed"))
-    for (s, step) in sorted(set(rq) - set(bq), key=lambda k: (str(k[0]), k[1])):
-        if s in bstrats:
-            add(Finding("extra", s, step, "query", "absent", "present", None, False,
-                        note="query record not in the baseline; not compared"))
+        _compare_query(res, s, step, b, r)
 
+
+def _compare_query(res: GateResult, s: str, step: int, b: dict, r: dict) -> None:
+    """One query of strategy ``s``: same SQL (else GateInputError), then scan counters, selectivity and
+    its estimation error, the decision and the answer."""
+    if r.get("sql") is not None and b.get("sql") is not None and r["sql"] != b["sql"]:
+        raise GateInputError(f"the SQL of step {step} for {s} differs between the run and the baseline")
+    for metric, slack in NOISE.items():
+        _count(res, "counter", s, step, f"scan.{metric}", b["scan"].get(metric), r["scan"].get(metric), slack)
+    _compare_selectivity(res, s, step, b.get("selectivity") or {}, r.get("selectivity") or {})
+    ba, ra = (b.get("decision") or {}).get("action"), (r.get("decision") or {}).get("action")
+    res.compared += 1
+    if ba != ra:
+        bad = ba in SKETCHED and ra in UNSKETCHED
+        res.findings.append(Finding("decision", s, step, "decision.action", ba, ra, None, bad,
+                                    note=(r.get("decision") or {}).get("reason", "")))
+    bd, rd = (b.get("result") or {}).get("digest"), (r.get("result") or {}).get("digest")
+    res.compared += 1
+    if bd != rd:
+        res.findings.append(Finding("answer", s, step, "result.digest", bd, rd, None, True, note="answer changed"))
+
+
+def _compare_selectivity(res: GateResult, s: str, step: int, bsel: dict, rsel: dict) -> None:
+    """The real selectivity, and the error |estimated - real| where both sides estimated, may not grow."""
+    m = res.max_regression
+    breal, rreal = bsel.get("real"), rsel.get("real")
+    if breal is not None and rreal is not None:
+        res.compared += 1
+        if _worse(breal, rreal, m, SEL_SLACK):
+            res.findings.append(Finding("selectivity", s, step, "selectivity.real", breal, rreal,
+                                        _rel(breal, rreal), True))
+    if None not in (breal, rreal, bsel.get("estimated"), rsel.get("estimated")):
+        berr, rerr = abs(bsel["estimated"] - breal), abs(rsel["estimated"] - rreal)
+        res.compared += 1
+        if _worse(berr, rerr, m, ERR_SLACK):
+            res.findings.append(Finding("error", s, step, "|estimated - real|", round(berr, 6), round(rerr, 6),
+                                        _rel(berr, rerr), True))
+
+
+def _note_extra_queries(res: GateResult, run: dict, base: dict) -> None:
+    """Query records of a baseline strategy that only the run has are noted, not compared."""
+    bstrats = list(base["strategies"])
+    rq = {(q["strategy"], q["step"]) for q in run["queries"]}
+    bq = {(q["strategy"], q["step"]) for q in base["queries"]}
+    for (s, step) in sorted(rq - bq, key=lambda k: (str(k[0]), k[1])):
+        if s in bstrats:
+            res.findings.append(Finding("extra", s, step, "query", "absent", "present", None, False,
+                                        note="query record not in the baseline; not compared"))
+
+
+def _check_answers(res: GateResult, run: dict, base: dict) -> None:
+    """The run's own verdict: any strategy disagreeing with NO-PS is a regression."""
     rsum, bsum = run.get("summary") or {}, base.get("summary") or {}
     res.compared += 1
     if rsum.get("answers_identical") is False:
         where = ", ".join(f"{x.get('strategy')}@{x.get('step')}" for x in rsum.get("mismatches") or [])
-        add(Finding("answer", None, None, "summary.answers_identical", bsum.get("answers_identical"), False,
-                    None, True, note=f"strategies disagree with NO-PS: {where}" if where else "answers differ"))
-    rper, bper = rsum.get("per_strategy") or {}, bsum.get("per_strategy") or {}
+        res.findings.append(Finding("answer", None, None, "summary.answers_identical", bsum.get("answers_identical"),
+                                    False, None, True,
+                                    note=f"strategies disagree with NO-PS: {where}" if where else "answers differ"))
+
+
+def _compare_totals(res: GateResult, run: dict, base: dict) -> None:
+    """Per-strategy totals read may not grow; worse time is an advisory finding only."""
+    m = res.max_regression
+    rstrats, bstrats = list(run["strategies"]), list(base["strategies"])
+    rper = (run.get("summary") or {}).get("per_strategy") or {}
+    bper = (base.get("summary") or {}).get("per_strategy") or {}
     for s in bstrats:
         if s not in rstrats or s not in bper or s not in rper:
             continue
         b, r = bper[s], rper[s]
         for metric, unit in TOTALS.items():
-            counter("total", s, None, metric, b.get(metric), r.get(metric), NOISE[unit])
+            _count(res, "total", s, None, metric, b.get(metric), r.get(metric), NOISE[unit])
         for metric in ("cumulative_seconds", "vs_no_ps"):
             bt, rt = b.get(metric), r.get(metric)
             if isinstance(bt, (int, float)) and isinstance(rt, (int, float)) and bt > 0 and rt / bt > 1 + m:
-                add(Finding("timing", s, None, metric, bt, rt, _rel(bt, rt), False, advisory=True,
-                            note=f"{rt / bt:.2f}x the baseline (advisory: time never fails the gate)"))
-    return res
+                res.findings.append(Finding("timing", s, None, metric, bt, rt, _rel(bt, rt), False, advisory=True,
+                                            note=f"{rt / bt:.2f}x the baseline (advisory: time never fails the gate)"))
+
+
+CHECKS = (_compare_strategies, _note_status, _compare_queries, _note_extra_queries, _check_answers, _compare_totals)
 
 
 def _fmt(v) -> str:

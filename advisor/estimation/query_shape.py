@@ -138,6 +138,25 @@ def _conds(chain: list, names: dict):
 
 def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
     """Find the innermost aggregation, the table to sample and the HAVING/top-k/nested structure."""
+    aggs, inner = _innermost_aggregation(query)
+    fact = _fact_scan(inner, rows_of)
+    path = _path(query.root, inner)[:-1][::-1]  # nodes above `inner`, bottom-up
+    args, est_aggs, names = _inner_aggregates(inner)
+    shape = _groupby_shape(inner, fact, est_aggs, args)
+    outer = next((a for a in aggs if a is not inner), None)
+    rest = _inner_having(shape, path, outer, names)
+    if outer is not None:
+        rest = _outer_aggregation(shape, outer, rest, names)
+    rest = _top_k(shape, rest, names, outer)
+    for n in rest:
+        if not isinstance(n, ir.Project):
+            raise CannotEstimate(f"{type(n).__name__} above the aggregation is not supported")
+    return shape
+
+
+def _innermost_aggregation(query: ir.Query) -> tuple[list, ir.Aggregate]:
+    """The query's aggregations and the innermost one, which must read only scans, filters, joins
+    and projections; CannotEstimate for anything else."""
     if query.unsupported:
         raise CannotEstimate(query.unsupported)
     aggs = [n for n in query.root.walk() if isinstance(n, ir.Aggregate)]
@@ -151,15 +170,22 @@ def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
     for n in inner.child.walk():
         if not isinstance(n, (ir.Scan, ir.Select, ir.Join, ir.Project)):
             raise CannotEstimate(f"{type(n).__name__} below the aggregation is not supported")
+    return aggs, inner
+
+
+def _fact_scan(inner: ir.Aggregate, rows_of: Callable[[str], int]) -> ir.Scan:
+    """The scan of the largest table below the aggregation (the one to sample), read only once."""
     scans = [n for n in inner.child.walk() if isinstance(n, ir.Scan)]
     fact_table = max(sorted({s.table for s in scans}), key=rows_of)
     facts = [s for s in scans if s.table == fact_table]
     if len(facts) > 1:
         raise CannotEstimate(f"{fact_table} is read more than once below the aggregation")
-    fact = facts[0]
-    fact_cols = {c.source: c.name for c in fact.cols}
-    base = {c.name: c.source for c in fact.cols}
-    path = _path(query.root, inner)[:-1][::-1]  # nodes above `inner`, bottom-up
+    return facts[0]
+
+
+def _inner_aggregates(inner: ir.Aggregate) -> tuple[dict, list, dict]:
+    """(frame column -> argument SQL, estimator aggregates, names): ``names`` maps each aggregate's
+    output to its estimator name and ``key:<k>`` to each group-by key; no DISTINCT aggregates."""
     args, est_aggs, names = {}, [], {}
     for i, a in enumerate(inner.aggs):
         if a.distinct:
@@ -171,40 +197,60 @@ def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
         names[a.out.name] = agg_name(a.func, col)
     for k in inner.keys:
         names["key:" + k] = k
+    return args, est_aggs, names
+
+
+def _groupby_shape(inner: ir.Aggregate, fact: ir.Scan, est_aggs: list, args: dict) -> Shape:
+    """The shape of the inner aggregation alone: keys, strata, aggregates and the fact columns used."""
+    fact_cols = {c.source: c.name for c in fact.cols}
+    base = {c.name: c.source for c in fact.cols}
     used = set(inner.keys) | {c for a in inner.aggs for c in ir.referenced(a.arg)}
     for n in inner.child.walk():
         if isinstance(n, (ir.Select, ir.Join)):
             used |= ir.referenced(n.cond)
     keys_base = [base[k] for k in inner.keys if k in base]
-    shape = Shape("groupby", inner, fact, list(inner.keys), sorted(keys_base), est_aggs, args,
-                  fact_cols=fact_cols, relevant={base[c] for c in used if c in base},
-                  agg_inputs={base[c] for a in inner.aggs for c in ir.referenced(a.arg) if c in base})
-    outer = next((a for a in aggs if a is not inner), None)
+    return Shape("groupby", inner, fact, list(inner.keys), sorted(keys_base), est_aggs, args,
+                 fact_cols=fact_cols, relevant={base[c] for c in used if c in base},
+                 agg_inputs={base[c] for a in inner.aggs for c in ir.referenced(a.arg) if c in base})
+
+
+def _inner_having(shape: Shape, path: list, outer: Optional[ir.Aggregate], names: dict) -> list:
+    """The inner HAVING: the filters between the aggregation and the outer one (or top-k); returns
+    the nodes above them."""
     stop = path.index(outer) if outer is not None else next(
         (i for i, n in enumerate(path) if isinstance(n, ir.TopK)), len(path))
     shape.having = _conds(path[:stop], names)
     shape.kind = "having" if shape.having is not None else "groupby"
-    rest = path[stop:]
-    if outer is not None:
-        okeys = []
-        for k in outer.keys:
-            if "key:" + k not in names:
-                raise CannotEstimate("the outer GROUP BY must use inner group-by columns")
-            okeys.append(names["key:" + k])
-        onames = {}
-        for a in outer.aggs:
-            if a.distinct or (a.arg is not None and not isinstance(a.arg, exp.Column)):
-                raise CannotEstimate("outer aggregates must be over an inner column or count(*)")
-            ref = None if a.arg is None else names.get(a.arg.name) or names.get("key:" + a.arg.name)
-            if a.arg is not None and ref is None:
-                raise CannotEstimate(f"outer aggregate {a.func} over an expression is not supported")
-            shape.outer_aggs.append((a.func, ref))
-            onames[a.out.name] = f"{a.func}({'*' if ref is None else ref})"
-        shape.outer_keys = okeys
-        rest = rest[1:]
-        stop = next((i for i, n in enumerate(rest) if isinstance(n, ir.TopK)), len(rest))
-        shape.outer_having = _conds(rest[:stop], onames)
-        shape.kind, rest = "nested", rest[stop:]
+    return path[stop:]
+
+
+def _outer_aggregation(shape: Shape, outer: ir.Aggregate, rest: list, names: dict) -> list:
+    """A nested query's outer keys, aggregates and HAVING, over inner keys and aggregates; returns
+    the nodes above its HAVING."""
+    okeys = []
+    for k in outer.keys:
+        if "key:" + k not in names:
+            raise CannotEstimate("the outer GROUP BY must use inner group-by columns")
+        okeys.append(names["key:" + k])
+    onames = {}
+    for a in outer.aggs:
+        if a.distinct or (a.arg is not None and not isinstance(a.arg, exp.Column)):
+            raise CannotEstimate("outer aggregates must be over an inner column or count(*)")
+        ref = None if a.arg is None else names.get(a.arg.name) or names.get("key:" + a.arg.name)
+        if a.arg is not None and ref is None:
+            raise CannotEstimate(f"outer aggregate {a.func} over an expression is not supported")
+        shape.outer_aggs.append((a.func, ref))
+        onames[a.out.name] = f"{a.func}({'*' if ref is None else ref})"
+    shape.outer_keys = okeys
+    rest = rest[1:]
+    stop = next((i for i, n in enumerate(rest) if isinstance(n, ir.TopK)), len(rest))
+    shape.outer_having = _conds(rest[:stop], onames)
+    shape.kind = "nested"
+    return rest[stop:]
+
+
+def _top_k(shape: Shape, rest: list, names: dict, outer: Optional[ir.Aggregate]) -> list:
+    """Top-k ordered by an inner aggregate, if the next node is one; returns the nodes above it."""
     if rest and isinstance(rest[0], ir.TopK):
         if outer is not None:
             raise CannotEstimate("top-k over a nested aggregation is not supported")
@@ -215,7 +261,4 @@ def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
                                  "or an expression is not modelled)")
         shape.topk, shape.kind = (o, t.k, not t.order[0][1]), "topk"
         rest = rest[1:]
-    for n in rest:
-        if not isinstance(n, ir.Project):
-            raise CannotEstimate(f"{type(n).__name__} above the aggregation is not supported")
-    return shape
+    return rest

@@ -273,6 +273,39 @@ def _key_fragments(vals, part) -> np.ndarray:
     return np.asarray(assign(vals.reset_index(drop=True), part), dtype=np.int64)
 
 
+@dataclass
+class _Run:
+    """One ``estimate`` call as its steps read it: the request, and the seconds each step took."""
+
+    catalog: Catalog
+    shape: Shape
+    plan: dict
+    theta: float
+    seed: int
+    method: str
+    B: int
+    versions: dict
+    say: Callable[[str], None]
+    shrink: bool | str
+    local: bool
+    secs: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Groups:
+    """The aggregation's groups estimated over the sample: the sample frame with its fragment
+    columns, the shrunk estimates and their prior, the sizing parts shared by later queries, and
+    the nested / top-k pass probabilities (None unless the query has that shape)."""
+
+    pdf: pd.DataFrame
+    fcols: dict
+    est: object
+    prior: dict
+    preps: dict
+    nested: object
+    topk: object
+
+
 def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, seed: int = 0,
              method: str = "bootstrap", B: int = 50, versions: Optional[dict] = None,
              progress: Optional[Callable[[str], None]] = None, shrink: bool | str = True,
@@ -282,74 +315,132 @@ def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, se
     that ``pairs`` picks from those sizes, at the granularities both have (``estimators.pair_size``).
     ``progress`` gets one message per step; ``local`` lets a join-free query run on the driver."""
 
+    _check_request(theta, plan)
+    table = shape.fact.table
+    r = _Run(catalog, shape, plan, theta, seed, method, B, versions or {table: catalog.current_version(table)},
+             progress or (lambda _m: None), shrink, local)
+    sample = _draw_sample(r)
+    parts = _build_partitions(r)
+    g = _estimate_groups(r, sample, parts)
+    t0 = time.perf_counter()
+    notes = _notes(sample, g.prior, shrink)
+    sizes = _size_candidates(r, parts, g)
+    r.secs["sizes"] = time.perf_counter() - t0
+    pair_sizes = _pair_sizes(g.pdf, g.fcols, sizes, parts, pairs(sizes)) if pairs else {}
+    return Estimation(shape, sample, sizes, parts, g.est.n_groups, r.secs, notes, pair_sizes)
+
+
+def _check_request(theta: float, plan: dict) -> None:
+    """BadInput for a sample rate outside (0, 1]; ValueError for an empty plan."""
     if not 0.0 < theta <= 1.0:
         raise BadInput(f"the sample rate must be in (0, 1], got {theta}")
     if not plan:
         raise ValueError("nothing to estimate: empty plan")
-    say = progress or (lambda _m: None)
-    table = shape.fact.table
-    versions = versions or {table: catalog.current_version(table)}
-    v = versions[table]
-    secs: dict = {}
-    say(f"sampling {table} (theta={theta:g}, strata: {', '.join(shape.strata) or 'none'})")
-    own_attrs = {split_key(k, table)[1] for k in plan if split_key(k, table)[0] == table}
-    sample = get_sample(catalog, table, shape.strata, theta, seed, v,
-                        columns=sorted(set(shape.read_columns()) | own_attrs),
-                        on_layout=_prefetch_replicates(B, seed) if method == "bootstrap" else None)
-    secs["sampling"] = sample.seconds
+
+
+def _draw_sample(r: _Run) -> SampleInfo:
+    """The sampled table's stratified sample (cached, maintained or drawn) holding the columns the
+    aggregation's input and the plan's attributes of that table read; timed as ``sampling``."""
+    table = r.shape.fact.table
+    v = r.versions[table]
+    r.say(f"sampling {table} (theta={r.theta:g}, strata: {', '.join(r.shape.strata) or 'none'})")
+    own_attrs = {split_key(k, table)[1] for k in r.plan if split_key(k, table)[0] == table}
+    sample = get_sample(r.catalog, table, r.shape.strata, r.theta, r.seed, v,
+                        columns=sorted(set(r.shape.read_columns()) | own_attrs),
+                        on_layout=_prefetch_replicates(r.B, r.seed) if r.method == "bootstrap" else None)
+    r.secs["sampling"] = sample.seconds
+    return sample
+
+
+def _build_partitions(r: _Run) -> dict:
+    """(key, n) -> partition: each planned attribute's finest granularity stored (or built), the
+    coarser ones derived from it; timed as ``partitions``."""
     t0 = time.perf_counter()
     parts = {}
-    for key, grans in sorted(plan.items()):
-        t, a = split_key(key, table)
-        say(f"partition {t}.{a}")
-        fine = fine_partition(catalog, t, a, max(grans), versions.get(t) or catalog.current_version(t))
+    for key, grans in sorted(r.plan.items()):
+        t, a = split_key(key, r.shape.fact.table)
+        r.say(f"partition {t}.{a}")
+        fine = fine_partition(r.catalog, t, a, max(grans), r.versions.get(t) or r.catalog.current_version(t))
         for n in grans:
             parts[(key, n)] = derive_partition(fine, n) if n != max(grans) else fine
-    secs["partitions"] = time.perf_counter() - t0
+    r.secs["partitions"] = time.perf_counter() - t0
+    return parts
+
+
+def _estimate_groups(r: _Run, sample: SampleInfo, parts: dict) -> _Groups:
+    """The query's input over the sample and its shrunk group estimates (from ``_GROUPS`` when this
+    sample and aggregation were estimated before), then the nested / top-k pass probabilities;
+    timed as ``sample_query`` and ``groups``."""
     t0 = time.perf_counter()
-    gcols = shape.keys + [U]
-    gkey = _groups_key(shape, sample, parts, versions, (method, B, seed, str(shrink), COVARIATE_PRIOR, local))
+    gkey = _groups_key(r.shape, sample, parts, r.versions,
+                       (r.method, r.B, r.seed, str(r.shrink), COVARIATE_PRIOR, r.local))
     hit = _GROUPS.pop(gkey, None)
     if hit is None:
-        say("running the query's joins and filters over the sample")
-        pdf, fcols = sample_frame(catalog, shape, sample, parts, versions, local)
-        secs["sample_query"] = time.perf_counter() - t0
+        r.say("running the query's joins and filters over the sample")
+        pdf, fcols = sample_frame(r.catalog, r.shape, sample, parts, r.versions, r.local)
+        r.secs["sample_query"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        est = estimate_groups(pdf, gcols, shape.aggs, method=method, B=B, seed=seed, where=U)
-        prior = {}
-        if shrink:  # True / 'normal': the normal prior; 't': Student-t (see shrink_groups)
-            covs = {a: fcols[(a, max(g))] for a, g in plan.items()} if COVARIATE_PRIOR else None
-            prior = shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(shape.strata) == len(shape.keys),
-                                  prior="t" if shrink == "t" else "normal", covariates=covs)
-        hit = (pdf, fcols, est, prior, {})
+        hit = (pdf, fcols, *_shrunk_groups(r, pdf, fcols), {})
     else:
-        say("group estimates of this sample and aggregation reused")
-        secs["sample_query"] = 0.0
+        r.say("group estimates of this sample and aggregation reused")
+        r.secs["sample_query"] = 0.0
     _keep_groups(gkey, hit[:5])
     # shared with later hits: nothing below modifies them; ``preps`` holds each candidate's
     # threshold-free sizing part (``estimate_size(reuse=...)``), filled by the first query
     pdf, fcols, est, prior, preps = hit[:5]
+    nested, topk = _pass_probabilities(r.shape, est)
+    r.secs["groups"] = time.perf_counter() - t0
+    return _Groups(pdf, fcols, est, prior, preps, nested, topk)
+
+
+def _shrunk_groups(r: _Run, pdf, fcols: dict) -> tuple:
+    """Every group's estimates over the sample frame and, with ``shrink``, the prior each was
+    shrunk towards (``shrink_groups``; empty without)."""
+    gcols = r.shape.keys + [U]
+    est = estimate_groups(pdf, gcols, r.shape.aggs, method=r.method, B=r.B, seed=r.seed, where=U)
+    prior = {}
+    if r.shrink:  # True / 'normal': the normal prior; 't': Student-t (see shrink_groups)
+        covs = {a: fcols[(a, max(g))] for a, g in r.plan.items()} if COVARIATE_PRIOR else None
+        prior = shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(r.shape.strata) == len(r.shape.keys),
+                              prior="t" if r.shrink == "t" else "normal", covariates=covs)
+    return est, prior
+
+
+def _pass_probabilities(shape: Shape, est) -> tuple:
+    """(nested, topk): the outer groups' estimates of a nested query, or each group's probability
+    to rank in the top k; None for the shape the query does not have."""
     nested = topk = None
     if shape.kind == "nested":
         nested = estimate_nested(est, shape.outer_keys + [U], shape.outer_aggs, shape.having, shape.outer_having)
     elif shape.kind == "topk":
         topk = topk_probability(est, shape.topk[0], shape.topk[1], shape.topk[2], shape.having)
-    secs["groups"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    passing = pdf[pdf[U]]
+    return nested, topk
+
+
+def _notes(sample: SampleInfo, prior: dict, shrink: bool | str) -> list:
+    """What the caller should know about the estimates: a uniform fallback sample, covariate priors."""
     notes = ["uniform sample: more groups than the sample budget, unsampled groups count as failing"] \
         if sample.meta.get("uniform_fallback") else []
     if shrink:
         notes += [f"group estimates shrunk towards the mean of the groups alike in {c} (a covariate prior)"
                   for c in dict.fromkeys(c for c in prior.values() if c is not None)]
+    return notes
+
+
+def _size_candidates(r: _Run, parts: dict, g: _Groups) -> dict:
+    """(attr, n) -> SizeEstimate of the sketch on each partition, by the nested, top-k or HAVING
+    model of the query's shape."""
+    table, shape, gcols = r.shape.fact.table, r.shape, r.shape.keys + [U]
+    passing = g.pdf[g.pdf[U]]
+    preps, nested, topk = g.preps, g.nested, g.topk
     sizes = {}
     if "sg" not in preps:  # the frames below list est.frame's groups in its order, whatever the kind
         preps["sg"] = group_rows(nested.inner_frame if nested is not None else topk.frame if topk is not None
-                                 else est.frame, passing, gcols)  # one group lookup for all candidates
+                                 else g.est.frame, passing, gcols)  # one group lookup for all candidates
     for (a, n), part in parts.items():
-        say(f"sizing {part.table}.{part.attr} at {n} fragments")
+        r.say(f"sizing {part.table}.{part.attr} at {n} fragments")
         det = part.table != table or shape.determined(a)
-        kw = dict(frag_col=fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=seed,
+        kw = dict(frag_col=g.fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=r.seed,
                   sample_groups=preps["sg"], reuse=preps.setdefault((a, n, det), {}))
         fsz = np.asarray(part.sizes, dtype=float)
         if nested is not None:
@@ -358,10 +449,8 @@ def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, se
         elif topk is not None:
             sizes[(a, n)] = size_for_topk(passing, topk, fsz, group_cols=gcols, **kw)
         else:
-            sizes[(a, n)] = size_for_having(passing, est, shape.having, fsz, **kw)
-    secs["sizes"] = time.perf_counter() - t0
-    pair_sizes = _pair_sizes(pdf, fcols, sizes, parts, pairs(sizes)) if pairs else {}
-    return Estimation(shape, sample, sizes, parts, est.n_groups, secs, notes, pair_sizes)
+            sizes[(a, n)] = size_for_having(passing, g.est, shape.having, fsz, **kw)
+    return sizes
 
 
 def _prefetch_replicates(B: int, seed: int) -> Callable:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import sqlglot
@@ -228,9 +228,28 @@ class _Builder:
 
     # ---------------- aggregation ----------------
     def plan_aggregate(self, s: exp.Select, node: ir.Node, scope: list[_Entry]) -> _Rel:
+        """SELECT ``s`` with GROUP BY or aggregates over ``node``: keys, aggregate calls, HAVING,
+        the SELECT list, DISTINCT and ORDER BY / LIMIT."""
         items = list(s.expressions)
         if any(isinstance(e, exp.Star) for e in items):
             raise BadInput("SELECT * cannot be combined with GROUP BY or aggregates")
+        group_src = self._group_sources(s, items, scope)
+        node, keys, key_by_sql = self._group_keys(group_src, node, scope)
+        refs = _AggregateRefs(self, scope, self._types(node), key_by_sql)
+        post_items = [(refs.post(e.this if isinstance(e, exp.Alias) else e), self._out_name(e)) for e in items]
+        having = refs.post(s.args["having"].this) if s.args.get("having") is not None else None
+        node = ir.Aggregate(node, keys, refs.aggs)
+        if having is not None:
+            node = ir.Select(node, having)
+        refs.types = self._types(node)  # ORDER BY's new aggregates are typed against the aggregated node
+        rel = self._project_aggregate(node, post_items, refs.types)
+        if s.args.get("distinct"):
+            rel.node = ir.Distinct(rel.node)
+        return self._order_limit(rel, s, refs.post)
+
+    def _group_sources(self, s: exp.Select, items: list, scope: list[_Entry]) -> list[exp.Expression]:
+        """The GROUP BY expressions, a position or a SELECT alias (one no column of the scope
+        shadows) replaced by the item it names."""
         group_src = []
         for g in (s.args["group"].expressions if s.args.get("group") else []):
             if isinstance(g, exp.Literal) and not g.is_string:
@@ -244,7 +263,11 @@ class _Builder:
                 if alias_hit and not self._has(scope, g.name):
                     g = alias_hit[0]
             group_src.append(g)
-        # group keys: columns directly, expressions pre-projected
+        return group_src
+
+    def _group_keys(self, group_src: list, node: ir.Node, scope: list[_Entry]) -> tuple[ir.Node, list[str], dict]:
+        """(input node, key names, key SQL -> key name): columns are keys directly, expressions are
+        pre-projected under fresh names."""
         pre_items: list[tuple[exp.Expression, ir.Col]] = []
         keys: list[str] = []
         key_by_sql: dict[str, str] = {}
@@ -262,68 +285,15 @@ class _Builder:
             key_by_sql[r.sql()] = name
         if pre_items:
             node = ir.Project(node, [(ir.col_ref(c.name), c) for c in node.cols] + pre_items)
-            types = self._types(node)
-        aggs: list[ir.AggCall] = []
-        agg_by_sql: dict[str, str] = {}
+        return node, keys, key_by_sql
 
-        def agg_ref(a: exp.Expression) -> exp.Expression:
-            func = next(v for k, v in AGG_CLASSES.items() if isinstance(a, k))
-            arg = a.this
-            distinct = False
-            if isinstance(arg, exp.Distinct):
-                if len(arg.expressions) != 1:
-                    raise Unsupported("count(DISTINCT a, b) with several columns is not supported")
-                distinct, arg = True, arg.expressions[0]
-            if isinstance(arg, exp.Star) or (func == "count" and arg is None):
-                rarg = None
-            else:
-                if arg is None:
-                    raise BadInput(f"{func}() needs an argument")
-                if list(arg.find_all(*AGG_CLASSES)):
-                    raise BadInput("nested aggregate functions are not allowed")
-                rarg = self.resolve(arg, scope)
-            key = f"{func}|{distinct}|{rarg.sql() if rarg is not None else '*'}"
-            if key not in agg_by_sql:
-                dtype = "bigint" if func == "count" else infer(a.__class__(this=rarg), types) if rarg is not None else "bigint"
-                c = ir.Col(self.fresh(func), dtype)
-                aggs.append(ir.AggCall(func, rarg, distinct, c))
-                agg_by_sql[key] = c.name
-            return ir.col_ref(agg_by_sql[key])
-
-        def post(e: exp.Expression) -> exp.Expression:
-            def fn(n):
-                if isinstance(n, tuple(AGG_CLASSES)):
-                    return agg_ref(n)
-                if isinstance(n, (exp.Column, exp.Binary, exp.Func, exp.Paren, exp.Unary)) and \
-                        not list(n.find_all(*AGG_CLASSES)):
-                    try:
-                        r = self.resolve(n, scope)
-                    except BadInput:
-                        if isinstance(n, exp.Column):
-                            raise
-                        return n
-                    if r.sql() in key_by_sql:
-                        return ir.col_ref(key_by_sql[r.sql()])
-                    if isinstance(n, exp.Column):
-                        raise BadInput(f"column {n.sql()} must appear in GROUP BY or inside an aggregate")
-                return n
-            out = e.copy().transform(fn)
-            return out
-
-        post_items = [(post(e.this if isinstance(e, exp.Alias) else e), self._out_name(e)) for e in items]
-        having = post(s.args["having"].this) if s.args.get("having") is not None else None
-        node = ir.Aggregate(node, keys, aggs)
-        if having is not None:
-            node = ir.Select(node, having)
-        types = self._types(node)
+    def _project_aggregate(self, node: ir.Node, post_items: list, types: dict[str, str]) -> _Rel:
+        """The SELECT list over the aggregated node, each item under a fresh name."""
         proj, names = [], []
         for r, nm in post_items:
             proj.append((r, ir.Col(self.fresh(nm), infer(r, types), *self._origin(r, node))))
             names.append(nm)
-        rel = _Rel(ir.Project(node, proj), names, [])
-        if s.args.get("distinct"):
-            rel.node = ir.Distinct(rel.node)
-        return self._order_limit(rel, s, post)
+        return _Rel(ir.Project(node, proj), names, [])
 
     # ---------------- ORDER BY / LIMIT ----------------
     def _order_limit(self, rel: _Rel, s: exp.Expression, resolve_hidden) -> _Rel:
@@ -438,6 +408,67 @@ class _Builder:
             except KeyError:
                 pass
         return (None, None)
+
+
+@dataclass
+class _AggregateRefs:
+    """Rewrites an aggregation's SELECT, HAVING and ORDER BY expressions over its output: each
+    aggregate call becomes a reference to its AggCall (added to ``aggs`` when first seen), each
+    group-key expression a reference to its key."""
+
+    builder: _Builder
+    scope: list[_Entry]
+    types: dict[str, str]
+    key_by_sql: dict[str, str]
+    aggs: list[ir.AggCall] = field(default_factory=list)
+    agg_by_sql: dict[str, str] = field(default_factory=dict)
+
+    def ref(self, a: exp.Expression) -> exp.Expression:
+        """The reference to aggregate call ``a``; one AggCall per function, DISTINCT and argument."""
+        func = next(v for k, v in AGG_CLASSES.items() if isinstance(a, k))
+        arg = a.this
+        distinct = False
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise Unsupported("count(DISTINCT a, b) with several columns is not supported")
+            distinct, arg = True, arg.expressions[0]
+        if isinstance(arg, exp.Star) or (func == "count" and arg is None):
+            rarg = None
+        else:
+            if arg is None:
+                raise BadInput(f"{func}() needs an argument")
+            if list(arg.find_all(*AGG_CLASSES)):
+                raise BadInput("nested aggregate functions are not allowed")
+            rarg = self.builder.resolve(arg, self.scope)
+        key = f"{func}|{distinct}|{rarg.sql() if rarg is not None else '*'}"
+        if key not in self.agg_by_sql:
+            dtype = "bigint" if func == "count" else infer(a.__class__(this=rarg), self.types) if rarg is not None else "bigint"
+            c = ir.Col(self.builder.fresh(func), dtype)
+            self.aggs.append(ir.AggCall(func, rarg, distinct, c))
+            self.agg_by_sql[key] = c.name
+        return ir.col_ref(self.agg_by_sql[key])
+
+    def post(self, e: exp.Expression) -> exp.Expression:
+        """A copy of ``e`` over the aggregation's output; BadInput for a column neither grouped by
+        nor inside an aggregate."""
+        return e.copy().transform(self._rewrite)
+
+    def _rewrite(self, n: exp.Expression) -> exp.Expression:
+        if isinstance(n, tuple(AGG_CLASSES)):
+            return self.ref(n)
+        if isinstance(n, (exp.Column, exp.Binary, exp.Func, exp.Paren, exp.Unary)) and \
+                not list(n.find_all(*AGG_CLASSES)):
+            try:
+                r = self.builder.resolve(n, self.scope)
+            except BadInput:
+                if isinstance(n, exp.Column):
+                    raise
+                return n
+            if r.sql() in self.key_by_sql:
+                return ir.col_ref(self.key_by_sql[r.sql()])
+            if isinstance(n, exp.Column):
+                raise BadInput(f"column {n.sql()} must appear in GROUP BY or inside an aggregate")
+        return n
 
 
 def _default_nulls(o: exp.Ordered) -> bool:

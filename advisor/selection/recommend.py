@@ -76,54 +76,35 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from advisor.engine.execute import versions_now
-from advisor.errors import BadInput, Unsupported
-from advisor.estimation.candidate_sizes import SizeSummary
-from advisor.estimation.exact_sizes import exact_sizes, oracle
-from advisor.estimation.size_estimates import CannotEstimate, analyze, estimate, split_key
-from advisor.layout.skip_prediction import read_units, sketch_read_fraction, skip_ceiling
-from advisor.partition.fragment_runs import read_set
+from advisor.errors import BadInput
 from advisor.partition.range_partition import MAX_FRAGMENTS
-from advisor.partition.refine import derive_partition, fine_partition, store_partition
-from advisor.plan.parse import parse_sql
-from advisor.selection.attribute_pairs import capture_pair, pair_candidates, pair_keys
-from advisor.selection.candidates import enumerate_candidates
-from advisor.selection.cost_model import (
-    GRANULARITIES,
-    CostParams,
-    candidate_costing,
-    cannot_pay,
-    granularities_for,
+from advisor.selection.advice_steps import (
+    Advice,
+    analyze_query,
+    check_can_pay,
+    decide,
+    parse_query,
+    plan_candidates,
+    predict_reuse,
+    read_versions,
+    record_candidates,
+    save_pick,
+    size_candidates,
 )
-from advisor.selection.decision_memory import pays_after
-from advisor.selection.forecast import predict_workload
-from advisor.selection.strategies import STRATEGIES, choose, pool_of
-from advisor.sketch.capture import by_value_types_ok, capture
-from advisor.sketch.lookup import sketch_rows
-from advisor.warehouse.column_stats import column_stats
-from advisor.warehouse.sketch_records import save_sketch
+from advisor.selection.advice_steps import bridged  # noqa: F401 - re-exported
+from advisor.selection.cost_model import CostParams
+from advisor.selection.strategies import STRATEGIES
 
 if TYPE_CHECKING:
     from advisor.context import Context
-    from advisor.warehouse.catalog import Catalog
 
 METHODS = ("bootstrap", "clt", "exact")
-
-
-def bridged(se, part) -> frozenset:
-    """Fragments the filter would add by bridging gaps (``use.capped_runs``) if the sketch were its
-    likely fragments (probability >= 0.5): read for certain, so the predicted read fraction does not
-    pretend a scattered sketch skips what its 32-range filter cannot."""
-    prob = se.fragment_probability
-    likely = frozenset(int(f) for f, p in (prob.items() if prob is not None else ()) if p >= 0.5)
-    return read_set(likely, part) - likely
 
 
 # set once this process has sampled or sized for advice: its imports (z3, the estimators) and the
@@ -174,211 +155,28 @@ def recommend(ctx: Context, sql: str, strategy: str = "CB-OPT-GB", sample_rate: 
     strategy = validate(strategy, sample_rate, fragments, method)
     method = method.lower()
     rec = _base(sql, strategy, float(sample_rate), method)
-    p = params or CostParams()
-    try:
-        q = parse_sql(sql, ctx.schema_lookup())
-    except Unsupported as e:
-        rec.update(supported=False, reason=str(e))
-        rec["decision"]["reason"] = f"no-go: the query cannot use sketches ({e})"
+    a = Advice(ctx, sql, strategy, float(sample_rate), fragments, method, seed, progress,
+               params or CostParams(), pairs, answer, rec)
+    if not (parse_query(a) and analyze_query(a)):
         return rec
-    cat = ctx.catalog
-    try:
-        shape = analyze(q, lambda t: cat.version(t).rows)
-    except CannotEstimate as e:
-        rec["reason"] = str(e)
-        rec["decision"]["reason"] = f"no-go: cannot estimate sketch sizes ({e})"
-        return rec
-    versions = versions_now(cat, q)
-    table = shape.fact.table
-    T = cat.version(table, versions[table]).rows
-    rec.update(table=table, table_rows=T, shape=shape.kind)
-    cands = enumerate_candidates(cat, q, shape, versions)
-    grans = (int(fragments),) if fragments else GRANULARITIES
-    pool = pool_of("CB-OPT" if strategy == "OPT" else strategy, cands)
-    plan = {c.key: g for c in pool if (g := granularities_for(c.ndv, grans))}
-    units, unskippable = _layout_check(cat, table, list(plan), versions, p.max_sel)
-    for a in unskippable:
-        del plan[a]
-    for c in cands:
-        c.skip_note = unskippable.get(c.key)
-    w = predict_workload(ctx.store, q, table, p, upto=versions[table], table_rows=T)
-    rec["template"] = q.template
-    rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use, "steps_per_use": w.steps,
-                       "scan_rows_per_s": w.scan_rate, "fixed_rows": w.fixed_rows,
-                       "advice_rows": w.advice_rows, "reason": w.reason}
-    est = None
-    # a sizing without sampling: OPT's oracle, or method exact when every candidate is read by value
-    unsampled = strategy == "OPT" or (method == "exact" and _by_value(cat, q, table, plan))
-    missing = _missing_partitions(cat, table, plan)
-    # measured costs off (the paper's model, timing-free decisions): sampling is not charged
-    advice = (None if strategy == "OPT" else w.sizing_rows(missing, T, len(shape.read_columns())) if unsampled
-              else w.sampled_advice_rows(T, p.advice_prior_scans) if p.measured else w.advice_rows)
-    hopeless = None if strategy == "NO-PS" or not plan or fragments else cannot_pay(T, w, p, advice)
-    rec["cannot_pay"] = bool(hopeless)
-    rec["pays_after"] = pays_after(T, w, p, advice) if hopeless else None
-    if hopeless:
-        rec["reason"] = hopeless
-        plan = {}
-    exact, parts, by = None, None, {c.key: c for c in cands}
-    if plan and unsampled:
-        t0 = time.perf_counter()
-        parts = _partitions(cat, table, plan, versions)
-        # an oracle knows the sizes for free: OPT's partitions are part of its (excluded) oracle work
-        rec["seconds"]["oracle_partitions" if strategy == "OPT" else "partitions"] = round(time.perf_counter() - t0, 3)
-        rec["partitions_built"] = missing
-    if parts is not None and strategy != "OPT":
-        if progress:
-            progress(f"capturing {len(parts)} candidate sketch(es) by value (exact sizes)")
-        exact = exact_sizes(cat, q, parts, versions, units, answer=answer)
-        sizes, sketches, secs = exact
-        w = replace(w, capture_sunk=True)  # the sizing job captured every candidate already
-        rec.update(estimable=True, exact=True)
-        rec["seconds"]["exact"] = round(secs, 3)
-        for (a, n), s in sizes.items():
-            by[a].sizes[n] = s
-    elif parts is not None:  # OPT: every candidate captured (evaluation only); real sizes stand in as estimates
-        if progress:
-            progress(f"capturing {len(parts)} candidate sketch(es) (OPT oracle)")
-        real, secs = oracle(cat, q, parts, versions, units)
-        rec["seconds"]["oracle"] = round(secs + rec["seconds"]["oracle_partitions"], 3)
-        rec["estimable"] = True
-        for (a, n), s in real.items():
-            by[a].real[n] = by[a].sizes[n] = s
-    elif plan:
-        est = estimate(cat, shape, plan, float(sample_rate), seed, "bootstrap" if method == "exact" else method,
-                       versions=versions, progress=progress, pairs=pair_keys(pool, plan) if pairs else None)
-        rec["estimable"] = True
-        rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
-        rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),
-                         "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
-                         "maintained_from": est.sample.meta.get("maintained_from"),
-                         "seconds": round(est.sample.seconds, 3)}
-        rec["estimation_notes"] = list(est.notes)
-        parts = est.partitions
-        for (a, n), se in est.sizes.items():
-            part = est.partitions[(a, n)]
-            by[a].sizes[n] = SizeSummary.of(se, part).with_read(
-                sketch_read_fraction(units[a].units, part, se.fragment_probability, bridged(se, part)), units[a].source)
-        duo = pair_candidates(cat, q, shape, versions, est, by, units, table, bridged)
-        cands += duo
-        by.update({c.key: c for c in duo})
-    elif strategy != "NO-PS" and unskippable:
-        rec["reason"] = "no candidate the table's layout can skip on: " + "; ".join(unskippable.values())
-    elif strategy != "NO-PS":
-        rec["reason"] = f"no safe candidate in the {strategy} pool"
-    d = choose(strategy, cands, T, w, p, seed, fragments)
-    if hopeless:
-        d.reason = hopeless
-    elif not d.go and d.attr is None and unskippable and strategy != "NO-PS":
-        d.reason = f"no-go: {rec['reason']}"
-    pick = by.get(d.attr)
-    rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None,
-                       "attrs": list(pick.attrs) if pick and pick.attrs else None,
-                       "fragments": d.costing.n_fragments if d.costing else None, "fragments_target": d.n_target,
-                       "go": d.go, "reason": d.reason,
-                       "figures": None if d.costing is None else asdict(d.costing) | {
-                           "seconds": d.costing.seconds(w.scan_rate)}}
-    for c in cands:
-        k = candidate_costing(c, c.sizes, T, w, p, fragments) if c.sizes else None
-        s = c.sizes.get(k.n_target) if k else None
-        secs_ = k.seconds(w.scan_rate) if k else {}
-        real = c.real.get(k.n_target) if k else None
-        rec["candidates"].append({
-            "table": c.table, "attr": c.attr, "attrs": list(c.attrs) or None, "safe": c.safe,
-            "safety_reason": c.reason, "ndv": c.ndv,
-            "roles": sorted(c.roles),
-            "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
-            "fragments_target": k.n_target if k else None,
-            "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
-            "read_fraction": s.read if s else None, "read_units": s.read_source if s else None,
-            "layout_note": c.skip_note,
-            "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,
-            "real_read_fraction": real.read if real else None,
-            "capture_s": secs_.get("capture"), "saving_s": secs_.get("saving"), "net_s": secs_.get("net"),
-            "go": k.go if k else None, "picked": c.key == d.attr,
-            "by_granularity": [{"fragments": n, "n_fragments": x.n_fragments, "selectivity": x.sel,
-                                "ci": [x.sel_lo, x.sel_hi],
-                                "net_scans": candidate_costing(c, {n: x}, T, w, p).net_rows / max(c.rows or T, 1)}
-                               for n, x in sorted(c.sizes.items())]})
-    if capture and d.go and pick is not None and exact is not None:
-        rec["captured"] = _save_exact(cat, pick.table, versions, exact[1][(d.attr, d.n_target)], exact[2])
-    elif capture and d.go and pick is not None and pick.attrs:
-
-        rec["captured"] = capture_pair(cat, q, pick, d.n_target, parts, versions,
-                                       pick.sizes[d.n_target].read_source)
-    elif capture and d.go and pick is not None:
-        rec["captured"] = _capture(cat, q, pick, d, parts, versions, answer)
-    elif capture:
-        rec["reason"] = (rec["reason"] + "; " if rec["reason"] else "") + "nothing captured: the decision is no-go"
-    rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
-    _note_warmth(rec)
-    ctx.store.log_run("recommend", sql, rec)
+    read_versions(a)
+    plan_candidates(a)
+    predict_reuse(a)
+    check_can_pay(a)
+    size_candidates(a)
+    decide(a)
+    record_candidates(a)
+    if capture:
+        save_pick(a)
+    _log_advice(a, t_all)
     return rec
 
 
-def _layout_check(cat: Catalog, table: str, keys: list, versions: dict, max_sel: float) -> tuple[dict, dict]:
-    """Read units per plan key, and the keys no sketch could skip on: even a one-value sketch
-    would leave more than ``max_sel`` of the rows to read (e.g. no layout clusters them), so they
-    are dropped before sampling."""
-
-    units, bad, stats = {}, {}, {}
-    for key in keys:
-        t, a = split_key(key, table)
-        if t not in stats:
-            stats[t] = column_stats(cat, t, versions[t])
-        u = units[key] = read_units(cat, t, a, versions[t])
-        lo, hi, _ = stats[t].get(a, (None, None, None))
-        ceil = skip_ceiling(u.units, lo, hi)
-        if ceil is not None and ceil > max_sel:
-            bad[key] = (f"{a}: even a one-value sketch would read ~{ceil:.0%} of {t} ({u.source}; "
-                        f"no layout clusters it)")
-    return units, bad
-
-
-def _by_value(cat: Catalog, q, table: str, plan: dict) -> bool:
-    """Whether one capture job can read every planned candidate by value (method exact applies)."""
-    pairs = [split_key(k, table) for k in plan]
-    return bool(plan) and all(by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs)
-
-
-def _missing_partitions(cat: Catalog, table: str, plan: dict) -> int:
-    """Planned attributes without a stored partition at their finest granularity (any version: an
-    older one is carried forward over small batches), i.e. partitions a sizing would build."""
-
-    return sum(cat.store.one("SELECT 1 FROM partitions WHERE table_name=? AND attr=? AND n_target=? LIMIT 1",
-                             (*split_key(k, table), max(g))) is None for k, g in plan.items())
-
-
-def _partitions(cat: Catalog, table: str, plan: dict, versions: dict) -> dict:
-    """(key, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
-    parts = {}
-    for key, grans in sorted(plan.items()):
-        t, a = split_key(key, table)
-        fine = fine_partition(cat, t, a, max(grans), versions[t])
-        for n in grans:
-            parts[(key, n)] = fine if n == max(grans) else derive_partition(fine, n)
-    return parts
-
-
-def _save_exact(cat: Catalog, table: str, versions: dict, sk, secs: float) -> dict:
-    """Store the picked sketch of an exact sizing (captured in that job; the pool is safety-checked)."""
-    sk = save_sketch(cat.store, sk)
-    sel = sketch_rows(cat, sk) / max(1, cat.version(table, versions[table]).rows)
-    return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
-
-
-def _capture(cat: Catalog, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:
-    """Capture the picked sketch on the partition it was sized with (stored if derived); with an
-    ``answer`` list, in a job that also answers the query when it captures by value."""
-
-    table = pick.table
-    part = store_partition(cat, parts[(d.attr, d.n_target)])
-    res = capture(cat, q, {table: pick.attr}, part.n_target, versions, check=True, partitions={table: part},
-                  answer=answer is not None)
-    if res.answer is not None:
-        answer.append(res.answer)
-    sel = sketch_rows(cat, res.sketch) / max(1, cat.version(table, versions[table]).rows)
-    return {"sketch_id": res.sketch.id, "selectivity": sel, "seconds": round(res.seconds, 3)}
+def _log_advice(a: Advice, t_all: float) -> None:
+    """Total time, the process's warmth, and the record logged in the store's ``runs``."""
+    a.rec["seconds"]["total"] = round(time.perf_counter() - t_all, 3)
+    _note_warmth(a.rec)
+    a.ctx.store.log_run("recommend", a.sql, a.rec)
 
 
 def render(console, rec: dict) -> None:

@@ -73,7 +73,7 @@ def test_draws_have_the_spread_and_neighbour_correlation_of_the_prior_means_real
 def test_neighbouring_groups_posteriors_move_together_with_the_prior_noise(monkeypatch):
     """Around a local prior the posterior replicates of neighbouring groups are correlated only when
     the prior mean's error is drawn; the posterior means do not change."""
-    from tests.test_local_prior import _rows, _shrunk
+    from test_local_prior import _rows, _shrunk
 
     rows, _ = _rows(5)
     runs = {}

@@ -48,19 +48,16 @@ from advisor.context import Context
 from advisor.engine.session import DEFAULT_CONF
 from advisor.errors import BadInput, Unsupported
 from advisor.layout.clustered_copy import build_layout
-from advisor.maintain.policy.triggers import set_policy
-from advisor.maintain.spark import state_store as states
 from advisor.plan.parse import parse_sql
 from advisor.selection.strategies import strategy_draw, unknown_strategy
 from advisor.warehouse.column_stats import column_stats
 from workloads.data.datasets import load_dataset
 from workloads.data.update_batches import batch_frames
-from workloads.replay import strategy_step as replay_steps
 from workloads.replay.heap_release import HeapKeeper
 from workloads.replay.lockstep import Gate, available_bytes, memory_warning, run_lockstep
 from workloads.replay.run_summary import summarize
 from workloads.replay.step_list import plan_steps
-from workloads.replay.warmup import ROUTINES, clone_store, warm_up
+from workloads.replay.strategy_pass import ReplayLog, ReplayState, replay_strategy
 from workloads.replay.workload_file import Workload, load_workload
 
 
@@ -277,16 +274,14 @@ def prepare_run(ctx: Context, workload_path: str, out: str) -> None:
 
 def replay(ctx: Context, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
            fresh: bool = False, console=None, quiet: bool = False) -> Path:
-    """Replay the workload; returns the run directory (with run.json)."""
+    """Replay the workload; returns the run directory (with run.json).
+
+    Steps: check the strategies, make the run directory, prepare it (``prepare``), read back the
+    resume log, replay each strategy in turn (``workloads.replay.strategy_pass``) rewriting a partial
+    run.json after each, then write the complete run.json."""
     wl = load_workload(workload_path)
-    strats = [s.strip().upper() for s in (strategies or wl.strategies)]
-    for s in strats:
-        if strategy_draw(s) is None:
-            raise BadInput(unknown_strategy(s))
-    run_dir = Path(out or (ctx.warehouse / "runs" / wl.name)).resolve()
-    if fresh and run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    strats = _checked_strategies(wl, strategies)
+    run_dir = _run_directory(ctx, wl, out, fresh)
     spark = ctx.spark
     factory = _contexts(spark)
     gate = Gate.from_env()  # a child of ``replay_isolated``: wait for the parent before every step
@@ -295,97 +290,58 @@ def replay(ctx: Context, workload_path: str, strategies: list[str] | None = None
     with prog:
         plan = prepare(factory, wl, run_dir, prog.note)
         log_path = run_dir / "log.jsonl"
-        log = _read_log(log_path)
+        log = ReplayLog.from_records(_read_log(log_path))
         env = environment(spark)
-        queries = [r["record"] for r in log if r["type"] == "query"]
-        maint = [m for r in log if r["type"] in ("query", "update") for m in r["maintenance"]]
-        flushes = {r["strategy"]: r["seconds"] for r in log if r["type"] == "flush"}
-        warmups: dict[str, list[float]] = {}
-        for r in log:
-            if r["type"] == "warmup":
-                warmups.setdefault(r["strategy"], []).append(r["seconds"])
-        done = {(r["strategy"], r["step"]) for r in log}
-        steps = plan["steps"]
-        n_q = sum(1 for s in steps if s["kind"] == "query")
-        for s in strats:
-            prog.start(s, n_q, [q for q in queries if q["strategy"] == s])
+        _start_bars(prog, plan, strats, log)
         with open(log_path, "a") as logf:
+            st = ReplayState(wl, plan, run_dir, factory, gate, keeper, prog.note, prog.query_done, log, logf)
             for s in strats:
-                sdir = run_dir / "strategies" / s
-                clone_store(run_dir / "warehouse" / "advisor.db", sdir)
-                if wl.warmup and any((s, st["step"]) not in done for st in steps):
-                    # before the first gate: lockstep starts the children one after another, so each
-                    # warms up alone, and no strategy's timed step runs beside it
-                    prog.note(f"{s}: warming up (untimed: {wl.warmup} steps as {' and '.join(ROUTINES)})")
-                    w = warm_up(factory, run_dir, plan, wl, s)
-                    warmups.setdefault(s, []).append(w["seconds"])
-                    logf.write(json.dumps({"type": "warmup", "strategy": s, "step": None, **w,
-                                           "pid": os.getpid()}) + "\n")
-                    logf.flush()
-                sctx = factory(sdir)
-                set_policy(sctx.store, wl.policy)
-                cat = sctx.catalog
-                for t, v in plan["initial_versions"].items():
-                    cat.pin(t, v)
-                for step in steps:
-                    heap = None
-                    if gate is not None and (s, step["step"]) not in done:
-                        heap = keeper.between_steps()
-                        gate.wait(step["step"])
-                    if step["kind"] == "update":
-                        if (s, step["step"]) in done:
-                            cat.pin(step["table"], step["version"])
-                            continue
-                        prog.note(f"{s}: update batch at step {step['step']} ({step['table']})")
-                        ms = replay_steps.run_update(sctx, s, step, wl.measure_recapture)
-                        entry = {"type": "update", "strategy": s, "step": step["step"], "maintenance": ms,
-                                 "pid": os.getpid()}
-                    else:
-                        if (s, step["step"]) in done:
-                            continue
-                        prog.note(f"{s}: step {step['step']} {step['template']}")
-                        rec, ms = replay_steps.run_query_step(sctx, s, step, wl)
-                        queries.append(rec)
-                        prog.query_done(s, rec)
-                        entry = {"type": "query", "strategy": s, "step": step["step"], "record": rec,
-                                 "maintenance": ms, "pid": os.getpid()}
-                    if heap:  # heap given back before this step (``workloads.replay.heap_release``): its time includes regrowth
-                        (entry["record"] if step["kind"] == "query" else entry)["heap"] = heap
-                    maint.extend(ms)
-                    logf.write(json.dumps(entry, default=str) + "\n")
-                    logf.flush()
-                if s not in flushes:  # the live heads' operator states, written behind (``states``)
-                    if gate is not None and steps:
-                        gate.wait(steps[-1]["step"] + 1)  # alone, as a step: timed without the others
-                    files, secs = states.evict_all()
-                    flushes[s] = secs
-                    logf.write(json.dumps({"type": "flush", "strategy": s, "step": None, "files": files,
-                                           "seconds": round(secs, 4), "pid": os.getpid()}) + "\n")
-                    logf.flush()
-                sctx.store.close()
-                _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, queries, maint, partial=True,
-                                                           flushes=flushes, warmups=warmups))
+                replay_strategy(st, s)
+                _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, log, partial=True))
         if gate is not None:
             gate.end()
         env["finished"] = _now()
-        doc = _run_doc(wl, env, plan, strats, queries, maint, partial=False, flushes=flushes, warmups=warmups)
-        _write_json(run_dir / "run.json", doc)
+        _write_json(run_dir / "run.json", _run_doc(wl, env, plan, strats, log, partial=False))
     return run_dir
 
 
-def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], queries: list[dict], maint: list[dict],
-             partial: bool, flushes: dict[str, float] | None = None,
-             warmups: dict[str, list[float]] | None = None) -> dict:
+def _checked_strategies(wl: Workload, strategies: list[str] | None) -> list[str]:
+    """The strategies to replay (the workload's own unless given), upper-cased; BadInput on an unknown one."""
+    strats = [s.strip().upper() for s in (strategies or wl.strategies)]
+    for s in strats:
+        if strategy_draw(s) is None:
+            raise BadInput(unknown_strategy(s))
+    return strats
+
+
+def _run_directory(ctx: Context, wl: Workload, out: str | None, fresh: bool) -> Path:
+    """The run directory (``out``, else the warehouse's runs/NAME), emptied first when ``fresh``."""
+    run_dir = Path(out or (ctx.warehouse / "runs" / wl.name)).resolve()
+    if fresh and run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def _start_bars(prog: _Progress, plan: dict, strats: list[str], log: ReplayLog) -> None:
+    """One progress bar per strategy, counting the queries an earlier run already logged."""
+    n_q = sum(1 for s in plan["steps"] if s["kind"] == "query")
+    for s in strats:
+        prog.start(s, n_q, [q for q in log.queries if q["strategy"] == s])
+
+
+def _run_doc(wl: Workload, env: dict, plan: dict, strats: list[str], log: ReplayLog, partial: bool) -> dict:
+    """The run log of ``reports/schema.py`` for ``strats``, from the records so far."""
     order = {s: i for i, s in enumerate(strats)}
-    qs = sorted((q for q in queries if q["strategy"] in order), key=lambda q: (order[q["strategy"]], q["step"]))
-    ms = [m for m in maint if m["strategy"] in order]
+    qs = sorted((q for q in log.queries if q["strategy"] in order), key=lambda q: (order[q["strategy"]], q["step"]))
+    ms = [m for m in log.maint if m["strategy"] in order]
     return {"format": "advisor-run/1", "status": "partial" if partial else "complete",
             "workload": {"name": wl.name, "path": wl.path, "sha256": wl.sha256, "description": wl.description,
                          "seed": wl.seed, "policy": wl.policy, "sample_rate": wl.sample_rate, "config": wl.raw},
             "environment": env, "datasets": plan["datasets"], "prepare_seconds": plan["prepare_seconds"],
             "strategies": strats, "steps": plan["steps"], "queries": qs, "maintenance": ms,
-            "warmup": {"steps": wl.warmup, "seconds": {k: v for k, v in (warmups or {}).items() if k in order}},
-            "summary": summarize(strats, qs, ms, flushes)}
+            "warmup": {"steps": wl.warmup, "seconds": {k: v for k, v in log.warmups.items() if k in order}},
+            "summary": summarize(strats, qs, ms, log.flushes)}
 
 
 class _Progress:

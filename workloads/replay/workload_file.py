@@ -182,28 +182,58 @@ def _tn(types) -> str:
 
 
 def load_workload(path: str | Path) -> Workload:
-    """Parse and validate a workload file; BadInput (file:line: key: problem) on any error."""
+    """Parse and validate a workload file; BadInput (file:line: key: problem) on any error.
+
+    The sections are checked in the order of `SECTIONS`, so the first problem reported is always the
+    same one; each section returns the `Workload` fields it validated."""
     p = Path(path)
+    text = _read_text(p)
+    node, data = _parse_yaml(p, text)
+    c = WorkloadChecker(str(p), _lines(node) if node is not None else {})
+    _check_top_keys(c, data)
+    fields: dict[str, Any] = {}
+    for section in SECTIONS:
+        fields.update(section(c, data, fields))
+    return Workload(path=str(p.resolve()), sha256=hashlib.sha256(text.encode()).hexdigest(),
+                    description=str(data.get("description") or ""), raw=data, **fields)
+
+
+def _read_text(p: Path) -> str:
+    """The file's text; BadInput when it cannot be read."""
     try:
-        text = p.read_text()
+        return p.read_text()
     except OSError as e:
         raise BadInput(f"cannot read workload file {p}: {e.strerror or e}") from None
+
+
+def _parse_yaml(p: Path, text: str) -> tuple[Any, Any]:
+    """The YAML node tree (for line numbers) and the plain data; BadInput naming the line of a syntax error."""
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        return yaml.compose(text), yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}" if mark else str(p)
         raise BadInput(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-    c = WorkloadChecker(str(p), _lines(node) if node is not None else {})
+
+
+def _check_top_keys(c: WorkloadChecker, data) -> None:
+    """The file must be a mapping of known top-level keys."""
     if not isinstance(data, dict):
         c.fail((), "a workload file must be a mapping of keys")
     for k in data:
         if k not in TOP_KEYS:
             c.fail((k,), f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
+
+
+def _identity(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The workload's name and seed."""
     name = c.typed(data, (), "name", str, check=lambda v: None if re.fullmatch(r"[A-Za-z0-9_.-]+", v)
                    else "use letters, digits, '_', '.', '-' only")
-    seed = c.typed(data, (), "seed", int, 0)
+    return {"name": name, "seed": c.typed(data, (), "seed", int, 0)}
+
+
+def _datasets(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The datasets to load, each with only the keys its loader takes (a bare name is allowed)."""
     datasets = []
     for i, d in enumerate(c.typed(data, (), "datasets", list, check=lambda v: None if v else "list at least one")):
         key = ("datasets", i)
@@ -221,6 +251,11 @@ def load_workload(path: str | Path) -> Workload:
         if "rows" in d:
             c.typed(d, key, "rows", int, check=lambda v: None if v > 0 else "must be positive")
         datasets.append(dict(d))
+    return {"datasets": datasets}
+
+
+def _layouts(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The clustered copies (TABLE.ATTR, lower-cased) and their rows per file."""
     layouts = []
     for i, s in enumerate(c.typed(data, (), "layouts", list, [])):
         if not isinstance(s, str) or s.count(".") != 1:
@@ -229,6 +264,11 @@ def load_workload(path: str | Path) -> Workload:
         layouts.append((t, a))
     rows_per_file = c.typed(data, (), "layout_rows_per_file", int, 1_000_000,
                             check=lambda v: None if 100 <= v <= 10_000_000 else "must be between 100 and 10000000")
+    return {"layouts": layouts, "layout_rows_per_file": rows_per_file}
+
+
+def _strategies(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The strategies to compare, upper-cased, each known and listed once."""
     strategies = []
     for i, s in enumerate(c.typed(data, (), "strategies", list, ["NO-PS", "CB-OPT-GB"])):
         if not isinstance(s, str) or strategy_draw(s) is None:
@@ -236,35 +276,51 @@ def load_workload(path: str | Path) -> Workload:
         if s.strip().upper() in strategies:
             c.fail(("strategies", i), f"strategy {s} is listed twice")
         strategies.append(s.strip().upper())
-    policy = c.typed(data, (), "policy", str, "lazy", check=_check_policy)
-    sample_rate = float(c.typed(data, (), "sample_rate", (int, float), 0.05,
-                                check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]"))
-    fragments = c.typed(data, (), "fragments", int, None,
-                        check=lambda v: None if 1 <= v <= 100_000 else "must be between 1 and 100000")
-    method = c.typed(data, (), "method", str, "bootstrap",
-                     check=lambda v: None if v in ("bootstrap", "clt", "exact") else "must be bootstrap, clt or exact")
-    measure = c.typed(data, (), "measure_recapture", bool, True)
-    measured_costs = c.typed(data, (), "measured_costs", bool, True)
-    warmup = c.typed(data, (), "warmup", int, 0, check=_non_negative)
-    templates = {}
+    return {"strategies": strategies}
+
+
+def _settings(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The scalar settings of every strategy's run: policy, estimation, measuring and warm-up."""
+    return {
+        "policy": c.typed(data, (), "policy", str, "lazy", check=_check_policy),
+        "sample_rate": float(c.typed(data, (), "sample_rate", (int, float), 0.05,
+                                     check=lambda v: None if 0 < v <= 1 else "must be in (0, 1]")),
+        "fragments": c.typed(data, (), "fragments", int, None,
+                             check=lambda v: None if 1 <= v <= 100_000 else "must be between 1 and 100000"),
+        "method": c.typed(data, (), "method", str, "bootstrap", check=_check_method),
+        "measure_recapture": c.typed(data, (), "measure_recapture", bool, True),
+        "measured_costs": c.typed(data, (), "measured_costs", bool, True),
+        "warmup": c.typed(data, (), "warmup", int, 0, check=_non_negative),
+    }
+
+
+def _templates(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The query templates by name (at least one)."""
     tdata = c.typed(data, (), "templates", dict, check=lambda v: None if v else "define at least one template")
-    for tname, t in tdata.items():
-        key = ("templates", tname)
-        if not isinstance(t, dict):
-            c.fail(key, "expected a mapping with 'sql' (and 'params', 'weight')")
-        for k in t:
-            if k not in ("sql", "params", "weight"):
-                c.fail(key + (k,), "unknown key (known: sql, params, weight)")
-        sql = c.typed(t, key, "sql", str)
-        weight = float(c.typed(t, key, "weight", (int, float), 1, check=lambda v: None if v > 0 else "must be > 0"))
-        params = [_param(c, key + ("params", pn), pn, ps) for pn, ps in (c.typed(t, key, "params", dict, {}) or {}).items()]
-        names = set(re.findall(r"\{(\w+)\}", sql))
-        declared = {x.name for x in params}
-        if names - declared:
-            c.fail(key + ("sql",), f"placeholder(s) {', '.join(sorted(names - declared))} have no entry in params")
-        if declared - names:
-            c.fail(key + ("params",), f"param(s) {', '.join(sorted(declared - names))} do not appear in sql")
-        templates[str(tname)] = Template(str(tname), sql, weight, params, c.lines.get(key, 1))
+    return {"templates": {str(tname): _template(c, ("templates", tname), tname, t) for tname, t in tdata.items()}}
+
+
+def _template(c: WorkloadChecker, key: tuple, tname, t) -> Template:
+    """One template: its sql's placeholders and its params must name the same parameters."""
+    if not isinstance(t, dict):
+        c.fail(key, "expected a mapping with 'sql' (and 'params', 'weight')")
+    for k in t:
+        if k not in ("sql", "params", "weight"):
+            c.fail(key + (k,), "unknown key (known: sql, params, weight)")
+    sql = c.typed(t, key, "sql", str)
+    weight = float(c.typed(t, key, "weight", (int, float), 1, check=lambda v: None if v > 0 else "must be > 0"))
+    params = [_param(c, key + ("params", pn), pn, ps) for pn, ps in (c.typed(t, key, "params", dict, {}) or {}).items()]
+    names = set(re.findall(r"\{(\w+)\}", sql))
+    declared = {x.name for x in params}
+    if names - declared:
+        c.fail(key + ("sql",), f"placeholder(s) {', '.join(sorted(names - declared))} have no entry in params")
+    if declared - names:
+        c.fail(key + ("params",), f"param(s) {', '.join(sorted(declared - names))} do not appear in sql")
+    return Template(str(tname), sql, weight, params, c.lines.get(key, 1))
+
+
+def _updates(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The update rules: a batch of inserts and/or deletes every N queries."""
     updates = []
     for i, u in enumerate(c.typed(data, (), "updates", list, [])):
         key = ("updates", i)
@@ -279,29 +335,42 @@ def load_workload(path: str | Path) -> Workload:
                                   c.typed(u, key, "deletes", int, 0, check=_non_negative)))
         if updates[-1].inserts + updates[-1].deletes == 0:
             c.fail(key, "a batch needs inserts or deletes")
-    sequence = None
-    if "sequence" in data:
-        sequence = []
-        for i, s in enumerate(c.typed(data, (), "sequence", list, check=lambda v: None if v else "is empty")):
-            key = ("sequence", i)
-            if isinstance(s, dict) and set(s) == {"query"} and s["query"] in templates:
-                sequence.append({"query": s["query"]})
-            elif isinstance(s, dict) and set(s) == {"update"} and isinstance(s["update"], dict):
-                u = s["update"]
-                tbl = c.typed(u, key + ("update",), "table", str).lower()
-                ins = c.typed(u, key + ("update",), "inserts", int, 0, check=_non_negative)
-                dl = c.typed(u, key + ("update",), "deletes", int, 0, check=_non_negative)
-                sequence.append({"update": {"table": tbl, "inserts": ins, "deletes": dl}})
-            else:
-                c.fail(key, "expected {query: TEMPLATE} naming a defined template, or {update: {table, inserts, deletes}}")
-        if "queries" in data or "updates" in data:
-            c.fail(("sequence",), "give either 'sequence' or 'queries'/'updates', not both")
-    queries = c.typed(data, (), "queries", int, 20 if sequence is None else 0,
+    return {"updates": updates}
+
+
+def _sequence(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The hand-written step order (None when absent), which excludes 'queries' and 'updates'."""
+    if "sequence" not in data:
+        return {"sequence": None}
+    sequence = []
+    for i, s in enumerate(c.typed(data, (), "sequence", list, check=lambda v: None if v else "is empty")):
+        sequence.append(_sequence_item(c, ("sequence", i), s, fields["templates"]))
+    if "queries" in data or "updates" in data:
+        c.fail(("sequence",), "give either 'sequence' or 'queries'/'updates', not both")
+    return {"sequence": sequence}
+
+
+def _sequence_item(c: WorkloadChecker, key: tuple, s, templates: dict) -> dict:
+    """One sequence entry: a query of a defined template or an update batch."""
+    if isinstance(s, dict) and set(s) == {"query"} and s["query"] in templates:
+        return {"query": s["query"]}
+    if isinstance(s, dict) and set(s) == {"update"} and isinstance(s["update"], dict):
+        u = s["update"]
+        tbl = c.typed(u, key + ("update",), "table", str).lower()
+        ins = c.typed(u, key + ("update",), "inserts", int, 0, check=_non_negative)
+        dl = c.typed(u, key + ("update",), "deletes", int, 0, check=_non_negative)
+        return {"update": {"table": tbl, "inserts": ins, "deletes": dl}}
+    c.fail(key, "expected {query: TEMPLATE} naming a defined template, or {update: {table, inserts, deletes}}")
+
+
+def _queries(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The number of query steps to draw (default 20, or 0 with a sequence)."""
+    queries = c.typed(data, (), "queries", int, 20 if fields["sequence"] is None else 0,
                       check=lambda v: None if 1 <= v <= 100_000 else "must be between 1 and 100000")
-    return Workload(name, str(p.resolve()), hashlib.sha256(text.encode()).hexdigest(),
-                    str(data.get("description") or ""), seed, datasets, layouts, rows_per_file, strategies, policy,
-                    sample_rate, fragments, method, measure, queries, templates, updates, sequence, data,
-                    measured_costs, warmup)
+    return {"queries": queries}
+
+
+SECTIONS = (_identity, _datasets, _layouts, _strategies, _settings, _templates, _updates, _sequence, _queries)
 
 
 def _positive(v) -> str | None:
@@ -310,6 +379,10 @@ def _positive(v) -> str | None:
 
 def _non_negative(v) -> str | None:
     return None if v >= 0 else "must be >= 0"
+
+
+def _check_method(v: str) -> str | None:
+    return None if v in ("bootstrap", "clt", "exact") else "must be bootstrap, clt or exact"
 
 
 def _check_policy(v: str) -> str | None:

@@ -1,0 +1,369 @@
+"""The steps ``recommend`` runs in order (``advisor.selection.recommend``), each reading what the earlier
+ones found in an ``Advice`` and filling its part of the advice record."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Callable
+
+from advisor.engine.execute import versions_now
+from advisor.errors import Unsupported
+from advisor.estimation.candidate_sizes import Candidate, SizeSummary
+from advisor.estimation.exact_sizes import exact_sizes, oracle
+from advisor.estimation.size_estimates import CannotEstimate, Shape, analyze, estimate, split_key
+from advisor.layout.skip_prediction import read_units, sketch_read_fraction, skip_ceiling
+from advisor.partition.fragment_runs import read_set
+from advisor.partition.refine import derive_partition, fine_partition, store_partition
+from advisor.plan.parse import parse_sql
+from advisor.selection.attribute_pairs import capture_pair, pair_candidates, pair_keys
+from advisor.selection.candidates import enumerate_candidates
+from advisor.selection.cost_model import (
+    GRANULARITIES,
+    CostParams,
+    Decision,
+    UseForecast,
+    candidate_costing,
+    cannot_pay,
+    granularities_for,
+)
+from advisor.selection.decision_memory import pays_after
+from advisor.selection.forecast import predict_workload
+from advisor.selection.strategies import choose, pool_of
+from advisor.sketch.capture import by_value_types_ok, capture
+from advisor.sketch.lookup import sketch_rows
+from advisor.warehouse.column_stats import column_stats
+from advisor.warehouse.sketch_records import save_sketch
+
+if TYPE_CHECKING:
+    from advisor.context import Context
+    from advisor.plan.ir import Query
+    from advisor.warehouse.catalog import Catalog
+
+
+@dataclass
+class Advice:
+    """One ``recommend`` call on its way through the steps: the request, what each step found that a
+    later one needs, and the record being filled."""
+
+    ctx: Context
+    sql: str
+    strategy: str
+    sample_rate: float
+    fragments: int | None
+    method: str
+    seed: int
+    progress: Callable[[str], None] | None
+    params: CostParams
+    pairs: bool
+    answer: list | None
+    rec: dict
+    cat: Catalog | None = None
+    q: Query | None = None
+    shape: Shape | None = None
+    versions: dict = field(default_factory=dict)
+    table: str | None = None
+    table_rows: int = 0
+    cands: list = field(default_factory=list)
+    pool: list = field(default_factory=list)
+    plan: dict = field(default_factory=dict)           # candidate key -> granularities to size
+    units: dict = field(default_factory=dict)          # candidate key -> read units of its table
+    unskippable: dict = field(default_factory=dict)    # candidate key -> why no layout lets it skip
+    workload: UseForecast | None = None
+    unsampled: bool = False                            # sized without sampling (OPT, method exact)
+    missing: int = 0                                   # partitions such a sizing would build
+    hopeless: str | None = None                        # why even a perfect sketch could not pay
+    exact: tuple | None = None                         # (sizes, sketches, seconds) of an exact sizing
+    parts: dict | None = None                          # (key, n) -> partition sized on
+    by: dict = field(default_factory=dict)             # candidate key -> candidate
+    decision: Decision | None = None
+    pick: Candidate | None = None
+
+
+def parse_query(a: Advice) -> bool:
+    """Parse the query; one the planner cannot sketch at all ends the advice (False)."""
+    try:
+        a.q = parse_sql(a.sql, a.ctx.schema_lookup())
+    except Unsupported as e:
+        a.rec.update(supported=False, reason=str(e))
+        a.rec["decision"]["reason"] = f"no-go: the query cannot use sketches ({e})"
+        return False
+    return True
+
+
+def analyze_query(a: Advice) -> bool:
+    """The query's shape for the estimators (which table to sample, HAVING / top-k / nested); a
+    shape they cannot model ends the advice (False)."""
+    cat = a.cat = a.ctx.catalog
+    try:
+        a.shape = analyze(a.q, lambda t: cat.version(t).rows)
+    except CannotEstimate as e:
+        a.rec["reason"] = str(e)
+        a.rec["decision"]["reason"] = f"no-go: cannot estimate sketch sizes ({e})"
+        return False
+    return True
+
+
+def read_versions(a: Advice) -> None:
+    """The table versions the query reads now, and the sampled table with its rows."""
+    a.versions = versions_now(a.cat, a.q)
+    a.table = a.shape.fact.table
+    a.table_rows = a.cat.version(a.table, a.versions[a.table]).rows
+    a.rec.update(table=a.table, table_rows=a.table_rows, shape=a.shape.kind)
+
+
+def plan_candidates(a: Advice) -> None:
+    """Candidates with their safety verdicts, the strategy's pool and the granularities to size
+    each at, less the attributes no layout lets a sketch skip on (noted on the candidate)."""
+    a.cands = enumerate_candidates(a.cat, a.q, a.shape, a.versions)
+    grans = (int(a.fragments),) if a.fragments else GRANULARITIES
+    a.pool = pool_of("CB-OPT" if a.strategy == "OPT" else a.strategy, a.cands)
+    a.plan = {c.key: g for c in a.pool if (g := granularities_for(c.ndv, grans))}
+    a.units, a.unskippable = _layout_check(a.cat, a.table, list(a.plan), a.versions, a.params.max_sel)
+    for key in a.unskippable:
+        del a.plan[key]
+    for c in a.cands:
+        c.skip_note = a.unskippable.get(c.key)
+
+
+def predict_reuse(a: Advice) -> None:
+    """The template's predicted reuse and the measured costs the cost model weighs it with."""
+    w = a.workload = predict_workload(a.ctx.store, a.q, a.table, a.params, upto=a.versions[a.table],
+                                      table_rows=a.table_rows)
+    a.rec["template"] = a.q.template
+    a.rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use, "steps_per_use": w.steps,
+                         "scan_rows_per_s": w.scan_rate, "fixed_rows": w.fixed_rows,
+                         "advice_rows": w.advice_rows, "reason": w.reason}
+
+
+def check_can_pay(a: Advice) -> None:
+    """``cannot_pay`` before any sizing: when even a sketch skipping every row could not repay the
+    advice and capture, nothing is sized (the plan is emptied) and the record says why."""
+    w, p, T = a.workload, a.params, a.table_rows
+    # a sizing without sampling: OPT's oracle, or method exact when every candidate is read by value
+    a.unsampled = a.strategy == "OPT" or (a.method == "exact" and _by_value(a.cat, a.q, a.table, a.plan))
+    a.missing = _missing_partitions(a.cat, a.table, a.plan)
+    # measured costs off (the paper's model, timing-free decisions): sampling is not charged
+    advice = (None if a.strategy == "OPT" else w.sizing_rows(a.missing, T, len(a.shape.read_columns())) if a.unsampled
+              else w.sampled_advice_rows(T, p.advice_prior_scans) if p.measured else w.advice_rows)
+    hopeless = None if a.strategy == "NO-PS" or not a.plan or a.fragments else cannot_pay(T, w, p, advice)
+    a.rec["cannot_pay"] = bool(hopeless)
+    a.rec["pays_after"] = pays_after(T, w, p, advice) if hopeless else None
+    if hopeless:
+        a.rec["reason"] = hopeless
+        a.plan = {}
+    a.hopeless = hopeless
+
+
+def size_candidates(a: Advice) -> None:
+    """Size the planned candidates: exactly in one capture job, by OPT's oracle, or from a sample;
+    with nothing planned, say why."""
+    a.by = {c.key: c for c in a.cands}
+    if a.plan and a.unsampled:
+        _build_partitions(a)
+    if a.parts is not None and a.strategy != "OPT":
+        _size_exactly(a)
+    elif a.parts is not None:
+        _size_by_oracle(a)
+    elif a.plan:
+        _size_from_sample(a)
+    elif a.strategy != "NO-PS" and a.unskippable:
+        a.rec["reason"] = "no candidate the table's layout can skip on: " + "; ".join(a.unskippable.values())
+    elif a.strategy != "NO-PS":
+        a.rec["reason"] = f"no safe candidate in the {a.strategy} pool"
+
+
+def _build_partitions(a: Advice) -> None:
+    """The partitions an unsampled sizing captures on, timed."""
+    t0 = time.perf_counter()
+    a.parts = _partitions(a.cat, a.table, a.plan, a.versions)
+    # an oracle knows the sizes for free: OPT's partitions are part of its (excluded) oracle work
+    a.rec["seconds"]["oracle_partitions" if a.strategy == "OPT" else "partitions"] = round(time.perf_counter() - t0, 3)
+    a.rec["partitions_built"] = a.missing
+
+
+def _size_exactly(a: Advice) -> None:
+    """Method exact: one capture job reads every candidate by value, giving real sizes (and the
+    sketches, so a later capture is sunk)."""
+    if a.progress:
+        a.progress(f"capturing {len(a.parts)} candidate sketch(es) by value (exact sizes)")
+    a.exact = exact_sizes(a.cat, a.q, a.parts, a.versions, a.units, answer=a.answer)
+    sizes, sketches, secs = a.exact
+    a.workload = replace(a.workload, capture_sunk=True)  # the sizing job captured every candidate already
+    a.rec.update(estimable=True, exact=True)
+    a.rec["seconds"]["exact"] = round(secs, 3)
+    for (k, n), s in sizes.items():
+        a.by[k].sizes[n] = s
+
+
+def _size_by_oracle(a: Advice) -> None:
+    """OPT: every candidate captured (evaluation only); real sizes stand in as estimates."""
+    if a.progress:
+        a.progress(f"capturing {len(a.parts)} candidate sketch(es) (OPT oracle)")
+    real, secs = oracle(a.cat, a.q, a.parts, a.versions, a.units)
+    a.rec["seconds"]["oracle"] = round(secs + a.rec["seconds"]["oracle_partitions"], 3)
+    a.rec["estimable"] = True
+    for (k, n), s in real.items():
+        a.by[k].real[n] = a.by[k].sizes[n] = s
+
+
+def _size_from_sample(a: Advice) -> None:
+    """Sample and estimate every planned candidate's size with its expected read fraction, then
+    offer the attribute pairs worth weighing."""
+    est = estimate(a.cat, a.shape, a.plan, a.sample_rate, a.seed, "bootstrap" if a.method == "exact" else a.method,
+                   versions=a.versions, progress=a.progress, pairs=pair_keys(a.pool, a.plan) if a.pairs else None)
+    a.rec["estimable"] = True
+    a.rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
+    a.rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),
+                       "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
+                       "maintained_from": est.sample.meta.get("maintained_from"),
+                       "seconds": round(est.sample.seconds, 3)}
+    a.rec["estimation_notes"] = list(est.notes)
+    a.parts = est.partitions
+    for (k, n), se in est.sizes.items():
+        part = est.partitions[(k, n)]
+        a.by[k].sizes[n] = SizeSummary.of(se, part).with_read(
+            sketch_read_fraction(a.units[k].units, part, se.fragment_probability, bridged(se, part)),
+            a.units[k].source)
+    duo = pair_candidates(a.cat, a.q, a.shape, a.versions, est, a.by, a.units, a.table, bridged)
+    a.cands += duo
+    a.by.update({c.key: c for c in duo})
+
+
+def decide(a: Advice) -> None:
+    """The strategy's pick and go/no-go, with the reason the advice stopped early if it did."""
+    d = a.decision = choose(a.strategy, a.cands, a.table_rows, a.workload, a.params, a.seed, a.fragments)
+    if a.hopeless:
+        d.reason = a.hopeless
+    elif not d.go and d.attr is None and a.unskippable and a.strategy != "NO-PS":
+        d.reason = f"no-go: {a.rec['reason']}"
+    pick = a.pick = a.by.get(d.attr)
+    a.rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None,
+                         "attrs": list(pick.attrs) if pick and pick.attrs else None,
+                         "fragments": d.costing.n_fragments if d.costing else None, "fragments_target": d.n_target,
+                         "go": d.go, "reason": d.reason,
+                         "figures": None if d.costing is None else asdict(d.costing) | {
+                             "seconds": d.costing.seconds(a.workload.scan_rate)}}
+
+
+def record_candidates(a: Advice) -> None:
+    """One record per candidate, in the candidates' order."""
+    for c in a.cands:
+        a.rec["candidates"].append(_candidate_record(c, a.decision.attr, a.table_rows, a.workload, a.params,
+                                                     a.fragments))
+
+
+def _candidate_record(c, picked, T: int, w: UseForecast, p: CostParams, fragments) -> dict:
+    """A candidate's record: its estimate and costing at the granularity the cost model chose, and
+    the net saving at each granularity sized."""
+    k = candidate_costing(c, c.sizes, T, w, p, fragments) if c.sizes else None
+    s = c.sizes.get(k.n_target) if k else None
+    secs_ = k.seconds(w.scan_rate) if k else {}
+    real = c.real.get(k.n_target) if k else None
+    return {
+        "table": c.table, "attr": c.attr, "attrs": list(c.attrs) or None, "safe": c.safe,
+        "safety_reason": c.reason, "ndv": c.ndv,
+        "roles": sorted(c.roles),
+        "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
+        "fragments_target": k.n_target if k else None,
+        "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
+        "read_fraction": s.read if s else None, "read_units": s.read_source if s else None,
+        "layout_note": c.skip_note,
+        "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,
+        "real_read_fraction": real.read if real else None,
+        "capture_s": secs_.get("capture"), "saving_s": secs_.get("saving"), "net_s": secs_.get("net"),
+        "go": k.go if k else None, "picked": c.key == picked,
+        "by_granularity": [{"fragments": n, "n_fragments": x.n_fragments, "selectivity": x.sel,
+                            "ci": [x.sel_lo, x.sel_hi],
+                            "net_scans": candidate_costing(c, {n: x}, T, w, p).net_rows / max(c.rows or T, 1)}
+                           for n, x in sorted(c.sizes.items())]}
+
+
+def save_pick(a: Advice) -> None:
+    """``capture=True``: save the exact sizing's sketch of the pick, or capture the picked pair or
+    attribute; a no-go captures nothing and says so."""
+    d, pick = a.decision, a.pick
+    if d.go and pick is not None and a.exact is not None:
+        a.rec["captured"] = _save_exact(a.cat, pick.table, a.versions, a.exact[1][(d.attr, d.n_target)], a.exact[2])
+    elif d.go and pick is not None and pick.attrs:
+        a.rec["captured"] = capture_pair(a.cat, a.q, pick, d.n_target, a.parts, a.versions,
+                                         pick.sizes[d.n_target].read_source)
+    elif d.go and pick is not None:
+        a.rec["captured"] = _capture(a.cat, a.q, pick, d, a.parts, a.versions, a.answer)
+    else:
+        a.rec["reason"] = (a.rec["reason"] + "; " if a.rec["reason"] else "") + "nothing captured: the decision is no-go"
+
+
+def bridged(se, part) -> frozenset:
+    """Fragments the filter would add by bridging gaps (``use.capped_runs``) if the sketch were its
+    likely fragments (probability >= 0.5): read for certain, so the predicted read fraction does not
+    pretend a scattered sketch skips what its 32-range filter cannot."""
+    prob = se.fragment_probability
+    likely = frozenset(int(f) for f, p in (prob.items() if prob is not None else ()) if p >= 0.5)
+    return read_set(likely, part) - likely
+
+
+
+def _layout_check(cat: Catalog, table: str, keys: list, versions: dict, max_sel: float) -> tuple[dict, dict]:
+    """Read units per plan key, and the keys no sketch could skip on: even a one-value sketch
+    would leave more than ``max_sel`` of the rows to read (e.g. no layout clusters them), so they
+    are dropped before sampling."""
+
+    units, bad, stats = {}, {}, {}
+    for key in keys:
+        t, a = split_key(key, table)
+        if t not in stats:
+            stats[t] = column_stats(cat, t, versions[t])
+        u = units[key] = read_units(cat, t, a, versions[t])
+        lo, hi, _ = stats[t].get(a, (None, None, None))
+        ceil = skip_ceiling(u.units, lo, hi)
+        if ceil is not None and ceil > max_sel:
+            bad[key] = (f"{a}: even a one-value sketch would read ~{ceil:.0%} of {t} ({u.source}; "
+                        f"no layout clusters it)")
+    return units, bad
+
+
+def _by_value(cat: Catalog, q, table: str, plan: dict) -> bool:
+    """Whether one capture job can read every planned candidate by value (method exact applies)."""
+    pairs = [split_key(k, table) for k in plan]
+    return bool(plan) and all(by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs)
+
+
+def _missing_partitions(cat: Catalog, table: str, plan: dict) -> int:
+    """Planned attributes without a stored partition at their finest granularity (any version: an
+    older one is carried forward over small batches), i.e. partitions a sizing would build."""
+
+    return sum(cat.store.one("SELECT 1 FROM partitions WHERE table_name=? AND attr=? AND n_target=? LIMIT 1",
+                             (*split_key(k, table), max(g))) is None for k, g in plan.items())
+
+
+def _partitions(cat: Catalog, table: str, plan: dict, versions: dict) -> dict:
+    """(key, n) -> partition for the plan: the finest stored (or built), coarser ones derived."""
+    parts = {}
+    for key, grans in sorted(plan.items()):
+        t, a = split_key(key, table)
+        fine = fine_partition(cat, t, a, max(grans), versions[t])
+        for n in grans:
+            parts[(key, n)] = fine if n == max(grans) else derive_partition(fine, n)
+    return parts
+
+
+def _save_exact(cat: Catalog, table: str, versions: dict, sk, secs: float) -> dict:
+    """Store the picked sketch of an exact sizing (captured in that job; the pool is safety-checked)."""
+    sk = save_sketch(cat.store, sk)
+    sel = sketch_rows(cat, sk) / max(1, cat.version(table, versions[table]).rows)
+    return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
+
+
+def _capture(cat: Catalog, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:
+    """Capture the picked sketch on the partition it was sized with (stored if derived); with an
+    ``answer`` list, in a job that also answers the query when it captures by value."""
+
+    table = pick.table
+    part = store_partition(cat, parts[(d.attr, d.n_target)])
+    res = capture(cat, q, {table: pick.attr}, part.n_target, versions, check=True, partitions={table: part},
+                  answer=answer is not None)
+    if res.answer is not None:
+        answer.append(res.answer)
+    sel = sketch_rows(cat, res.sketch) / max(1, cat.version(table, versions[table]).rows)
+    return {"sketch_id": res.sketch.id, "selectivity": sel, "seconds": round(res.seconds, 3)}
