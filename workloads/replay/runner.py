@@ -203,7 +203,7 @@ def unfinished(run_dir: Path, strategies: list[str]) -> list[str]:
 
 def child_argv(options: dict) -> list[str]:
     """The ``advisor`` command with the global options (warehouse, master, conf) of this invocation."""
-    argv = [sys.executable, "-m", "advisor.cli.main"]
+    argv = [sys.executable, "-m", "advisor.cli"]
     if options.get("warehouse"):
         argv += ["--warehouse", str(options["warehouse"])]
     if options.get("master"):
