@@ -81,7 +81,7 @@ def stored(spark, tmp_path_factory):
 
 
 def _canon(t: pa.Table) -> pd.DataFrame:
-    cols = [c for c in ("_rid", "sample_key", "_n_g", "_stratum", "_in", "g", "h", "v") if c in t.column_names]
+    cols = [c for c in ("_rid", "_key", "_n_g", "_stratum", "_in", "g", "h", "v") if c in t.column_names]
     return t.select(cols).to_pandas().sort_values("_rid").reset_index(drop=True)
 
 
@@ -205,7 +205,7 @@ def test_a_narrow_sample_is_widened_for_its_own_rows(spark, tmp_path, monkeypatc
     assert s2.cached and s2.path == s1.path and s2.meta["columns"] == ["g", "v", "w"]
     wide = _rows(s2.path)
     # same rows, keys and strata; the new column holds each row's own value
-    cols = ["_rid", "sample_key", "_n_g", "_stratum", "_in", "g", "v"]
+    cols = ["_rid", "_key", "_n_g", "_stratum", "_in", "g", "v"]
     pd.testing.assert_frame_equal(wide[cols], narrow[cols])
     table = cat.read("t", 1, with_rid=True).select("_rid", "w").toPandas().set_index("_rid")["w"]
     assert (wide["w"].to_numpy() == table.loc[wide["_rid"]].to_numpy()).all()
@@ -230,7 +230,7 @@ def test_a_narrow_sample_is_maintained_with_its_columns(spark, tmp_path):
     assert s2.meta.get("maintained_from") == 1 and s2.meta["columns"] == ["g", "v", "w"]
     got = _rows(s2.path)
     fresh = sampling_local.draw(cat.read_arrow("t", v2, with_rid=True), ["g"], 0.1, 4).table.to_pandas()
-    cols = ["_rid", "sample_key", "_n_g", "_stratum", "g", "v", "w"]
+    cols = ["_rid", "_key", "_n_g", "_stratum", "g", "v", "w"]
     # the sampled rows are a fresh draw's (the reserve may have shrunk: deletions eat it)
     got, fresh = (f[f["_in"]].sort_values("_rid").reset_index(drop=True)[cols] for f in (got, fresh))
     assert len(fresh) > 0
