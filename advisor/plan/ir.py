@@ -185,7 +185,8 @@ class Query:
     """A parsed query: the algebra tree plus presentation details that do not change the bag."""
 
     root: Node
-    output_names: list[str]           # user-visible names of root.cols, in order
+    output_names: list[str]           # user-visible names of the first root.cols, in order (the
+                                      # root may carry ORDER BY keys the answer does not show after them)
     order: list[tuple[str, bool]]     # final ORDER BY for display (already applied if TopK at root)
     sql: str
     template: str = ""                # SQL with constants replaced by placeholders

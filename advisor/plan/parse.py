@@ -38,6 +38,7 @@ class _Rel:
     node: ir.Node
     names: list[str]
     order: list[tuple[str, bool]]
+    sorts_hidden: bool = False  # ``order`` names columns below the final projection (no LIMIT)
 
 
 def parse_sql(sql: str, schema: SchemaLookup) -> ir.Query:
@@ -65,6 +66,8 @@ def parse_sql(sql: str, schema: SchemaLookup) -> ir.Query:
     _reject_unsupported(tree)
     b = _Builder(schema)
     rel = b.plan_query(tree, {})
+    if rel.sorts_hidden:  # the answer is sorted on columns it does not show: the root keeps them,
+        rel.node = rel.node.child  # after the visible ones, and the final ORDER BY reads them there
     template, bindings = templatize(tree)
     return ir.Query(rel.node, rel.names, rel.order, sql, template, bindings)
 
@@ -341,7 +344,7 @@ class _Builder:
         if hidden:
             visible = rel.node.cols[: len(rel.names)]
             rel.node = ir.Project(rel.node, [(ir.col_ref(c.name), c) for c in visible])
-        rel.order = keys
+        rel.order, rel.sorts_hidden = keys, hidden and limit is None
         return rel
 
     # ---------------- expressions ----------------
