@@ -1,8 +1,14 @@
-"""Shared fixtures: one SparkSession for the whole run (local[2], UI off, few shuffle partitions)."""
+"""Shared fixtures: one SparkSession for the whole run (local[2], UI off, few shuffle partitions).
+Hypothesis runs without its per-example deadline: tests never assert on time, and a loaded 2-core
+machine makes any deadline a coin toss."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("advisor", deadline=None)
+settings.load_profile("advisor")
 
 
 @pytest.fixture(scope="session")
