@@ -212,9 +212,7 @@ class _Builder:
     def plan_from_item(self, item: exp.Expression, ctes: dict) -> tuple[ir.Node, list[_Entry]]:
         if isinstance(item, exp.Table):
             name = item.name.lower()
-            alias = (item.alias or item.name).lower()
-            if item.args.get("db"):
-                name = name  # database qualifiers are ignored: one warehouse
+            alias = (item.alias or item.name).lower()  # a database qualifier is ignored: one warehouse
             if name in ctes:
                 rel = self.plan_query(ctes[name], ctes)
                 return rel.node, [_Entry(alias, n.lower(), c) for n, c in zip(rel.names, rel.node.cols)]
@@ -226,7 +224,7 @@ class _Builder:
         if isinstance(item, exp.Subquery):
             alias = (item.alias or "").lower() or None
             rel = self.plan_query(item.this, ctes)
-            return rel.node, [_Entry(alias, n.lower(), c) for n, c in zip(rel.names, rel.node.cols)]
+            return rel.node, [_Entry(alias, n.lower(), c) for n, c in zip(_column_aliases(item, rel), rel.node.cols)]
         raise Unsupported(f"FROM item {item.sql(dialect='spark')[:60]} is not supported")
 
     # ---------------- aggregation ----------------
@@ -240,7 +238,8 @@ class _Builder:
         node, keys, key_by_sql = self._group_keys(group_src, node, scope)
         refs = _AggregateRefs(self, scope, self._types(node), key_by_sql)
         post_items = [(refs.post(e.this if isinstance(e, exp.Alias) else e), self._out_name(e)) for e in items]
-        having = refs.post(s.args["having"].this) if s.args.get("having") is not None else None
+        having = s.args["having"].this if s.args.get("having") is not None else None
+        having = refs.post(self._select_aliases(having, items, scope)) if having is not None else None
         node = ir.Aggregate(node, keys, refs.aggs)
         if having is not None:
             node = ir.Select(node, having)
@@ -297,6 +296,17 @@ class _Builder:
             proj.append((r, ir.Col(self.fresh(nm), infer(r, types), *self._origin(r, node))))
             names.append(nm)
         return _Rel(ir.Project(node, proj), names, [])
+
+    def _select_aliases(self, e: exp.Expression, items: list, scope: list[_Entry]) -> exp.Expression:
+        """HAVING ``e`` with each name that is a SELECT alias, not a FROM column, replaced (Spark's way)."""
+        aliases = {it.alias.lower(): it.this for it in items if isinstance(it, exp.Alias)}
+
+        def fn(n):
+            if isinstance(n, exp.Column) and not n.table and n.name.lower() in aliases \
+                    and not self._has(scope, n.name.lower()):
+                return aliases[n.name.lower()].copy()
+            return n
+        return e.copy().transform(fn)
 
     # ---------------- ORDER BY / LIMIT ----------------
     def _order_limit(self, rel: _Rel, s: exp.Expression, resolve_hidden) -> _Rel:
@@ -472,6 +482,15 @@ class _AggregateRefs:
             if isinstance(n, exp.Column):
                 raise BadInput(f"column {n.sql()} must appear in GROUP BY or inside an aggregate")
         return n
+
+
+def _column_aliases(item: exp.Subquery, rel: _Rel) -> list[str]:
+    """A derived table's column names: its alias list (``AS t (a, b)``), else its query's own."""
+    alias = item.args.get("alias")
+    cols = [c.name for c in alias.columns] if alias is not None and alias.columns else []
+    if cols and len(cols) != len(rel.names):
+        raise BadInput(f"derived table {alias.name} names {len(cols)} columns but its query has {len(rel.names)}")
+    return cols or rel.names
 
 
 def _default_nulls(o: exp.Ordered) -> bool:
