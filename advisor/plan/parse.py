@@ -122,8 +122,8 @@ def _reject_unsupported(tree: exp.Expression) -> None:
                 continue
             if isinstance(node, exp.Subquery) and isinstance(anc, (exp.From, exp.Join, exp.Union)):
                 continue
-            if isinstance(node, exp.Select) and isinstance(anc, exp.In):
-                raise Unsupported("IN (subquery) is not supported")
+            if isinstance(anc, exp.In):
+                raise Unsupported(f"{'NOT IN' if isinstance(anc.parent, exp.Not) else 'IN'} (subquery) is not supported")
             if isinstance(node, (exp.Subquery, exp.Select)):
                 raise Unsupported("subqueries outside FROM (scalar or correlated) are not supported")
 
