@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from sqlglot import exp
 
 from advisor import memory
 from advisor.caches import BoundedMemo
@@ -129,12 +130,21 @@ def dimension_frame(catalog: Catalog, scan: ir.Scan, version: int) -> Optional[p
                    read)
 
 
-def _semi_reduce(a: pd.DataFrame, b: pd.DataFrame, node) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _columns(e: exp.Expression) -> set[str]:
+    return {c.name for c in e.find_all(exp.Column)}
+
+
+def _and(terms: list) -> Optional[exp.Expression]:
+    """The conjunction of ``terms`` (None for none)."""
+    return (terms[0] if len(terms) == 1 else exp.and_(*terms)) if terms else None
+
+
+def _semi_reduce(a: pd.DataFrame, b: pd.DataFrame, cond, left_names, right_names) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both join inputs without the rows of the larger one whose equi-join key has no partner in
     the smaller one (an inner join never outputs them): a sample of 300k rows against 1.5M
     joined rows then merges 300k against at most 300k."""
 
-    pairs = relops.equi_keys(node.cond, set(node.left.names), set(node.right.names))
+    pairs = relops.equi_keys(cond, set(left_names), set(right_names))
     if not pairs or min(len(a), len(b)) == 0:
         return a, b
     flip = len(a) > len(b)
@@ -174,17 +184,31 @@ def local_frame(shape, path: str, sid: str, dimension=None) -> Optional[pd.DataF
     if unread:  # nothing below the aggregation reads these, and a narrow sample may lack them: NULLs
         rows = rows.assign(**{c: _nulls(len(rows), t) for c, t in sorted(unread.items())})
 
-    def run(node: ir.Node) -> pd.DataFrame:
-        if isinstance(node, ir.Scan):
-            if node.scan_id in others:
-                return others[node.scan_id]
-            return relops.scan_frame(node, rows, rows["_rid"].to_numpy(dtype=np.int64), {})
+    def run(node: ir.Node, pending: tuple = ()) -> pd.DataFrame:
+        """``node``'s frame, filtered by the ``pending`` conjuncts of the selections above it.
+        Below a comma join (a join without a condition) each is applied as low as its columns
+        allow, so the WHERE equalities become the join's keys instead of a filter over the cross
+        product; elsewhere selections run where they stand."""
+        if isinstance(node, ir.Select) and not any(isinstance(n, ir.Join) and n.cond is None
+                                                   for n in node.walk()):
+            return relops.select(run(node.child), _and([*pending, node.cond]))
         if isinstance(node, ir.Select):
-            return relops.select(run(node.child), node.cond)
+            return run(node.child, pending + tuple(relops.conjuncts(node.cond)))
         if isinstance(node, ir.Join):
-            a, b = _semi_reduce(run(node.left), run(node.right), node)
-            return relops.join(a, b, node.cond, node.left.names, node.right.names, [], [])
-        return relops.project(run(node.child), node.items, [])
+            lnames, rnames = set(node.left.names), set(node.right.names)
+            down_l = tuple(c for c in pending if _columns(c) <= lnames)
+            down_r = tuple(c for c in pending if c not in down_l and _columns(c) <= rnames)
+            cond = _and(([node.cond] if node.cond is not None else [])
+                        + [c for c in pending if c not in down_l and c not in down_r])
+            a, b = _semi_reduce(run(node.left, down_l), run(node.right, down_r), cond,
+                                node.left.names, node.right.names)
+            return relops.join(a, b, cond, node.left.names, node.right.names, [], [])
+        if isinstance(node, ir.Scan):
+            df = others[node.scan_id] if node.scan_id in others else \
+                relops.scan_frame(node, rows, rows["_rid"].to_numpy(dtype=np.int64), {})
+        else:
+            df = relops.project(run(node.child), node.items, [])
+        return relops.select(df, _and(list(pending))) if pending else df
 
     try:
         df = run(child)

@@ -18,6 +18,7 @@ from advisor.context import Context
 from advisor.estimation.size_estimates import SID, U, analyze, estimate, get_sample, sample_frame
 from advisor.plan.parse import parse_sql
 from advisor.estimation.sample_eval import local_frame
+from advisor.maintain import relops
 from advisor.partition.refine import fine_partition
 
 
@@ -64,6 +65,10 @@ QUERIES = [
     "SELECT s.g, w, count(*) FROM s JOIN dim ON s.g = dim.g AND k > 2000 GROUP BY s.g, w HAVING count(*) > 20",
     "SELECT s.g, z, avg(price) FROM s JOIN dim2 ON s.g = dim2.g WHERE tag = 'b' GROUP BY s.g, z "
     "HAVING avg(price) > 450",
+    # comma joins: the WHERE equalities are the join's keys
+    "SELECT s.g, sum(price) FROM s, dim WHERE s.g = dim.g AND w = 1 GROUP BY s.g HAVING sum(price) > 100",
+    "SELECT s.g, z, avg(price) FROM s, dim2, dim WHERE s.g = dim2.g AND dim.g = s.g AND tag = 'b' "
+    "AND w < 2 GROUP BY s.g, z HAVING avg(price) > 450",
 ]
 
 
@@ -199,3 +204,20 @@ def test_driver_fragment_ids_equal_spark_assign_column(ctx, spark):
             from advisor.warehouse.value_kinds import decode_value
             bounds = {decode_value(b, parts[("g", 30)].dtype) for b in parts[("g", 30)].boundaries}
             assert df.filter(df.g.isin(list(bounds))).count() > 0
+
+
+def test_a_comma_join_joins_on_its_where_equalities(ctx, monkeypatch):
+    """No cross product on the driver: every join gets a condition, and the frame equals that of
+    the same query written with JOIN ... ON."""
+    conds = []
+    real = relops.join
+    monkeypatch.setattr(relops, "join", lambda a, b, cond, *rest: conds.append(cond) or real(a, b, cond, *rest))
+    comma = "SELECT s.g, z, count(*) FROM s, dim2, dim WHERE s.g = dim2.g AND dim.g = s.g AND w = 1 " \
+            "GROUP BY s.g, z HAVING count(*) > 3"
+    on = "SELECT s.g, z, count(*) FROM s JOIN dim2 ON s.g = dim2.g JOIN dim ON dim.g = s.g WHERE w = 1 " \
+         "GROUP BY s.g, z HAVING count(*) > 3"
+    _, _, a = _frame(ctx, comma, True)
+    assert len(conds) == 2 and all(c is not None for c in conds)
+    _, _, b = _frame(ctx, on, True)
+    assert len(a) == len(b) > 0
+    assert sorted(map(tuple, a.astype(str).to_numpy())) == sorted(map(tuple, b.astype(str).to_numpy()))
