@@ -29,9 +29,10 @@ LAYERS = [
     ("advisor.maintain.policy",),
     ("advisor.estimation",),
     ("advisor.selection",),
+    ("advisor.serve",),
     ("workloads.data",),
     ("workloads", "workloads.replay", "workloads.bench"),
-    ("advisor.cli",),
+    ("advisor.cli", "advisor.api"),
 ]
 MAX_FUNCTION_IMPORTS = 80
 
@@ -182,3 +183,18 @@ def test_every_package_says_what_lives_there():
 def test_the_layers_catch_a_cycle_and_an_upward_import():
     assert cycles({"x": {"y"}, "y": {"z"}, "z": {"x"}}) == [["x", "y", "z"]]
     assert layer_of("advisor.cli.main") > layer_of("advisor.selection.recommend")
+
+
+# What the replay harness may not reach around the advise path for: capturing, running with a
+# sketch, finding a stored one and deciding are ``advisor.serve``'s business (the micro-benchmarks
+# of ``workloads.bench`` time capture and use on their own, on purpose).
+SERVING = ("advisor.sketch.capture", "advisor.sketch.run", "advisor.sketch.apply", "advisor.sketch.lookup",
+           "advisor.selection.recommend", "advisor.selection.decision_memory")
+
+
+def test_the_replay_harness_serves_queries_only_through_the_advise_path():
+    g = graph()
+    direct = sorted((a, b) for a, targets in g.items() if a.startswith("workloads.replay")
+                    for b in targets if b in SERVING)
+    assert direct == []
+    assert "advisor.serve.query_path" in g["workloads.replay.strategy_step"]

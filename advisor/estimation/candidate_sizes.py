@@ -53,6 +53,7 @@ class Candidate:
     dim: bool = False                           # a group-by column of a joined (dimension) table
     rows: float = 0.0                           # the candidate table's row count (0: the caller's)
     attrs: tuple = ()                           # a two-attribute candidate's (a, b); attr is "a&b"
+    layout: Optional[dict] = None               # the layout sketching it would build, with its price
 
     @property
     def key(self) -> str:

@@ -12,6 +12,8 @@ from advisor.errors import Unsupported
 from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.estimation.exact_sizes import exact_sizes, oracle
 from advisor.estimation.size_estimates import CannotEstimate, Shape, analyze, estimate, split_key
+from advisor.layout.clustered_copy import build_layout
+from advisor.layout.hypothetical import clustered_units, unit_rows
 from advisor.layout.skip_prediction import read_units, sketch_read_fraction, skip_ceiling
 from advisor.partition.fragment_runs import read_set
 from advisor.partition.refine import derive_partition, fine_partition, store_partition
@@ -29,6 +31,7 @@ from advisor.selection.cost_model import (
 )
 from advisor.selection.decision_memory import pays_after
 from advisor.selection.forecast import predict_workload
+from advisor.selection.layout_cost import PRIOR_LAYOUT_USES, build_rows, layout_share, log_build, other_uses
 from advisor.selection.strategies import choose, pool_of
 from advisor.sketch.capture import by_value_types_ok, capture
 from advisor.sketch.lookup import sketch_rows
@@ -69,6 +72,7 @@ class Advice:
     plan: dict = field(default_factory=dict)           # candidate key -> granularities to size
     units: dict = field(default_factory=dict)          # candidate key -> read units of its table
     unskippable: dict = field(default_factory=dict)    # candidate key -> why no layout lets it skip
+    to_build: dict = field(default_factory=dict)       # candidate key -> why it needs a new layout
     workload: UseForecast | None = None
     unsampled: bool = False                            # sized without sampling (OPT, method exact)
     missing: int = 0                                   # partitions such a sizing would build
@@ -119,11 +123,15 @@ def plan_candidates(a: Advice) -> None:
     grans = (int(a.fragments),) if a.fragments else GRANULARITIES
     a.pool = pool_of("CB-OPT" if a.strategy == "OPT" else a.strategy, a.cands)
     a.plan = {c.key: g for c in a.pool if (g := granularities_for(c.ndv, grans))}
-    a.units, a.unskippable = _layout_check(a.cat, a.table, list(a.plan), a.versions, a.params.max_sel)
-    for key in a.unskippable:
-        del a.plan[key]
+    a.units, unskippable = _layout_check(a.cat, a.table, list(a.plan), a.versions, a.params.max_sel)
+    for key, why in unskippable.items():
+        if a.params.build_layouts and "&" not in key:
+            a.to_build[key] = why  # priced with the layout it needs (``price_layouts``)
+        else:
+            a.unskippable[key] = why
+            del a.plan[key]
     for c in a.cands:
-        c.skip_note = a.unskippable.get(c.key)
+        c.skip_note = a.unskippable.get(c.key) or a.to_build.get(c.key)
 
 
 def predict_reuse(a: Advice) -> None:
@@ -134,6 +142,22 @@ def predict_reuse(a: Advice) -> None:
     a.rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use, "steps_per_use": w.steps,
                          "scan_rows_per_s": w.scan_rate, "fixed_rows": w.fixed_rows,
                          "advice_rows": w.advice_rows, "reason": w.reason}
+
+
+def price_layouts(a: Advice) -> None:
+    """Each planned candidate that needs a new layout to skip gets its price: the build in rows
+    (measured, else the prior) and this template's share of it (``advisor.selection.layout_cost``)."""
+    for key in a.to_build:
+        t, attr = split_key(key, a.table)
+        rows = a.cat.version(t, a.versions[t]).rows
+        build, source = build_rows(a.ctx.store, rows, a.workload.scan_rate, a.workload.fixed_rows)
+        others = other_uses(a.ctx.store, t, attr, a.q.template)
+        share = layout_share(build, a.workload.reuses, others)
+        for c in a.cands:
+            if c.key == key and not c.attrs:
+                c.layout = {"table": t, "attr": attr, "build_rows": build, "share_rows": share,
+                            "build_scans": round(build / max(rows, 1), 2), "source": source,
+                            "other_uses": others, "built": False}
 
 
 def check_can_pay(a: Advice) -> None:
@@ -182,11 +206,25 @@ def _build_partitions(a: Advice) -> None:
     a.rec["partitions_built"] = a.missing
 
 
+def _units_to_build(a: Advice) -> None:
+    """The read units of the layouts candidates would build (``advisor.layout.hypothetical``), from
+    the finest partition sized on: a sketch on such a candidate is priced as read through them."""
+    done = set()
+    for (key, n), part in sorted((a.parts or {}).items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        if key not in a.to_build or key in done:
+            continue
+        done.add(key)
+        t, attr = split_key(key, a.table)
+        lo = column_stats(a.cat, t, a.versions[t]).get(attr, (None,))[0]
+        a.units[key] = clustered_units(part, lo, unit_rows(a.cat, t, attr, a.versions[t]))
+
+
 def _size_exactly(a: Advice) -> None:
     """Method exact: one capture job reads every candidate by value, giving real sizes (and the
     sketches, so a later capture is sunk)."""
     if a.progress:
         a.progress(f"capturing {len(a.parts)} candidate sketch(es) by value (exact sizes)")
+    _units_to_build(a)
     a.exact = exact_sizes(a.cat, a.q, a.parts, a.versions, a.units, answer=a.answer)
     sizes, sketches, secs = a.exact
     a.workload = replace(a.workload, capture_sunk=True)  # the sizing job captured every candidate already
@@ -200,6 +238,7 @@ def _size_by_oracle(a: Advice) -> None:
     """OPT: every candidate captured (evaluation only); real sizes stand in as estimates."""
     if a.progress:
         a.progress(f"capturing {len(a.parts)} candidate sketch(es) (OPT oracle)")
+    _units_to_build(a)
     real, secs = oracle(a.cat, a.q, a.parts, a.versions, a.units)
     a.rec["seconds"]["oracle"] = round(secs + a.rec["seconds"]["oracle_partitions"], 3)
     a.rec["estimable"] = True
@@ -220,6 +259,7 @@ def _size_from_sample(a: Advice) -> None:
                        "seconds": round(est.sample.seconds, 3)}
     a.rec["estimation_notes"] = list(est.notes)
     a.parts = est.partitions
+    _units_to_build(a)
     for (k, n), se in est.sizes.items():
         part = est.partitions[(k, n)]
         a.by[k].sizes[n] = SizeSummary.of(se, part).with_read(
@@ -238,10 +278,12 @@ def decide(a: Advice) -> None:
     elif not d.go and d.attr is None and a.unskippable and a.strategy != "NO-PS":
         d.reason = f"no-go: {a.rec['reason']}"
     pick = a.pick = a.by.get(d.attr)
+    if pick is not None and pick.layout is not None:
+        d.reason += "; " + layout_phrase(pick.layout, a.workload.reuses, rows=pick.rows or a.table_rows)
     a.rec["decision"] = {"table": pick.table if pick else None, "attr": pick.attr if pick else None,
                          "attrs": list(pick.attrs) if pick and pick.attrs else None,
                          "fragments": d.costing.n_fragments if d.costing else None, "fragments_target": d.n_target,
-                         "go": d.go, "reason": d.reason,
+                         "go": d.go, "reason": d.reason, "layout": dict(pick.layout) if pick and pick.layout else None,
                          "figures": None if d.costing is None else asdict(d.costing) | {
                              "seconds": d.costing.seconds(a.workload.scan_rate)}}
 
@@ -268,7 +310,7 @@ def _candidate_record(c, picked, T: int, w: UseForecast, p: CostParams, fragment
         "fragments_target": k.n_target if k else None,
         "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
         "read_fraction": s.read if s else None, "read_units": s.read_source if s else None,
-        "layout_note": c.skip_note,
+        "layout_note": c.skip_note, "layout": c.layout,
         "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,
         "real_read_fraction": real.read if real else None,
         "capture_s": secs_.get("capture"), "saving_s": secs_.get("saving"), "net_s": secs_.get("net"),
@@ -283,6 +325,8 @@ def save_pick(a: Advice) -> None:
     """``capture=True``: save the exact sizing's sketch of the pick, or capture the picked pair or
     attribute; a no-go captures nothing and says so."""
     d, pick = a.decision, a.pick
+    if d.go and pick is not None and pick.layout is not None:
+        a.rec["layout"] = _build(a, pick)
     if d.go and pick is not None and a.exact is not None:
         a.rec["captured"] = _save_exact(a.cat, pick.table, a.versions, a.exact[1][(d.attr, d.n_target)], a.exact[2])
     elif d.go and pick is not None and pick.attrs:
@@ -292,6 +336,28 @@ def save_pick(a: Advice) -> None:
         a.rec["captured"] = _capture(a.cat, a.q, pick, d, a.parts, a.versions, a.answer)
     else:
         a.rec["reason"] = (a.rec["reason"] + "; " if a.rec["reason"] else "") + "nothing captured: the decision is no-go"
+
+
+def layout_phrase(lay: dict, reuses: float, rows: float) -> str:
+    """How the decision priced the layout a sketch needs (and how to change it)."""
+    uses = max(PRIOR_LAYOUT_USES, reuses + lay["other_uses"])
+    return (f"the sketch skips only on a new layout of {lay['table']} clustered on {lay['attr']}: its build "
+            f"~{lay['build_scans']:g} scans ({lay['source']}), shared over {uses:g} predicted uses, "
+            f"{lay['share_rows'] / max(rows, 1):.2f} scans charged to this query; to change it: "
+            f"`advisor layout {lay['table']} {lay['attr']}` or more expected uses (--uses N)")
+
+
+def _build(a: Advice, pick) -> dict:
+    """Build the clustered layout the picked sketch needs to skip, timed and logged for pricing."""
+    t, attr = pick.layout["table"], pick.layout["attr"]
+    if a.progress:
+        a.progress(f"building a layout of {t} clustered on {attr}")
+    t0 = time.perf_counter()
+    lay = build_layout(a.cat, t, attr, a.versions[t])
+    secs = time.perf_counter() - t0
+    log_build(a.ctx.store, lay, a.cat.version(t, a.versions[t]).rows, secs)
+    pick.layout.update(built=True, id=lay["id"], seconds=round(secs, 3))
+    return dict(pick.layout)
 
 
 def bridged(se, part) -> frozenset:

@@ -90,6 +90,9 @@ class CostParams:
     # 0 for an explicit ``advisor recommend`` (the user asked for the estimate), ADVICE_PRIOR_SCANS
     # when a replay decides on its own whether advice is worth its cost
     advice_prior_scans: float = 0.0
+    # a candidate no layout lets skip may be priced with the clustered layout it needs
+    # (``advisor.selection.layout_cost``); False drops such candidates before sampling
+    build_layouts: bool = True
 
 
 @dataclass
@@ -151,6 +154,7 @@ class Costing:
     overhead_rows: float     # per use: filter terms
     maintenance_rows: float  # per use
     reuses: float
+    layout_rows: float       # this template's share of building the layout the sketch needs
     net_rows: float
     go: bool
     reason: str
@@ -176,12 +180,14 @@ class Decision:
 
 
 def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostParams,
-         job_rows: float | None = None, joined_rows: float = 0.0, sketches: int = 1) -> Costing:
+         job_rows: float | None = None, joined_rows: float = 0.0, sketches: int = 1,
+         layout_rows: float = 0.0) -> Costing:
     """Net benefit of capturing a sketch of size ``s`` and using it ``w.reuses`` times.  ``job_rows``
     (default: the table's rows) prices the capture and maintenance priors: a sketch of a joined
     dimension saves rows of that table but is captured and maintained with the whole query.
     ``joined_rows``: the fact rows such a sketch keeps out of the join (``join_share`` of their cost).
-    ``sketches``: stored sketches behind the candidate (2 for a pair), each captured and maintained."""
+    ``sketches``: stored sketches behind the candidate (2 for a pair), each captured and maintained.
+    ``layout_rows``: this template's share of building the layout the sketch needs to skip."""
     T = float(table_rows)
     J = float(job_rows) if job_rows else T
     f = max(0.0, s.fragments)
@@ -192,13 +198,14 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
     saving = (1.0 - read) * (T + p.join_share * joined_rows)
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
     maint = sketches * w.steps * maintenance_per_update(J, capture, w, p)
-    net = w.reuses * (saving - overhead - maint) - charged
+    net = w.reuses * (saving - overhead - maint) - charged - layout_rows
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
     figures = (f"{attr} at {s.n_fragments} fragments covers ~{s.sel:.1%} (upper {s.sel_hi:.1%}) of the table{reads}; "
                f"{w.reuses:g} predicted use(s) save {scans(w.reuses * saving):.2f} scans, cost "
                f"{scans(w.reuses * (overhead + maint)):.2f} (filter + maintenance) + capture {scans(charged):.2f}"
                f"{' (done while sizing)' if w.capture_sunk else ''}"
+               f"{f' + its share of a layout build {scans(layout_rows):.2f}' if layout_rows else ''}"
                f" -> net {scans(net):+.2f} scans")
     if s.sel_hi > p.max_sel:
         go, why = False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data; "
@@ -209,7 +216,7 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
     else:
         go, why = True, "go: "
     return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, read, T, runs, charged, saving, overhead,
-                   maint, w.reuses, net, go, why + figures)
+                   maint, w.reuses, layout_rows, net, go, why + figures)
 
 
 def capture_rows(T: float, w: UseForecast, p: CostParams) -> float:
@@ -270,9 +277,10 @@ def cannot_pay(T: float, w: UseForecast, p: CostParams, advice_rows: float | Non
 
 def best_granularity(sizes: dict, attr: str, table_rows: float, w: UseForecast, p: CostParams,
                      fragments: Optional[int] = None, job_rows: float | None = None,
-                     joined_rows: float = 0.0, sketches: int = 1) -> Optional[Costing]:
+                     joined_rows: float = 0.0, sketches: int = 1, layout_rows: float = 0.0) -> Optional[Costing]:
     """The granularity with the largest net benefit (or the one fixed by ``fragments``)."""
-    opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows, sketches) for n, s in sorted(sizes.items())
+    opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows, sketches, layout_rows)
+            for n, s in sorted(sizes.items())
             if fragments in (None, n)]
     return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
 
@@ -283,7 +291,8 @@ def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: UseForeca
     table's rows (``table_rows``) for capture and maintenance, and for a joined table's column the
     fact rows it keeps out of the join."""
     return best_granularity(sizes, c.attr, c.rows or table_rows, w, p, fragments, job_rows=table_rows,
-                            joined_rows=table_rows if c.dim else 0.0, sketches=2 if c.attrs else 1)
+                            joined_rows=table_rows if c.dim else 0.0, sketches=2 if c.attrs else 1,
+                            layout_rows=c.layout["share_rows"] if c.layout else 0.0)
 
 
 def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:

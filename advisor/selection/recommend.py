@@ -57,7 +57,9 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
           "read_fraction": float | null,      # expected share of rows scans still read (layout-aware)
           "real_read_fraction": float | null, # OPT only: the captured sketch's share of rows read
           "read_units": str | null,           # what the scan prunes: "layout <id> (<n> files)" / "row groups (<n>)"
-          "layout_note": str | null,          # why the attribute was dropped before sampling, if it was
+          "layout_note": str | null,          # why the files cannot skip on it (dropped, or priced with a layout)
+          "layout": {"table", "attr", "build_rows", "share_rows", "build_scans", "source", "other_uses",
+                     "built"} | null,         # the clustered layout a sketch on it would need, priced
           "capture_s": float | null, "saving_s": float | null, "net_s": float | null,
           "go": bool | null, "picked": bool,
           "by_granularity": [{"fragments": int, "n_fragments": int, "selectivity": float,
@@ -66,6 +68,8 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
                    "fragments": int | null, "fragments_target": int | null,
                    "go": bool, "reason": str,
                    "figures": {capture/saving/overhead/net in rows and seconds} | null},
+      "layout": {"table": str, "attr": str, "built": bool, "id": int, "seconds": float,
+                 "build_rows": float, "share_rows": float, ...} | null,  # the layout the pick needed, built
       "captured": {"sketch_id": int, "selectivity": float, "seconds": float,
                    "sketch_ids": [int, int]} | null,  # sketch_ids: a pair's two sketches (leading first)
       "seconds": {"sampling": s, "partitions": s, "sample_query": s, "groups": s, "sizes": s,
@@ -92,6 +96,7 @@ from advisor.selection.advice_steps import (
     parse_query,
     plan_candidates,
     predict_reuse,
+    price_layouts,
     read_versions,
     record_candidates,
     save_pick,
@@ -138,7 +143,7 @@ def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:
 def _base(sql, strategy, sample_rate, method) -> dict:
     return {"sql": sql, "supported": True, "estimable": False, "reason": None, "strategy": strategy,
             "sample_rate": sample_rate, "method": method, "table": None, "table_rows": None, "shape": None,
-            "exact": False, "sample": None, "estimation_notes": [], "workload": None, "candidates": [], "captured": None, "seconds": {},
+            "exact": False, "sample": None, "estimation_notes": [], "workload": None, "candidates": [], "captured": None, "layout": None, "seconds": {},
             "decision": {"attr": None, "fragments": None, "go": False, "reason": "", "figures": None}}
 
 
@@ -162,6 +167,7 @@ def recommend(ctx: Context, sql: str, strategy: str = "CB-OPT-GB", sample_rate: 
     read_versions(a)
     plan_candidates(a)
     predict_reuse(a)
+    price_layouts(a)
     check_can_pay(a)
     size_candidates(a)
     decide(a)

@@ -77,7 +77,9 @@ def choose(strategy: str, candidates: list, table_rows: float, w: UseForecast, p
     # most rows saved per use first: on one table that is the smallest read fraction (the paper's
     # smallest estimated size on a clustered layout); across a join's tables it weighs each by its
     # rows, a joined table's with the fact rows it keeps out of the join (``cost``)
-    ranking = sorted(costed, key=lambda ck: (-ck[1].saving_rows, ck[1].sel, -ck[1].net_rows, ck[0].key))
+    # (a candidate that would need a new layout and does not pay for it comes after the rest)
+    ranking = sorted(costed, key=lambda ck: (ck[0].layout is not None and not ck[1].go, -ck[1].saving_rows,
+                                             ck[1].sel, -ck[1].net_rows, ck[0].key))
     if strategy.startswith("RAND"):
         c, k = random.Random(seed).choice(sorted(costed, key=lambda ck: ck[0].key))
     else:

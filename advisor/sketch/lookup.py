@@ -59,6 +59,7 @@ MAX_USE_SELECTIVITY = 0.9  # a sketch covering more than this reads nearly every
 # plain scan at TPC-H SF1 (big_orders' scattered l_orderkey sketches: 62 % read 1.08x, 73 % 1.56x of
 # plain in one replay; 60-65 % read 1.6-2.0x in another; 22-32 % read 0.71-1.0x)
 MAX_USE_READ = 0.5
+SPREAD = "its fragments are spread over files holding"  # a refusal a clustered layout would lift
 
 
 # Reuse verdicts by (captured SQL, new SQL, schemas and statistics of the tables): a verdict is a
@@ -118,7 +119,7 @@ def usable_sketches(catalog: Catalog, query: ir.Query, versions: dict[str, int],
         if sel > MAX_USE_SELECTIVITY:
             bad.append((s, f"covers {sel:.1%} of the rows (> {MAX_USE_SELECTIVITY:.0%}): a plain scan is cheaper"))
         elif read > MAX_USE_READ and not _has_companion(s, good, query):
-            bad.append((s, f"covers {sel:.1%} of the rows, but its fragments are spread over files holding "
+            bad.append((s, f"covers {sel:.1%} of the rows, but {SPREAD} "
                            f"{read:.1%} of them (> {MAX_USE_READ:.0%}): a plain scan is cheaper"))
         else:
             kept.append((read, sketch_rows(catalog, s), s.id, s))

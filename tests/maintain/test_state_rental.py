@@ -18,7 +18,7 @@ from advisor.warehouse.store import Store
 from workloads.data.update_batches import batch_frames
 
 from diffgen import make_facts
-from workloads.replay.strategy_step import digest
+from advisor.serve.decision_record import digest
 
 
 @pytest.mark.parametrize("spent,nxt,init,want", [

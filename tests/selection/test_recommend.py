@@ -75,8 +75,10 @@ def test_query_whose_every_candidate_covers_everything_is_no_go(ctx):
                     fragments=100, capture=True)
     est = [x for x in rec["candidates"] if x["estimated"]]
     assert len(est) >= 2 and all(x["selectivity"] > 0.95 for x in est)
-    # tag (5 strings in every row group) is dropped before sampling: no sketch on it could skip
-    assert not cands(rec)["tag"]["estimated"]
+    # tag (5 strings in every row group) could skip only on a layout clustered on it: priced with one
+    tag = cands(rec)["tag"]
+    assert tag["layout"]["table"] == "t" and tag["layout"]["attr"] == "tag" and not tag["layout"]["built"]
+    assert tag["layout"]["build_rows"] > 0 and not tag["go"]
     assert not rec["decision"]["go"] and rec["decision"]["reason"].startswith("no-go")
     assert "80%" in rec["decision"]["reason"] and rec["captured"] is None
 
@@ -84,7 +86,7 @@ def test_query_whose_every_candidate_covers_everything_is_no_go(ctx):
 def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
     rec = recommend(ctx, HAVING, "OPT", fragments=100)
     real = {a: x["real_selectivity"] for a, x in cands(rec).items() if x["real_selectivity"] is not None}
-    assert len(real) >= 2 and "noise" not in real and "tag" not in real  # tag: unskippable strings
+    assert len(real) >= 2 and real["noise"] > 0.95  # noise: sized with the layout it would need
     reads = {a: x["real_read_fraction"] for a, x in cands(rec).items() if a in real}
     assert rec["decision"]["attr"] == "g" and reads["g"] == min(reads.values()) and reads["ts"] > 0.95
     assert 0.18 <= real["g"] <= 0.25
@@ -92,9 +94,9 @@ def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
     assert rec["sample"] is None and "sampling" not in rec["seconds"] and rec["seconds"]["oracle"] > 0
     assert all(cands(rec)[a]["selectivity"] == real[a] for a in real)
     assert rec["seconds"]["oracle"] >= rec["seconds"]["oracle_partitions"] and rec["partitions_built"] >= 0
-    # noise is spread over every file: dropped before sampling, with the reason
+    # noise is spread over every file: sized as read through the layout it would need, with the reason
     note = cands(rec)["noise"]["layout_note"]
-    assert note and "no layout clusters it" in note and not cands(rec)["noise"]["estimated"]
+    assert note and "no layout clusters it" in note and cands(rec)["noise"]["layout"]["attr"] == "noise"
 
 
 def test_exact_method_sizes_group_by_candidates_from_one_capture(ctx):

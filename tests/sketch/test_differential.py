@@ -28,7 +28,7 @@ from advisor.warehouse.store import Store
 from advisor.sketch.apply import sketch_source
 
 from diffgen import FACT_ATTRS, make_dims, make_facts, queries
-from workloads.replay.strategy_step import digest
+from advisor.serve.decision_record import digest
 
 SEEDS = (1, 2)
 FRAGS = (5, 40)

@@ -1,0 +1,179 @@
+"""Serve one query: reuse a stored sketch (catching a stale one up per the maintenance policy),
+otherwise decide by cost whether to sketch (``advisor.serve.decide``) or to build the layout a
+stored sketch needs (``advisor.serve.layout_repair``), then run and fill the decision record.
+
+>>> from advisor.serve.settings import AdviseSettings
+>>> AdviseSettings(strategy="NO-PS").plain
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from advisor.engine.execute import RunResult, run_plain_sql, versions_now
+from advisor.errors import BadInput, Unsupported, spark_rejected
+from advisor.maintain.policy.triggers import after_apply, before_use
+from advisor.plan.parse import parse_sql
+from advisor.selection.attribute_pairs import catch_up, combine
+from advisor.selection.decision_memory import revisit
+from advisor.serve.decide import decide
+from advisor.serve.decision_record import finish_record, new_record
+from advisor.serve.layout_repair import layout_bound, repair
+from advisor.serve.maintenance_record import maint_record
+from advisor.serve.settings import AdviseSettings
+from advisor.sketch.lookup import sketch_rows, usable_sketches
+from advisor.sketch.run import run_query
+
+if TYPE_CHECKING:
+    from advisor.context import Context
+    from advisor.warehouse.catalog import Catalog
+
+DEFAULT = AdviseSettings()
+
+
+@dataclass
+class Served:
+    """A served query: its result (rows, scan metrics), the decision record and the maintenance
+    events it triggered."""
+
+    result: RunResult
+    record: dict
+    maintenance: list
+
+    @property
+    def rows(self) -> list:
+        return self.result.rows
+
+    @property
+    def columns(self) -> list:
+        return self.result.columns
+
+
+def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, bindings=None,
+                versions: dict | None = None) -> Served:
+    """Answer ``sql`` the advise path's way (module docstring).  ``versions`` pins tables to older
+    versions (``--as-of``): then stored sketches are only looked up, never maintained or captured.
+    ``step`` labels the record (a replay step, or a statement's position in a file)."""
+    cat = ctx.catalog
+    t_step, measuring = time.perf_counter(), 0.0  # measuring: work done only to record the step
+    secs = {k: 0.0 for k in ("sampling", "estimation", "capture", "maintenance", "query", "other", "oracle")}
+    rec = new_record(sql, s.strategy, step, bindings=bindings)
+    where = str(step) if step is not None else "run"
+    try:
+        q = parse_sql(sql, ctx.schema_lookup())
+    except Unsupported as e:
+        res = run_plain_sql(cat, sql, str(e))
+        rec["decision"].update(action="unsupported", reason=f"ran without a sketch: {e}")
+        return Served(res, finish_record(rec, res, secs, spent=time.perf_counter() - t_step), [])
+    rec["template"] = q.template
+    pinned = versions is not None
+    maint: list[dict] = []
+    sketch, answers, lookup_s = None, [], 0.0
+    d = rec["decision"]
+    if s.strategy == "NO-PS":
+        d["reason"] = "NO-PS never uses sketches"
+    elif not s.use:
+        d["reason"] = "plain run asked for (--no-use)"
+    elif not pinned and s.measured_costs and (lost := revisit(cat.store, q.template, s.strategy,
+                                                              _plain_rows(cat, q), where)):
+        d.update(action="no-go", reason=lost)
+    else:
+        declined: list[str] = []
+        if not pinned:
+            t0 = time.perf_counter()
+            done = before_use(cat, q, declined if s.measured_costs else None, answer=True)
+            done += catch_up(cat, q)
+            secs["maintenance"] = time.perf_counter() - t0
+            answers += [r.answer for r in done if r.answer is not None][:1]
+            t0 = time.perf_counter()
+            maint = [maint_record(cat, s.strategy, step, "query", r, s.measure_recapture) for r in done]
+            measuring += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        versions = versions if pinned else versions_now(cat, q)
+        good, bad = usable_sketches(cat, q, versions)
+        lookup_s = time.perf_counter() - t0  # finding the sketch is part of using it (the query phase)
+        if declined and not good:
+            d.update(action="no-go", reason=declined[0])
+        elif good:
+            sketch = combine(cat, q, versions, good)
+            d.update(action="reuse", attr=_attr(sketch), reason=f"reused sketch {sketch.id}" + (
+                "" if tuple(sketch.bindings) == tuple(q.bindings) else " (reuse proven by Z3 for these bindings)"))
+        elif not pinned and (spread := layout_bound(bad)):
+            t0 = time.perf_counter()
+            lay, why = repair(ctx, s, q, versions, spread[0])
+            secs["capture"] += time.perf_counter() - t0
+            good = usable_sketches(cat, q, versions)[0] if lay else []
+            if good:
+                sketch = good[0]
+                d.update(action="reuse", attr=_attr(sketch), layout=lay, reason=f"reused sketch {sketch.id}; {why}")
+            else:
+                d.update(action="no-go", layout=lay, reason=why)
+        elif pinned or not s.advise:
+            why = "; ".join(f"sketch {b.id}: {w}" for b, w in bad[:3]) or "no stored sketch of this template"
+            d["reason"] = (f"stored sketches only ({'tables pinned to older versions' if pinned else '--no-advise'})"
+                           f": {why}")
+        else:
+            sketch = decide(ctx, s, where, q, versions, rec, secs, answers)
+    versions = versions if pinned else versions_now(cat, q)
+    if answers:
+        # the sizing or capture job answered the query at these versions: its time is already
+        # charged (capture or estimation), so the step has no separate run
+        job_s = answers[0].seconds
+        res = dataclasses.replace(answers[0], seconds=0.0)
+        job = ("recapture" if d["action"] == "reuse" else "capture" if secs["capture"] else "sizing")
+        d["reason"] += f"; answered by the {job} job (no separate run)"
+    else:
+        job_s = None
+        try:
+            t0 = time.perf_counter()
+            res = run_query(cat, q, versions, sketch)
+            measuring += time.perf_counter() - t0 - res.seconds  # reading the scan metrics
+        except Exception as e:
+            if isinstance(e, BadInput):
+                raise
+            where_ = f"step {step}: " if step is not None else ""
+            raise BadInput(f"{where_}{spark_rejected(e)}") from None
+    if sketch is not None:
+        rec["sketch_id"] = sketch.id
+        t0 = time.perf_counter()
+        rec["selectivity"]["real"] = _sel(cat, sketch, versions)
+        measuring += time.perf_counter() - t0
+    log = res.to_json() | {"rows": len(res.rows), "template": q.template, "capture_seconds": secs["capture"]}
+    if step is not None:
+        log["replay_step"] = step
+    if job_s is not None:
+        # calibration: a go answered by its capture is a use that cost the capture alone; a no-go
+        # answered by the sizing job ran about as a plain run does (``calibrate``)
+        log |= {"answered": True, "sketch": sketch.to_json() if sketch is not None else None,
+                "seconds": 0.0 if sketch is not None else job_s,
+                "capture_seconds": secs["capture"] or job_s if sketch is not None else 0.0}
+    cat.store.log_run("run", sql, log)
+    return Served(res, finish_record(rec, res, secs, lookup_s, spent=time.perf_counter() - t_step - measuring),
+                  maint)
+
+
+def serve_update(ctx: Context, table: str, n_rows: int, s: AdviseSettings = DEFAULT, step=None) -> list[dict]:
+    """A batch of ``n_rows`` changes reached ``table``: maintain the sketches reading it whose policy
+    says so (eager, batched); returns the maintenance records."""
+    if s.plain:
+        return []
+    done = after_apply(ctx.catalog, table, n_rows)
+    return [maint_record(ctx.catalog, s.strategy, step, "update", r, s.measure_recapture) for r in done]
+
+
+def _sel(catalog: Catalog, sk, versions) -> float:
+    total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in sk.parts)
+    return sketch_rows(catalog, sk) / max(1, total)
+
+
+def _attr(sk) -> str:
+    return ", ".join(f"{p.table}.{p.attr}" for p in sk.parts)
+
+
+def _plain_rows(cat: Catalog, q) -> float:
+    """Rows a plain run of ``q`` reads (every table it scans, once per scan)."""
+    return float(sum(cat.version(s.table).rows for s in q.scans()))
