@@ -157,8 +157,13 @@ def test_no_import_cycles():
     assert cycles(graph()) == []
 
 
+# The root package hands out the Python API on first use (``from advisor import Advisor``).
+ENTRY_POINTS = {("advisor", "advisor.api")}
+
+
 def test_no_upward_imports():
-    upward = [(a, b) for a, targets in graph().items() for b in targets if layer_of(b) > layer_of(a)]
+    upward = [(a, b) for a, targets in graph().items() for b in targets
+              if layer_of(b) > layer_of(a) and (a, b) not in ENTRY_POINTS]
     assert upward == []
 
 

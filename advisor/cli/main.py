@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli.bench import bench_app
-from advisor.errors import BadInput, CheckFailed, spark_rejected
+from advisor.errors import BadInput, CheckFailed
 from advisor.cli.common import out, STATE, ctx
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -210,65 +210,31 @@ def capture_cmd(sql: str, on: List[str] = typer.Option(..., "--on", help="TABLE.
 
 
 @app.command("run")
-def run_cmd(sql: str, use: bool = typer.Option(True, "--use/--no-use", help="Use a stored sketch if one is usable."),
-            as_json: bool = typer.Option(False, "--json"), limit_rows: int = typer.Option(50, "--show"),
+def run_cmd(sql: Optional[str] = typer.Argument(None, help="The query (or --file)."),
+            file: Optional[Path] = typer.Option(None, "--file", help="Run every query of FILE in one process: "
+                                                "statements separated by ';', or JSON lines {\"sql\", \"at\"}."),
+            use: bool = typer.Option(True, "--use/--no-use", help="Use sketches at all (--no-use: a plain run)."),
+            advise: bool = typer.Option(True, "--advise/--no-advise",
+                                        help="Without a usable stored sketch, decide by cost whether to capture one."),
+            strategy: str = typer.Option("CB-OPT-GB", "--strategy", help="Selection strategy of the advice."),
+            uses: Optional[float] = typer.Option(None, "--uses", help="How many more times this query is expected to run."),
+            compare: bool = typer.Option(False, "--compare", help="--file: also run each query plainly and compare."),
+            as_json: bool = typer.Option(False, "--json", help="Result and decision record as JSON."),
+            limit_rows: int = typer.Option(50, "--show"),
             as_of: List[str] = typer.Option([], "--as-of", help="TABLE=VERSION: read an older version.")):
-    """Run SQL (with a usable sketch unless --no-use); result rows and scan metrics."""
-    from advisor.errors import Unsupported
-    from advisor.engine.execute import run_plain_sql, versions_now
-    from advisor.sketch.run import run_query
-    from advisor.sketch.lookup import usable_sketches
+    """Run SQL through the advise path: reuse a sketch, or capture one when the cost model says it
+    pays; prints the rows and one line saying what happened and why."""
+    from advisor.cli.run_queries import run_file, run_one
+    from advisor.serve.settings import AdviseSettings
 
-    c = ctx()
-    try:
-        q = _parse(sql)
-    except Unsupported as e:
-        res = run_plain_sql(c.catalog, sql, f"ran without a sketch: {e}")
-        print(f"note: {res.note}", file=sys.stderr)
-    else:
-        versions = versions_now(c.catalog, q)
-        for spec in as_of:
-            t, _, v = spec.partition("=")
-            if t.lower() not in versions or not v.isdigit():
-                raise BadInput(f"--as-of expects TABLE=VERSION for a table the query reads, got {spec!r}")
-            versions[t.lower()] = c.catalog.version(t.lower(), int(v)).version
-        sketch = None
-        if use:
-            from advisor.maintain.policy.triggers import before_use
-
-            from advisor.selection.attribute_pairs import catch_up, combine
-
-            if not as_of:
-                before_use(c.catalog, q)
-                catch_up(c.catalog, q)
-            good, _ = usable_sketches(c.catalog, q, versions)
-            sketch = combine(c.catalog, q, versions, good)
-        try:
-            res = run_query(c.catalog, q, versions, sketch)
-        except Exception as e:  # Spark analysis errors on valid-looking SQL
-            if isinstance(e, BadInput):
-                raise
-            raise spark_rejected(e) from None
-        c.store.log_run("run", sql, res.to_json() | {"rows": len(res.rows), "template": q.template})
-    if as_json:
-        return emit_json(res.to_json())
-    tab = Table(*res.columns)
-    for r in res.rows[:limit_rows]:
-        tab.add_row(*[str(x) for x in r])
-    out.print(tab)
-    m = res.metrics
-    out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s, {_used(res.sketch)}; read {m.files_read} files, "
-              f"{m.bytes_read / 1e6:.1f} MB, {m.rows_read:,} rows")
-
-
-def _used(sketch: dict | None) -> str:
-    """How a run used sketches: none, one, or a pair's two (``advisor.selection.attribute_pairs.combine``)."""
-    if not sketch:
-        return "no sketch"
-    if "+" not in sketch["how"]:
-        return f"sketch {sketch['id']}"
-    attrs = " AND ".join(p["attr"] for p in sketch["parts"])
-    return f"sketch {sketch['id']} with {sketch['how'].split('+')[1]} (two attributes: {attrs})"
+    if (sql is None) == (file is None):
+        raise BadInput("give either a query or --file FILE")
+    s = AdviseSettings(strategy=strategy, use=use, advise=advise, uses=uses)
+    if file is not None:
+        if as_of:
+            raise BadInput("--as-of applies to a single query, not to --file")
+        return run_file(ctx(), out, file, s, compare, as_json)
+    run_one(ctx(), out, sql, s, as_of, as_json, limit_rows)
 
 
 @app.command("sketches")

@@ -22,7 +22,7 @@ ACTIONS = ("plain", "capture", "reuse", "no-go", "unsupported")
 def new_record(sql: str, strategy: str, step=None, template: str | None = None, bindings=None) -> dict:
     """An empty record for one query: action ``plain`` until the path decides otherwise."""
     return {"version": RECORD_VERSION, "strategy": strategy, "step": step, "template": template, "sql": sql,
-            "bindings": bindings or {},
+            "bindings": bindings or {}, "table_rows": None,
             "decision": {"action": "plain", "reason": "", "attr": None, "fragments": None, "layout": None},
             "sketch_id": None, "selectivity": {"estimated": None, "ci": None, "real": None}}
 
@@ -61,16 +61,16 @@ def finish_record(rec: dict, res, secs: dict, lookup_s: float = 0.0, spent: floa
     return rec
 
 
-def one_line(rec: dict, table_rows: int | None = None) -> str:
+def one_line(rec: dict) -> str:
     """The sentence `advisor run` prints: what happened and why.
 
     >>> one_line({"decision": {"action": "reuse", "reason": "reused sketch 3", "attr": "lineitem.l_orderkey",
     ...           "layout": None}, "sketch_id": 3, "selectivity": {"real": 0.005},
-    ...           "scan": {"rows": 3001}}, 600572)
+    ...           "scan": {"rows": 3001}, "table_rows": 600572})
     'used sketch 3 (lineitem.l_orderkey, 0.5 % of rows): read 3,001 of 600,572 rows; reused sketch 3'
     """
-    d, scan = rec["decision"], rec.get("scan") or {}
-    read = f"read {scan.get('rows', 0):,}" + (f" of {table_rows:,}" if table_rows else "") + " rows"
+    d, scan, total = rec["decision"], rec.get("scan") or {}, rec.get("table_rows")
+    read = f"read {scan.get('rows', 0):,}" + (f" of {total:,}" if total else "") + " rows"
     if rec.get("sketch_id") is not None:
         sel = (rec.get("selectivity") or {}).get("real")
         what = f"{d['attr']}" + (f", {sel * 100:.1f} % of rows" if sel is not None else "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from advisor.engine.execute import RunResult, run_plain_sql, versions_now
@@ -53,27 +53,51 @@ class Served:
         return self.result.columns
 
 
+@dataclass
+class Decided:
+    """A query after the advise path decided how to answer it, before the run: the parsed query
+    (None: unsupported, answered plainly already in ``answers``), the sketch to use, a job that
+    already answered it, and the record with the seconds spent so far."""
+
+    sql: str
+    q: object
+    rec: dict
+    secs: dict
+    versions: dict | None
+    pinned: bool
+    sketch: object = None
+    answers: list = field(default_factory=list)
+    maint: list = field(default_factory=list)
+    lookup_s: float = 0.0
+    measuring: float = 0.0
+    t_start: float = 0.0
+
+
 def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, bindings=None,
                 versions: dict | None = None) -> Served:
     """Answer ``sql`` the advise path's way (module docstring).  ``versions`` pins tables to older
     versions (``--as-of``): then stored sketches are only looked up, never maintained or captured.
     ``step`` labels the record (a replay step, or a statement's position in a file)."""
+    return run_decided(ctx, decide_query(ctx, sql, s, step, bindings, versions), step)
+
+
+def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, bindings=None,
+                 versions: dict | None = None) -> Decided:
+    """Everything before the run: reuse, catch up, or decide and capture (``serve_query``)."""
     cat = ctx.catalog
-    t_step, measuring = time.perf_counter(), 0.0  # measuring: work done only to record the step
     secs = {k: 0.0 for k in ("sampling", "estimation", "capture", "maintenance", "query", "other", "oracle")}
     rec = new_record(sql, s.strategy, step, bindings=bindings)
+    dd = Decided(sql, None, rec, secs, versions, versions is not None, t_start=time.perf_counter())
     where = str(step) if step is not None else "run"
     try:
-        q = parse_sql(sql, ctx.schema_lookup())
+        q = dd.q = parse_sql(sql, ctx.schema_lookup())
     except Unsupported as e:
-        res = run_plain_sql(cat, sql, str(e))
+        dd.answers.append(run_plain_sql(cat, sql, str(e)))
         rec["decision"].update(action="unsupported", reason=f"ran without a sketch: {e}")
-        return Served(res, finish_record(rec, res, secs, spent=time.perf_counter() - t_step), [])
+        return dd
     rec["template"] = q.template
-    pinned = versions is not None
-    maint: list[dict] = []
-    sketch, answers, lookup_s = None, [], 0.0
-    d = rec["decision"]
+    rec["table_rows"] = int(_plain_rows(cat, q, versions))
+    pinned, d = dd.pinned, rec["decision"]
     if s.strategy == "NO-PS":
         d["reason"] = "NO-PS never uses sketches"
     elif not s.use:
@@ -88,28 +112,30 @@ def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, 
             done = before_use(cat, q, declined if s.measured_costs else None, answer=True)
             done += catch_up(cat, q)
             secs["maintenance"] = time.perf_counter() - t0
-            answers += [r.answer for r in done if r.answer is not None][:1]
+            dd.answers += [r.answer for r in done if r.answer is not None][:1]
             t0 = time.perf_counter()
-            maint = [maint_record(cat, s.strategy, step, "query", r, s.measure_recapture) for r in done]
-            measuring += time.perf_counter() - t0
+            dd.maint = [maint_record(cat, s.strategy, step, "query", r, s.measure_recapture) for r in done]
+            dd.measuring += time.perf_counter() - t0
         t0 = time.perf_counter()
-        versions = versions if pinned else versions_now(cat, q)
+        versions = dd.versions = versions if pinned else versions_now(cat, q)
         good, bad = usable_sketches(cat, q, versions)
-        lookup_s = time.perf_counter() - t0  # finding the sketch is part of using it (the query phase)
+        dd.lookup_s = time.perf_counter() - t0  # finding the sketch is part of using it (the query phase)
         if declined and not good:
             d.update(action="no-go", reason=declined[0])
         elif good:
-            sketch = combine(cat, q, versions, good)
-            d.update(action="reuse", attr=_attr(sketch), reason=f"reused sketch {sketch.id}" + (
-                "" if tuple(sketch.bindings) == tuple(q.bindings) else " (reuse proven by Z3 for these bindings)"))
+            dd.sketch = combine(cat, q, versions, good)
+            d.update(action="reuse", attr=_attr(dd.sketch), reason=f"reused sketch {dd.sketch.id}" + (
+                "" if tuple(dd.sketch.bindings) == tuple(q.bindings)
+                else " (reuse proven by Z3 for these bindings)"))
         elif not pinned and (spread := layout_bound(bad)):
             t0 = time.perf_counter()
             lay, why = repair(ctx, s, q, versions, spread[0])
             secs["capture"] += time.perf_counter() - t0
             good = usable_sketches(cat, q, versions)[0] if lay else []
             if good:
-                sketch = good[0]
-                d.update(action="reuse", attr=_attr(sketch), layout=lay, reason=f"reused sketch {sketch.id}; {why}")
+                dd.sketch = good[0]
+                d.update(action="reuse", attr=_attr(dd.sketch), layout=lay,
+                         reason=f"reused sketch {dd.sketch.id}; {why}")
             else:
                 d.update(action="no-go", layout=lay, reason=why)
         elif pinned or not s.advise:
@@ -117,13 +143,24 @@ def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, 
             d["reason"] = (f"stored sketches only ({'tables pinned to older versions' if pinned else '--no-advise'})"
                            f": {why}")
         else:
-            sketch = decide(ctx, s, where, q, versions, rec, secs, answers)
-    versions = versions if pinned else versions_now(cat, q)
-    if answers:
+            dd.sketch = decide(ctx, s, where, q, versions, rec, secs, dd.answers)
+    if not pinned:
+        dd.versions = versions_now(cat, q)
+    return dd
+
+
+def run_decided(ctx: Context, dd: Decided, step=None) -> Served:
+    """Run a decided query (unless a job already answered it), log the run, finish the record."""
+    cat, rec, secs, d = ctx.catalog, dd.rec, dd.secs, dd.rec["decision"]
+    if dd.q is None:  # unsupported: answered plainly while deciding
+        res = dd.answers[0]
+        return Served(res, finish_record(rec, res, secs, spent=time.perf_counter() - dd.t_start), [])
+    q, sketch, versions = dd.q, dd.sketch, dd.versions
+    if dd.answers:
         # the sizing or capture job answered the query at these versions: its time is already
         # charged (capture or estimation), so the step has no separate run
-        job_s = answers[0].seconds
-        res = dataclasses.replace(answers[0], seconds=0.0)
+        job_s = dd.answers[0].seconds
+        res = dataclasses.replace(dd.answers[0], seconds=0.0)
         job = ("recapture" if d["action"] == "reuse" else "capture" if secs["capture"] else "sizing")
         d["reason"] += f"; answered by the {job} job (no separate run)"
     else:
@@ -131,7 +168,7 @@ def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, 
         try:
             t0 = time.perf_counter()
             res = run_query(cat, q, versions, sketch)
-            measuring += time.perf_counter() - t0 - res.seconds  # reading the scan metrics
+            dd.measuring += time.perf_counter() - t0 - res.seconds  # reading the scan metrics
         except Exception as e:
             if isinstance(e, BadInput):
                 raise
@@ -141,7 +178,7 @@ def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, 
         rec["sketch_id"] = sketch.id
         t0 = time.perf_counter()
         rec["selectivity"]["real"] = _sel(cat, sketch, versions)
-        measuring += time.perf_counter() - t0
+        dd.measuring += time.perf_counter() - t0
     log = res.to_json() | {"rows": len(res.rows), "template": q.template, "capture_seconds": secs["capture"]}
     if step is not None:
         log["replay_step"] = step
@@ -151,9 +188,9 @@ def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, 
         log |= {"answered": True, "sketch": sketch.to_json() if sketch is not None else None,
                 "seconds": 0.0 if sketch is not None else job_s,
                 "capture_seconds": secs["capture"] or job_s if sketch is not None else 0.0}
-    cat.store.log_run("run", sql, log)
-    return Served(res, finish_record(rec, res, secs, lookup_s, spent=time.perf_counter() - t_step - measuring),
-                  maint)
+    cat.store.log_run("run", dd.sql, log)
+    spent = time.perf_counter() - dd.t_start - dd.measuring
+    return Served(res, finish_record(rec, res, secs, dd.lookup_s, spent=spent), dd.maint)
 
 
 def serve_update(ctx: Context, table: str, n_rows: int, s: AdviseSettings = DEFAULT, step=None) -> list[dict]:
@@ -174,6 +211,6 @@ def _attr(sk) -> str:
     return ", ".join(f"{p.table}.{p.attr}" for p in sk.parts)
 
 
-def _plain_rows(cat: Catalog, q) -> float:
+def _plain_rows(cat: Catalog, q, versions: dict | None = None) -> float:
     """Rows a plain run of ``q`` reads (every table it scans, once per scan)."""
-    return float(sum(cat.version(s.table).rows for s in q.scans()))
+    return float(sum(cat.version(s.table, (versions or {}).get(s.table)).rows for s in q.scans()))
