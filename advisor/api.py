@@ -82,6 +82,8 @@ class Advisor:
         The decision is in ``last_decision`` (scan metrics are filled by ``run``)."""
         dd = decide_query(self.ctx, text, self._settings(advise))
         self.last_decision = dd.rec
+        if dd.sketch is not None:
+            dd.rec["sketch_id"] = dd.sketch.id
         cat = self.ctx.catalog
         if dd.q is None or dd.answers:  # answered while deciding (capture job, unsupported query)
             res = dd.answers[0]

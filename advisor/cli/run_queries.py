@@ -49,7 +49,7 @@ def run_one(c, out, sql: str, s: AdviseSettings, as_of: list[str], as_json: bool
     m = res.metrics
     out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s; read {m.files_read} files, "
               f"{m.bytes_read / 1e6:.1f} MB, {m.rows_read:,} rows")
-    out.print(one_line(rec), highlight=False, markup=False)
+    out.print(one_line(rec), highlight=False, markup=False, soft_wrap=True)
 
 
 def run_file(c, out, path: Path, s: AdviseSettings, compare: bool, as_json: bool) -> None:
@@ -66,13 +66,13 @@ def run_file(c, out, path: Path, s: AdviseSettings, compare: bool, as_json: bool
         if compare:
             plains.append(serve_query(c, entry["sql"], plain_s, step=i).record)
         if not as_json:
-            out.print(f"[{i}/{len(queries)}] {one_line(rec)}", highlight=False, markup=False)
+            out.print(f"[{i}/{len(queries)}] {one_line(rec)}", highlight=False, markup=False, soft_wrap=True)
     summary = summarize(recs, plains, time.perf_counter() - t_all)
     if as_json:
         sys.stdout.write(json.dumps({"queries": recs, "plain": plains or None, "summary": summary},
                                     default=str, indent=2) + "\n")
     else:
-        out.print(summary_line(summary), highlight=False, markup=False)
+        out.print(summary_line(summary), highlight=False, markup=False, soft_wrap=True)
     if compare and summary["mismatches"]:
         raise CheckFailed(f"answers differ from plain runs at queries {summary['mismatches']}")
 
