@@ -67,3 +67,41 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
     bench_maintain_command(ctx, out, dataset=dataset, sf=sf, sizes=sizes, kinds=kinds, repeat=repeat,
                            query_names=query_names, row_init=row_init, profile=profile, order=order,
                            recaptures=recaptures, out_json=out_json)
+
+
+@bench_app.command("startup")
+def bench_startup_cmd(reps: int = typer.Option(5, "--reps", min=1),
+                      out_json: Optional[Path] = typer.Option(None, "--out")):
+    """Time to first result of `advisor run` vs bare PySpark on a trivial query (TPC-H SF 0.01)."""
+    from advisor.cli.common import ctx, out
+    from workloads.bench.startup import bench_startup
+    from workloads.data.datasets import load_dataset
+
+    c = ctx()
+    if not c.catalog.exists("nation"):
+        load_dataset(c.catalog, "tpch", sf=0.01)
+    res = bench_startup(c.warehouse, c.catalog.version("nation").base_path, reps)
+    for k, v in res["median"].items():
+        out.print(f"{k}: median {v:.2f} s over {res['reps']} runs ({', '.join(f'{x:.2f}' for x in res['seconds'][k])})")
+    out.print(f"advisor run / bare pyspark: {res['ratio']:.2f}x; importing the CLI: {res['cli_import_seconds']:.2f} s")
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2))
+
+
+@bench_app.command("fresh")
+def bench_fresh_cmd(workload: Path = typer.Argument(..., help="Workload file whose templates to advise on."),
+                    out_json: Optional[Path] = typer.Option(None, "--out")):
+    """`recommend` on every template of WORKLOAD against the warehouse's tables as they are, then
+    each sketch's exact size (one capture): how many small sketches the advice says go for."""
+    from advisor.cli.common import ctx, out
+    from workloads.bench.fresh_advice import bench_fresh_advice
+
+    res = bench_fresh_advice(ctx(), str(workload))
+    for r in res["rows"]:
+        sel = "-" if r["exact_selectivity"] is None else f"{r['exact_selectivity']:.2%}"
+        out.print(f"{r['template']}: {r['table']}.{r['attr']} exact {sel}; "
+                  f"{'GO' if r['go'] else 'no-go'}{' with a layout on ' + r['layout'] if r['layout'] else ''}"
+                  f"; {r['reason'][:160]}", highlight=False, markup=False, soft_wrap=True)
+    out.print(f"go for {res['go_among_small']} of {res['small']} queries whose exact sketch is <= 5 %")
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))

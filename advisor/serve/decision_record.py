@@ -67,11 +67,11 @@ def one_line(rec: dict) -> str:
     >>> one_line({"decision": {"action": "reuse", "reason": "reused sketch 3", "attr": "lineitem.l_orderkey",
     ...           "layout": None}, "sketch_id": 3, "selectivity": {"real": 0.005},
     ...           "scan": {"rows": 3001}, "table_rows": 600572})
-    'used sketch 3 (lineitem.l_orderkey, 0.5 % of rows): read 3,001 of 600,572 rows; reused sketch 3'
+    'used sketch 3 (lineitem.l_orderkey, 0.5 % of rows): read 3,001 rows of tables holding 600,572; reused sketch 3'
     """
     d, scan, total = rec["decision"], rec.get("scan"), rec.get("table_rows")
     read = ("not run yet (a lazy DataFrame)" if scan is None
-            else f"read {scan.get('rows', 0):,}" + (f" of {total:,}" if total else "") + " rows")
+            else f"read {scan.get('rows', 0):,} rows" + (f" of tables holding {total:,}" if total else ""))
     if rec.get("sketch_id") is not None:
         sel = (rec.get("selectivity") or {}).get("real")
         what = f"{d['attr']}" + (f", {sel * 100:.1f} % of rows" if sel is not None else "")

@@ -53,7 +53,7 @@ def test_without_a_layout_the_default_declines_and_says_why(ctx):
     rec = got.record
     assert rec["version"] == RECORD_VERSION and rec["decision"]["action"] == "no-go"
     assert rec["decision"]["reason"].startswith("no-go") and rec["sketch_id"] is None
-    assert one_line(rec).startswith("no sketch: read 30,000 of 30,000 rows; no-go")
+    assert one_line(rec).startswith("no sketch: read 30,000 rows of tables holding 30,000; no-go")
     same_rows(ctx, sql, got)
 
 
