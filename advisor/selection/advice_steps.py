@@ -118,7 +118,8 @@ def read_versions(a: Advice) -> None:
 
 def plan_candidates(a: Advice) -> None:
     """Candidates with their safety verdicts, the strategy's pool and the granularities to size
-    each at, less the attributes no layout lets a sketch skip on (noted on the candidate)."""
+    each at.  An attribute the table's files cannot skip on is kept, to be priced with the layout
+    it needs (``to_build``), or dropped when layouts may not be built (noted on the candidate)."""
     a.cands = enumerate_candidates(a.cat, a.q, a.shape, a.versions)
     grans = (int(a.fragments),) if a.fragments else GRANULARITIES
     a.pool = pool_of("CB-OPT" if a.strategy == "OPT" else a.strategy, a.cands)

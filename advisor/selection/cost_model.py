@@ -41,8 +41,10 @@ sizing without sampling (method exact, OPT) the partitions still to build plus t
 (``Calibration.sizing_rows``), its job being the capture.
 ``read`` is the share of rows scans still read with the sketch (``advisor.layout.skip_prediction``: files of a
 clustered layout or Parquet row groups whose min/max overlap the sketch's fragments); it equals
-``sel`` only for a perfectly clustered table, and is ~1 for an attribute no layout clusters (such
-candidates are dropped before sampling).  Go also needs ``read <= max_read`` when the read share is
+``sel`` only for a perfectly clustered table, and is ~1 for an attribute no layout clusters: such a
+candidate is priced as read through the layout it would need (``advisor.layout.hypothetical``) and
+its net is charged this template's share of building that layout (``layout_rows``,
+``advisor.selection.layout_cost``); with ``build_layouts`` off it is dropped before sampling.  Go also needs ``read <= max_read`` when the read share is
 known from the table's files (``finder.MAX_USE_READ``: a sketch that leaves more to read is never
 used, so capturing it cannot pay); without it (the paper's model) ``sel <= max_sel`` stands alone.
 ``runs`` (range terms of the sketch filter) ~ E[fragments] * (1 - E[fragments]/n) + 1, fragments

@@ -206,6 +206,8 @@ def render(console, rec: dict) -> None:
                 sel += f" real {c['real_selectivity']:.1%}"
             if c["read_fraction"] is not None:
                 sel += f", reads ~{c['read_fraction']:.0%}"
+            if c.get("layout"):
+                sel += f" on a new layout (~{c['layout']['build_scans']:g} scans to build)"
             nums = [str(c["fragments"]), f"{c['capture_s']:.2f}", f"{c['saving_s']:.2f}", f"{c['net_s']:+.2f}",
                     "yes" if c["go"] else "no"]
         else:
@@ -219,6 +221,9 @@ def render(console, rec: dict) -> None:
         console.print("note: uniform sample (more groups than the sample budget): unsampled groups count as failing")
     console.print(f"reuse: {rec['workload']['reason']}")
     console.print(f"[bold]{rec['decision']['reason']}[/bold]")
+    if rec.get("layout") and rec["layout"].get("built"):
+        lay = rec["layout"]
+        console.print(f"built layout {lay['id']}: {lay['table']} clustered on {lay['attr']} in {lay['seconds']:.1f}s")
     if rec["captured"]:
         c = rec["captured"]
         console.print(f"captured sketch {c['sketch_id']}: real selectivity {c['selectivity']:.1%} in {c['seconds']:.2f}s")
