@@ -29,8 +29,7 @@ from advisor.errors import BadInput
 from advisor.maintain.spark.service import maintain_sketch, stale_heads
 from advisor.plan.parse import parse_sql
 from advisor.plan.to_sql import query_sql
-from advisor.selection.cost_model import CostParams
-from advisor.selection.recommend import recommend
+from advisor.selection.recommend import recommend, what_if_params
 from advisor.serve.decision_record import one_line
 from advisor.serve.query_path import Served, decide_query, serve_query, serve_update
 from advisor.serve.settings import AdviseSettings
@@ -108,9 +107,8 @@ class Advisor:
     def recommend(self, text: str, sample_rate: float = 0.05, method: str = "bootstrap",
                   capture: bool = False) -> dict:
         """The what-if record of `advisor recommend` (sizes with CIs per candidate, the pick, go/no-go)."""
-        params = CostParams(**({"prior_reuses": self.settings.uses} if self.settings.uses else {}))
         return recommend(self.ctx, text, self.settings.strategy, sample_rate, capture=capture, method=method,
-                         params=params)
+                         params=what_if_params(self.settings.uses))
 
     def capture(self, text: str, on: str | Iterable[str], fragments: int = 1000) -> dict:
         """Capture the sketch of ``text`` on ``table.attr`` (or several); returns the sketch as JSON."""

@@ -90,13 +90,14 @@ def bench_startup_cmd(reps: int = typer.Option(5, "--reps", min=1),
 
 @bench_app.command("fresh")
 def bench_fresh_cmd(workload: Path = typer.Argument(..., help="Workload file whose templates to advise on."),
+                    uses: Optional[float] = typer.Option(None, "--uses", help="Expected uses of each query."),
                     out_json: Optional[Path] = typer.Option(None, "--out")):
     """`recommend` on every template of WORKLOAD against the warehouse's tables as they are, then
     each sketch's exact size (one capture): how many small sketches the advice says go for."""
     from advisor.cli.common import ctx, out
     from workloads.bench.fresh_advice import bench_fresh_advice
 
-    res = bench_fresh_advice(ctx(), str(workload))
+    res = bench_fresh_advice(ctx(), str(workload), uses=uses)
     for r in res["rows"]:
         sel = "-" if r["exact_selectivity"] is None else f"{r['exact_selectivity']:.2%}"
         out.print(f"{r['template']}: {r['table']}.{r['attr']} exact {sel}; "

@@ -274,11 +274,12 @@ def recommend_cmd(sql: str, strategy: str = typer.Option("CB-OPT-GB", "--strateg
                   method: str = typer.Option("bootstrap", "--method", help="bootstrap | clt | exact (group-by candidates sized by one capture job)"),
                   fragments: Optional[int] = typer.Option(None, "--fragments", help="Fix the granularity."),
                   do_capture: bool = typer.Option(False, "--capture", help="Capture the pick if the verdict is go."),
+                  uses: Optional[float] = typer.Option(None, "--uses", help="How many more times this query is expected to run."),
                   as_json: bool = typer.Option(False, "--json")):
     """What-if: estimated sketch size +- CI per candidate, the pick, go/no-go (nothing captured by default)."""
     from advisor.selection.recommend import recommend_command
 
-    rec = recommend_command(ctx(), out, sql, strategy, sample_rate, as_json, do_capture, fragments, method)
+    rec = recommend_command(ctx(), out, sql, strategy, sample_rate, as_json, do_capture, fragments, method, uses)
     if as_json:
         emit_json(rec)
 

@@ -149,16 +149,21 @@ def price_layouts(a: Advice) -> None:
     """Each planned candidate that needs a new layout to skip gets its price: the build in rows
     (measured, else the prior) and this template's share of it (``advisor.selection.layout_cost``)."""
     for key in a.to_build:
-        t, attr = split_key(key, a.table)
-        rows = a.cat.version(t, a.versions[t]).rows
-        build, source = build_rows(a.ctx.store, rows, a.workload.scan_rate, a.workload.fixed_rows)
-        others = other_uses(a.ctx.store, t, attr, a.q.template)
-        share = layout_share(build, a.workload.reuses, others)
-        for c in a.cands:
-            if c.key == key and not c.attrs:
-                c.layout = {"table": t, "attr": attr, "build_rows": build, "share_rows": share,
-                            "build_scans": round(build / max(rows, 1), 2), "source": source,
-                            "other_uses": others, "built": False}
+        _price(a, key)
+
+
+def _price(a: Advice, key: str) -> None:
+    """Attach the priced layout to candidate ``key`` (``price_layouts``)."""
+    t, attr = split_key(key, a.table)
+    rows = a.cat.version(t, a.versions[t]).rows
+    build, source = build_rows(a.ctx.store, rows, a.workload.scan_rate, a.workload.fixed_rows)
+    others = other_uses(a.ctx.store, t, attr, a.q.template)
+    share = layout_share(build, a.workload.reuses, others)
+    for c in a.cands:
+        if c.key == key and not c.attrs:
+            c.layout = {"table": t, "attr": attr, "build_rows": build, "share_rows": share,
+                        "build_scans": round(build / max(rows, 1), 2), "source": source,
+                        "other_uses": others, "built": False}
 
 
 def check_can_pay(a: Advice) -> None:
@@ -170,6 +175,7 @@ def check_can_pay(a: Advice) -> None:
     a.missing = _missing_partitions(a.cat, a.table, a.plan)
     # measured costs off (the paper's model, timing-free decisions): sampling is not charged
     advice = (None if a.strategy == "OPT" else w.sizing_rows(a.missing, T, len(a.shape.read_columns())) if a.unsampled
+              else None if not p.charge_advice
               else w.sampled_advice_rows(T, p.advice_prior_scans) if p.measured else w.advice_rows)
     hopeless = None if a.strategy == "NO-PS" or not a.plan or a.fragments else cannot_pay(T, w, p, advice)
     a.rec["cannot_pay"] = bool(hopeless)
@@ -205,6 +211,17 @@ def _build_partitions(a: Advice) -> None:
     # an oracle knows the sizes for free: OPT's partitions are part of its (excluded) oracle work
     a.rec["seconds"]["oracle_partitions" if a.strategy == "OPT" else "partitions"] = round(time.perf_counter() - t0, 3)
     a.rec["partitions_built"] = a.missing
+
+
+def _read_through_units(a: Advice, est, keys: set | None = None) -> None:
+    """Each estimated size with the read fraction its candidate's read units give."""
+    for (k, n), se in est.sizes.items():
+        if keys is not None and k not in keys:
+            continue
+        part = est.partitions[(k, n)]
+        a.by[k].sizes[n] = SizeSummary.of(se, part).with_read(
+            sketch_read_fraction(a.units[k].units, part, se.fragment_probability, bridged(se, part)),
+            a.units[k].source)
 
 
 def _units_to_build(a: Advice) -> None:
@@ -261,11 +278,17 @@ def _size_from_sample(a: Advice) -> None:
     a.rec["estimation_notes"] = list(est.notes)
     a.parts = est.partitions
     _units_to_build(a)
-    for (k, n), se in est.sizes.items():
-        part = est.partitions[(k, n)]
-        a.by[k].sizes[n] = SizeSummary.of(se, part).with_read(
-            sketch_read_fraction(a.units[k].units, part, se.fragment_probability, bridged(se, part)),
-            a.units[k].source)
+    _read_through_units(a, est)
+    spread = [k for k in {k for k, _ in est.sizes} if k not in a.to_build and a.params.build_layouts
+              and not a.by[k].dim and min(x.read for x in a.by[k].sizes.values()) > a.params.max_read]
+    for k in spread:  # the files could skip on it, but its sketch's fragments are spread over them
+        best = min(x.read for x in a.by[k].sizes.values())
+        a.to_build[k] = f"{k}: its sketch would still read ~{best:.0%} of the table's files"
+        a.by[k].skip_note = a.to_build[k]
+        _price(a, k)
+    if spread:
+        _units_to_build(a)
+        _read_through_units(a, est, set(spread))
     duo = pair_candidates(a.cat, a.q, a.shape, a.versions, est, a.by, a.units, a.table, bridged)
     a.cands += duo
     a.by.update({c.key: c for c in duo})

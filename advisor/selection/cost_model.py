@@ -92,6 +92,9 @@ class CostParams:
     # 0 for an explicit ``advisor recommend`` (the user asked for the estimate), ADVICE_PRIOR_SCANS
     # when a replay decides on its own whether advice is worth its cost
     advice_prior_scans: float = 0.0
+    # weigh the sampling and estimation themselves (False for an explicit ``advisor recommend``:
+    # the user asked for the estimate, so its cost is spent whatever the verdict)
+    charge_advice: bool = True
     # a candidate no layout lets skip may be priced with the clustered layout it needs
     # (``advisor.selection.layout_cost``); False drops such candidates before sampling
     build_layouts: bool = True

@@ -229,9 +229,17 @@ def render(console, rec: dict) -> None:
         console.print(f"captured sketch {c['sketch_id']}: real selectivity {c['selectivity']:.1%} in {c['seconds']:.2f}s")
 
 
+def what_if_params(uses: float | None = None) -> CostParams:
+    """The cost model of an explicit recommendation: the estimate is what the user asked for, so
+    its cost is not weighed; ``uses`` replaces the prior of predicted uses."""
+    if uses is not None and not uses > 0:
+        raise BadInput(f"--uses must be positive, got {uses}")
+    return CostParams(charge_advice=False, **({"prior_reuses": float(uses)} if uses is not None else {}))
+
+
 def recommend_command(ctx: Context, console, sql: str, strategy: str = "CB-OPT-GB", sample_rate: float = 0.05,
                       as_json: bool = False, capture: bool = False, fragments: int | None = None,
-                      method: str = "bootstrap") -> dict:
+                      method: str = "bootstrap", uses: float | None = None) -> dict:
     """CLI entry: progress bar on stderr while sampling/estimating, then the table (unless as_json)."""
     validate(strategy, sample_rate, fragments, method)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
@@ -241,7 +249,8 @@ def recommend_command(ctx: Context, console, sql: str, strategy: str = "CB-OPT-G
         def progress(msg: str) -> None:
             bar.update(task, description=msg, advance=1)
 
-        rec = recommend(ctx, sql, strategy, sample_rate, capture, fragments, method, progress=progress)
+        rec = recommend(ctx, sql, strategy, sample_rate, capture, fragments, method, progress=progress,
+                        params=what_if_params(uses))
     if not as_json:
         render(console, rec)
     return rec

@@ -124,7 +124,7 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
             d.update(action="no-go", reason=declined[0])
         elif good:
             dd.sketch = combine(cat, q, versions, good)
-            d.update(action="reuse", attr=_attr(dd.sketch), reason=f"reused sketch {dd.sketch.id}" + (
+            d.update(action="reuse", attr=_attr(dd.sketch), reason=f"reused sketch {dd.sketch.id}" + _pair(dd.sketch) + (
                 "" if tuple(dd.sketch.bindings) == tuple(q.bindings)
                 else " (reuse proven by Z3 for these bindings)"))
         elif not pinned and (spread := layout_bound(bad)):
@@ -205,6 +205,14 @@ def serve_update(ctx: Context, table: str, n_rows: int, s: AdviseSettings = DEFA
 def _sel(catalog: Catalog, sk, versions) -> float:
     total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in sk.parts)
     return sketch_rows(catalog, sk) / max(1, total)
+
+
+def _pair(sk) -> str:
+    """How a pair of sketches serves the query (``attribute_pairs.combine``), or ''."""
+    if "+" not in sk.how:
+        return ""
+    attrs = " AND ".join(p.attr for p in sk.parts)
+    return f" with sketch {sk.how.split('+')[1]} (two attributes: {attrs})"
 
 
 def _attr(sk) -> str:

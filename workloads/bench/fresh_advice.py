@@ -5,20 +5,20 @@ capture), side by side.  Counts the go decisions among queries whose exact sketc
 from __future__ import annotations
 
 from advisor.plan.parse import parse_sql
-from advisor.selection.recommend import recommend
+from advisor.selection.recommend import recommend, what_if_params
 from advisor.sketch.capture import capture
 from advisor.sketch.lookup import sketch_rows
 from workloads.replay.workload_file import load_workload
 
 
-def bench_fresh_advice(ctx, workload: str, small: float = 0.05) -> dict:
+def bench_fresh_advice(ctx, workload: str, small: float = 0.05, uses: float | None = None) -> dict:
     """Per template: the recommendation (go, pick, layout, reason) and the exact selectivity on the
     recommended (else first group-by) attribute."""
     wl = load_workload(workload)
     cat = ctx.catalog
     rows = []
     for name, t in wl.templates.items():
-        rec = recommend(ctx, t.sql, "CB-OPT-GB", 0.05, capture=False)
+        rec = recommend(ctx, t.sql, "CB-OPT-GB", 0.05, capture=False, params=what_if_params(uses))
         d = rec["decision"]
         gb = next((c for c in rec["candidates"] if "gb" in c["roles"] and c["safe"]), None)
         table, attr = (d.get("table") or rec.get("table"), d["attr"]) if d.get("attr") and "&" not in d["attr"] \
