@@ -120,13 +120,16 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
         versions = dd.versions = versions if pinned else versions_now(cat, q)
         good, bad = usable_sketches(cat, q, versions)
         dd.lookup_s = time.perf_counter() - t0  # finding the sketch is part of using it (the query phase)
+        if dd.maint:
+            caught = "; ".join(f"caught sketch {m['sketch_id']} up to the current data as sketch {m['new_sketch_id']} "
+                               f"({m['how']}, {m['seconds']:.2f} s)" for m in dd.maint)
         if declined and not good:
             d.update(action="no-go", reason=declined[0])
         elif good:
             dd.sketch = combine(cat, q, versions, good)
             d.update(action="reuse", attr=_attr(dd.sketch), reason=f"reused sketch {dd.sketch.id}" + _pair(dd.sketch) + (
                 "" if tuple(dd.sketch.bindings) == tuple(q.bindings)
-                else " (reuse proven by Z3 for these bindings)"))
+                else " (reuse proven by Z3 for these bindings)") + (f"; {caught}" if dd.maint else ""))
         elif not pinned and (spread := layout_bound(bad)):
             t0 = time.perf_counter()
             lay, why = repair(ctx, s, q, versions, spread[0])

@@ -89,6 +89,7 @@ def test_a_stale_sketch_is_caught_up_before_use(ctx, tmp_path):
     got = serve_query(ctx, sql, s)
     assert got.record["decision"]["action"] == "reuse" and got.maintenance
     assert got.maintenance[0]["sketch_id"] == sid and got.maintenance[0]["trigger"] == "query"
+    assert f"caught sketch {sid} up to the current data" in got.record["decision"]["reason"]
     assert 77 in {r[0] for r in got.rows}  # group 77 now passes: 200 * ~5 + 80 * 60 > 5000
     plain = serve_query(ctx, sql, PLAIN)
     assert plain.record["scan"]["rows"] == 30_080 and got.record["result"] == plain.record["result"]
