@@ -16,10 +16,13 @@
         {"step": int, "kind": "query", "template": str, "bindings": {name: value}, "sql": str},
         {"step": int, "kind": "update", "table": str, "inserts": int, "deletes": int, "version": int}
       ],
-      "queries": [{                                   # one per (strategy, query step)
-        "strategy": str, "step": int, "template": str, "sql": str,
+      "queries": [{                                   # one per (strategy, query step): the decision
+                                                      # record of ``advisor.serve.decision_record``
+        "version": 1, "strategy": str, "step": int, "template": str, "sql": str,
+        "bindings": {name: value}, "table_rows": int,  # rows of the tables the query scans
         "decision": {"action": "plain" | "capture" | "reuse" | "no-go" | "unsupported",
-                     "reason": str, "attr": "table.attr" | null, "fragments": int | null},
+                     "reason": str, "attr": "table.attr" | null, "fragments": int | null,
+                     "layout": {"table", "attr", "built", ...} | null},  # a layout built or priced
         "sketch_id": int | null,                      # sketch used by the run (after maintenance), or
                                                       # captured by the job that answered the step
         "selectivity": {"estimated": float | null, "ci": [lo, hi] | null, "real": float | null},
