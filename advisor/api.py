@@ -41,7 +41,7 @@ from advisor.sketch.capture import capture
 SPEED_CONFS = ("spark.hadoop.parquet.filter.dictionary.enabled", "spark.hadoop.fs.file.impl")
 # SQL confs the advisor sets on the session it is given (runtime settings, listed in the README).
 RUNTIME_CONFS = ("spark.sql.constraintPropagation.enabled", "spark.sql.parquet.pushdown.inFilterThreshold",
-                 "spark.sql.parquet.filterPushdown")
+                 "spark.sql.parquet.filterPushdown", "spark.sql.parquet.outputTimestampType")
 
 
 class Advisor:

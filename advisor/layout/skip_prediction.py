@@ -334,8 +334,9 @@ def _footer_units_cached(files: tuple, stamp: tuple, attr: str) -> tuple:
 
 
 # Attribute kinds whose pages are modelled: parquet-mr writes column-index min/max for them in
-# Spark's sort order (INT96 timestamps get none; floats' NaN pages are left to the row groups).
-PAGE_KINDS = ("int", "date", "str")
+# Spark's sort order (timestamps as INT64 micros, ``engine.session``: INT96 would get none; floats'
+# NaN pages are left to the row groups).
+PAGE_KINDS = ("int", "date", "str", "ts")
 
 
 # parquet-mr first checks a new row group's page sizes after this many rows
