@@ -10,11 +10,11 @@ from pathlib import Path
 
 from rich.table import Table
 
+from advisor.cli.query_file import read_queries
 from advisor.errors import BadInput, CheckFailed
 from advisor.serve.decision_record import one_line
 from advisor.serve.query_path import serve_query
 from advisor.serve.settings import AdviseSettings
-from advisor.cli.query_file import read_queries
 
 
 def as_of_versions(c, sql: str, specs: list[str]) -> dict | None:
