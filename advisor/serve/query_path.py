@@ -96,14 +96,15 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
         rec["decision"].update(action="unsupported", reason=f"ran without a sketch: {e}")
         return dd
     rec["template"] = q.template
-    rec["table_rows"] = int(_plain_rows(cat, q, versions))
+    plain_rows = _plain_rows(cat, q, versions)
+    rec["table_rows"] = int(plain_rows)
     pinned, d = dd.pinned, rec["decision"]
     if s.strategy == "NO-PS":
         d["reason"] = "NO-PS never uses sketches"
     elif not s.use:
         d["reason"] = "plain run asked for (--no-use)"
     elif not pinned and s.measured_costs and (lost := revisit(cat.store, q.template, s.strategy,
-                                                              _plain_rows(cat, q), where)):
+                                                              plain_rows, where)):
         d.update(action="no-go", reason=lost)
     else:
         declined: list[str] = []

@@ -7,18 +7,11 @@ import sys
 import pandas as pd
 import pytest
 
-from advisor.cli.main import main
+from cli_helpers import cli
 
 DESIGN_COMMANDS = ["demo", "data", "partitions", "explain", "recommend", "capture", "run", "maintain", "replay",
                    "report", "gate"]
 
-
-def cli(args, capsys):
-    """Run the CLI in-process (sharing the test SparkSession); returns (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    o = capsys.readouterr()
-    return e.value.code, o.out, o.err
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.cli.main import main
+from cli_helpers import cli
 
 HAVING = "SELECT g, sum(v) AS s FROM t GROUP BY g HAVING sum(v) > {x}"
 
-
-def cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    o = capsys.readouterr()
-    return e.value.code, o.out, o.err
 
 
 @pytest.fixture(scope="module")
