@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test soak bench baseline clean
 
-$(STAMP): pyproject.toml
+# Spark packages (Delta Lake) are resolved from Maven Central once into ~/.cache/advisor/spark-packages.
+$(STAMP): pyproject.toml advisor/engine/packages.py
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/python -m advisor.engine.packages >/dev/null
 	touch $(STAMP)
 
 demo: $(STAMP)

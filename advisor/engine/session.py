@@ -11,6 +11,7 @@ from typing import Iterable, Mapping
 
 from pyspark.sql import SparkSession
 
+from advisor.engine import packages
 from advisor.errors import BadInput
 
 DEFAULT_CONF: dict[str, str] = {
@@ -84,11 +85,13 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     # SF1: 210 ranges 4.3x slower than no sketch, 0.28x with this flag; BENCHMARKS.md).
     merged["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j} {JIT_HUGE}"
     merged["spark.executor.extraJavaOptions"] = JIT_HUGE
+    merged.update(packages.jar_conf())
     merged.update(conf or {})
     for k, v in merged.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    packages.remember(spark)
 
     # PySpark logs every captured JVM error as a JSON blob; errors reach the user through our own messages.
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
