@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml advisor/engine/packages.py
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/python -m advisor.engine.packages >/dev/null
+	$(BIN)/python -m advisor.engine.session >/dev/null
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -82,14 +82,42 @@ def data_list(as_json: bool = typer.Option(False, "--json")):
     out.print(tab)
 
 
+@data_app.command("import")
+def data_import(name: str = typer.Argument(..., help="Warehouse name of the table."),
+                path: Optional[str] = typer.Argument(None, help="Delta table directory, or files: a file, directory or glob."),
+                fmt: Optional[str] = typer.Option(None, "--format", help="delta | parquet | csv | orc | json"),
+                table: Optional[str] = typer.Option(None, "--table", help="A table in the Spark session's catalog (db.name)."),
+                schema: Optional[str] = typer.Option(None, "--schema", help="DDL schema for csv/json, e.g. 'id INT, name STRING'."),
+                key: Optional[str] = typer.Option(None, "--key", help="Comma-separated unique key columns."),
+                as_of: Optional[int] = typer.Option(None, "--as-of", help="Delta: start at this version (time travel).")):
+    """Import a table: a Delta table is read in place (its commits become versions); files and
+    catalog tables are copied into the warehouse."""
+    from advisor.warehouse.imports import import_table
+
+    keys = [k for k in (key or "").split(",") if k.strip()] or None
+    v = import_table(ctx().catalog, name, path, fmt, table=table, schema=schema, key=keys, as_of=as_of)
+    where = f"Delta version {v.version}, read in place" if v.kind == "delta" else f"version {v.version}"
+    out.print(f"imported {v.table}: {v.rows:,} rows ({where})")
+
+
 @data_app.command("apply")
-def data_apply(batch: Path = typer.Argument(..., help="Parquet or CSV file with an op column."),
-               table: str = typer.Option(..., "--table")):
-    """Apply an insert/delete batch as a new table version."""
+def data_apply(batch: Optional[Path] = typer.Argument(None, help="Parquet or CSV file with an op column."),
+               table: str = typer.Option(..., "--table"),
+               snapshot: Optional[str] = typer.Option(None, "--snapshot", help="A new full snapshot of an imported table, diffed by key."),
+               key: Optional[str] = typer.Option(None, "--key", help="Key columns for --snapshot (default: the import's)."),):
+    """Apply an insert/delete batch (or the difference to a new snapshot) as a new table version."""
     from advisor.maintain.policy.triggers import after_apply
 
     c = ctx()
-    v = c.catalog.apply_batch(table, str(batch))
+    if (batch is None) == (snapshot is None):
+        raise BadInput("give a batch file or --snapshot PATH (not both)")
+    if snapshot is not None:
+        from advisor.warehouse.imports import snapshot_changes
+
+        ins, dels = snapshot_changes(c.catalog, table, snapshot, [k for k in (key or "").split(",") if k.strip()] or None)
+        v = c.catalog.apply_frames(table, ins, dels)
+    else:
+        v = c.catalog.apply_batch(table, str(batch))
     out.print(f"{v.table} version {v.version}: +{v.n_ins:,} -{v.n_del:,} rows, now {v.rows:,} rows")
     for r in after_apply(c.catalog, v.table, v.n_ins + v.n_del):
         out.print(f"maintained sketch {r.old_id} -> {r.new_id} ({r.how}, {r.seconds:.2f}s)")

@@ -5,7 +5,7 @@ The first session resolves ``PACKAGES`` the way PySpark users do, through ``spar
 those files on ``spark.jars``: no resolution and no network.  The cache is
 ``$ADVISOR_PACKAGES_CACHE``, else ``~/.cache/advisor/spark-packages``.
 
-    python -m advisor.engine.packages   # resolve now (make does this before tests and the demo)
+    python -m advisor.engine.session   # resolve now (make does this before tests and the demo)
 """
 
 from __future__ import annotations
@@ -70,10 +70,3 @@ def remember(spark) -> None:
         tmp.write_text(json.dumps({"packages": list(PACKAGES), "jars": jars}, indent=1))
         tmp.replace(_manifest())
 
-
-if __name__ == "__main__":
-    from advisor.engine.session import build_session
-
-    s = build_session(master="local[1]")
-    print("\n".join(cached_jars() or ["packages not resolved"]))
-    s.stop()

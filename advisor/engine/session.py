@@ -101,3 +101,8 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
 
 def _python() -> str:
     return sys.executable
+
+
+if __name__ == "__main__":  # resolve the Spark packages into their cache now (``make`` does this once)
+    build_session(master="local[1]").stop()
+    print("\n".join(packages.cached_jars() or ["Spark packages not resolved"]))

@@ -196,7 +196,7 @@ def _maintained(catalog: Catalog, table: str, strata: list, sj: str, theta: floa
     prev = catalog.store.one("SELECT * FROM samples WHERE table_name=? AND strata_json=? AND theta=? AND seed=? "
                              "AND table_version<? ORDER BY table_version DESC, id DESC LIMIT 1",
                              (table, sj, theta, seed, version))
-    if prev is None or not strata:
+    if prev is None or not strata or catalog.is_delta(table):  # a Delta change feed carries no row ids
         return None
     pm = json.loads(prev["meta_json"])
     if pm.get("sampler") != SAMPLER or not pm.get("reserve") or not Path(prev["path"]).exists():

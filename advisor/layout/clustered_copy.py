@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pandas as pd  # module level: pandas_udf reads the type hints from the module's globals
 from pyspark.sql import functions as F
 
+from advisor.errors import BadInput
 from advisor.layout import blocks
 from advisor.warehouse.table_files import RID
 from advisor.warehouse.value_kinds import encode_value, kind_of
@@ -49,6 +50,9 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
     both columns' min/max; ``advisor.selection.attribute_pairs``)."""
 
     table = catalog.require(table)
+    if catalog.is_delta(table):
+        raise BadInput(f"table {table!r} is a Delta table read in place: the advisor builds no clustered copy of it "
+                       "(a sketch filters its files by Delta's statistics)")
     attr = attr.lower()
     dtype = catalog.column_type(table, attr)
     v = catalog.version(table, version)

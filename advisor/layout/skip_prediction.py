@@ -410,6 +410,11 @@ def read_units(catalog: Catalog, table: str, attr: str, version: int, layout: bo
             for m in lay["manifest"])
         since = lay["table_version"]
         source = f"layout {lay['id']} ({len(files)} files, {len(units)} {'pages' if pages is not None else 'row groups'})"
+    elif catalog.version(table, version).kind == "delta":
+        # the snapshot's data files (Delta skips files by their statistics, Parquet row groups inside)
+        files = catalog.data_files(table, version)
+        units = _footer_units(files, attr)
+        since, source = version, f"Delta files' row groups ({len(units)})"
     else:
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         files = sorted(str(f) for f in Path(base.base_path).glob("*.parquet"))

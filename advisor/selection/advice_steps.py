@@ -126,7 +126,7 @@ def plan_candidates(a: Advice) -> None:
     a.plan = {c.key: g for c in a.pool if (g := granularities_for(c.ndv, grans))}
     a.units, unskippable = _layout_check(a.cat, a.table, list(a.plan), a.versions, a.params.max_sel)
     for key, why in unskippable.items():
-        if a.params.build_layouts and "&" not in key:
+        if a.params.build_layouts and "&" not in key and not a.cat.is_delta(a.table):
             a.to_build[key] = why  # priced with the layout it needs (``price_layouts``)
         else:
             a.unskippable[key] = why
@@ -280,6 +280,7 @@ def _size_from_sample(a: Advice) -> None:
     _units_to_build(a)
     _read_through_units(a, est)
     spread = [k for k in {k for k, _ in est.sizes} if k not in a.to_build and a.params.build_layouts
+              and not a.cat.is_delta(a.table)
               and not a.by[k].dim and min(x.read for x in a.by[k].sizes.values()) > a.params.max_read]
     for k in spread:  # the files could skip on it, but its sketch's fragments are spread over them
         best = min(x.read for x in a.by[k].sizes.values())

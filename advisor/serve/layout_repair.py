@@ -36,6 +36,9 @@ def repair(ctx: Context, s: AdviseSettings, q, versions: dict, sk) -> tuple[dict
     refused only for its spread (``layout_bound``)."""
     cat, store = ctx.catalog, ctx.catalog.store
     p = sk.parts[0]
+    if cat.is_delta(p.table):
+        return None, (f"sketch {sk.id} ({p.table}.{p.attr}) is spread over the Delta table's files; the advisor "
+                      f"builds no copy of a Delta table (OPTIMIZE ... ZORDER BY ({p.attr}) would cluster it)")
     v = versions.get(p.table) or cat.current_version(p.table)
     part = load_partition(store, p.partition_id)
     T = cat.version(p.table, v).rows

@@ -1,4 +1,5 @@
-"""Versioned tables in the warehouse: a Parquet base plus insert/delete batches keyed by a stable row id.
+"""Versioned tables in the warehouse: a Parquet base plus insert/delete batches keyed by a stable row id,
+or a Delta Lake table the warehouse reads in place (``advisor.warehouse.delta_source``).
 
 Version 1 is the loaded base. Each applied batch adds a version with an insert file and a delete
 file (the full deleted rows, so maintenance sees their values). Reading version v unions the
@@ -26,6 +27,7 @@ from pyspark.sql import Window, functions as F
 
 from advisor.errors import BadInput
 from advisor.plan import arrow_filter
+from advisor.warehouse import delta_source
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.batches import read_batch
 from advisor.warehouse.net_delta import delta_files
@@ -69,12 +71,14 @@ class Catalog:
         self.root.mkdir(parents=True, exist_ok=True)
         self.pins: dict[str, int] = {}
         self._frames: dict = {}  # ``parquet``: DataFrames over unchanged files
+        self._sources: dict = {}  # ``source``: where an imported table lives
 
     @classmethod
     def offline(cls, store: Store) -> "Catalog":
         """A catalog for reading the store's metadata only (tables, versions): no Spark session."""
         cat = cls.__new__(cls)
         cat.spark, cat.store, cat.root, cat.pins, cat._frames = None, store, store.warehouse / "tables", {}, {}
+        cat._sources = {}
         return cat
 
     def pin(self, table: str, version: int) -> None:
@@ -124,8 +128,53 @@ class Catalog:
                 return t
         raise BadInput(f"unknown column {col!r} in table {table!r}")
 
+    def source(self, name: str) -> dict | None:
+        """Where an imported table lives (format, location, declared key), or None for a table
+        the warehouse stores itself."""
+        name = name.lower()
+        if name not in self._sources:
+            r = self.store.one("SELECT * FROM sources WHERE table_name=?", (name,))
+            self._sources[name] = None if r is None else {
+                "format": r["format"], "location": r["location"], "key": json.loads(r["key_json"] or "null"),
+                "options": json.loads(r["options_json"] or "{}")}
+        return self._sources[name]
+
+    def is_delta(self, name: str) -> bool:
+        """Whether ``name`` is a Delta table read in place (its versions are Delta versions)."""
+        s = self.source(name)
+        return s is not None and s["format"] == "delta"
+
+    def key(self, name: str) -> list[str] | None:
+        """The table's declared key columns, if any."""
+        s = self.source(name)
+        return None if s is None else s["key"]
+
+    def sync(self, name: str) -> None:
+        """Record the commits other writers made to a Delta table since the newest known version
+        (a listing of its transaction log; a Spark job only when there are new commits)."""
+        src = self.source(name)
+        if src is None or src["format"] != "delta" or self.spark is None:
+            return
+        latest = delta_source.latest_version(src["location"])
+        if latest is None:
+            raise BadInput(f"table {name!r}: {src['location']} is no longer a Delta table")
+        r = self.store.one("SELECT * FROM versions WHERE table_name=? ORDER BY version DESC LIMIT 1", (name,))
+        if r is None or latest <= r["version"]:
+            return
+        new = delta_source.commits(src["location"], r["version"], latest)
+        rows = delta_source.rows_at(self.spark, src["location"], latest)
+        size = delta_source.size_at(self.spark, src["location"], latest)
+        running = r["rows"]
+        with self.store.tx() as c:
+            for cm in new:
+                running = rows if cm.version == latest else max(0, running + cm.n_ins - cm.n_del)
+                c.execute("INSERT OR IGNORE INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                          (name, cm.version, "delta", src["location"], None, None, running,
+                           size if cm.version == latest else r["bytes"], cm.n_ins, cm.n_del, time.time()))
+
     def current_version(self, name: str) -> int:
         name = self.require(name)
+        self.sync(name)
         r = self.store.one("SELECT max(version) v FROM versions WHERE table_name=?", (name,))
         return min(int(r["v"]), self.pins.get(name, int(r["v"])))
 
@@ -133,6 +182,7 @@ class Catalog:
         """Versions of ``name`` in order, optionally only those with ``after < version <= upto``
         (a range query: a long-lived table has one row per batch)."""
         name = self.require(name)
+        self.sync(name)
         hi = self.pins.get(name, 1 << 62) if upto is None else min(upto, self.pins.get(name, 1 << 62))
         rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version>? AND version<=? "
                                 "ORDER BY version", (name, -1 if after is None else after, hi))
@@ -140,6 +190,7 @@ class Catalog:
 
     def version(self, name: str, version: int | None = None) -> Version:
         name = self.require(name)
+        self.sync(name)
         pin = self.pins.get(name, 1 << 62)
         if version is None:
             rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version<=? "
@@ -187,6 +238,37 @@ class Catalog:
                       (name, 1, "base", str(final), None, None, rows, _dir_bytes(final), rows, 0, time.time()))
         return self.version(name, 1)
 
+    def register_delta(self, name: str, location: str, version: int, key: list | None = None,
+                       replace: bool = True) -> Version:
+        """Make the Delta table at ``location`` the warehouse table ``name``, read in place from
+        ``version`` on; later commits become versions as they appear (``sync``)."""
+        name = name.lower()
+        df = delta_source.snapshot(self.spark, location, version)
+        schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        rows = delta_source.rows_at(self.spark, location, version)
+        size = delta_source.size_at(self.spark, location, version)
+        if self.exists(name):
+            if not replace:
+                raise BadInput(f"table {name!r} already exists")
+            self.drop(name)
+        with self.store.tx() as c:
+            c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) VALUES (?,?,?,?,?)",
+                      (name, f"delta:{location}", time.time(), 0, json.dumps(schema)))
+            c.execute("INSERT INTO sources VALUES (?,?,?,?,?,?)",
+                      (name, "delta", location, json.dumps(key) if key else None, None, time.time()))
+            c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                      (name, int(version), "delta", location, None, None, rows, size, rows, 0, time.time()))
+        self._sources.pop(name, None)
+        return self.version(name, int(version))
+
+    def record_source(self, name: str, fmt: str, location: str, key: list | None, options: dict | None = None) -> None:
+        """Remember where an imported table came from (its format, files and declared key)."""
+        with self.store.tx() as c:
+            c.execute("INSERT OR REPLACE INTO sources VALUES (?,?,?,?,?,?)",
+                      (name.lower(), fmt, location, json.dumps(key) if key else None,
+                       json.dumps(options) if options else None, time.time()))
+        self._sources.pop(name.lower(), None)
+
     def drop(self, name: str) -> None:
         """Forget a table and its files.  Sketches that read it are retired and decisions on it
         forgotten: a table created again under the name starts at version 1, which an old sketch's
@@ -199,9 +281,11 @@ class Catalog:
             for t in ("versions", "colstats", "partitions", "layouts", "samples", "net_deltas"):
                 c.execute(f"DELETE FROM {t} WHERE table_name=?", (name,))
             c.execute("DELETE FROM decisions WHERE table_name=?", (name,))
+            c.execute("DELETE FROM sources WHERE table_name=?", (name,))
             c.executemany("INSERT OR IGNORE INTO retired(sketch_id, reason, created) VALUES (?,?,?)",
                           [(i, f"table {name} was dropped", time.time()) for i in readers])
             c.execute("DELETE FROM tables WHERE name=?", (name,))
+        self._sources.pop(name, None)
         if getattr(self, "spark", None) is not None:
             self.drop_views(name)
         shutil.rmtree(self.root / name, ignore_errors=True)
@@ -226,10 +310,24 @@ class Catalog:
         """Snapshot of `name` at `version` (default latest) as a Spark DataFrame."""
         name = self.require(name)
         v = self.version(name, version)
+        if v.kind == "delta":
+            key = ("delta", name, v.version, with_rid)
+            if key not in self._frames:
+                self._frames[key] = delta_source.snapshot(self.spark, v.base_path, v.version,
+                                                          self.key(name), with_rid)
+            return self._frames[key]
         vs = [x for x in self.versions(name) if x.version <= v.version]
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         later = [x for x in vs if x.version > base.version]
         return self._assemble(self.parquet(base.base_path), name, base.version, later, with_rid)
+
+    def data_files(self, name: str, version: int | None = None) -> list[str]:
+        """The Parquet files a scan of a Delta table at ``version`` reads (before any skipping)."""
+        v = self.version(name, version)
+        key = ("files", v.table, v.version)
+        if key not in self._frames:
+            self._frames[key] = delta_source.data_files(self.spark, v.base_path, v.version)
+        return self._frames[key]
 
     def read_pandas(self, name: str, version: int | None = None):
         """Snapshot of `name` at `version` as a pandas frame (no `_rid`), read with pyarrow straight
@@ -244,6 +342,9 @@ class Catalog:
 
         name = self.require(name)
         v = self.version(name, version)
+        if v.kind == "delta":
+            cols = list(columns) if columns is not None else [c for c, _ in self.schema(name)]
+            return self.read(name, v.version, with_rid=with_rid).select(*cols, *([RID] if with_rid else [])).toArrow()
         vs = [x for x in self.versions(name) if x.version <= v.version]
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         later = [x for x in vs if x.version > base.version]
@@ -282,6 +383,8 @@ class Catalog:
         """`base_df` is a snapshot at `from_version` (e.g. a clustered layout copy); bring it to
         `to_version` (``map_ins``: see ``_assemble``)."""
         name = self.require(name)
+        if self.is_delta(name):
+            raise BadInput(f"table {name!r} is a Delta table: the advisor keeps no copy of it to bring forward")
         to = self.version(name, to_version).version
         later = [x for x in self.versions(name) if from_version < x.version <= to]
         return self._assemble(base_df, name, from_version, later, with_rid, map_ins)
@@ -292,6 +395,10 @@ class Catalog:
         to = self.version(name, v_to).version
         if v_from > to:
             raise BadInput(f"delta from version {v_from} to {to} goes backwards")
+        if self.is_delta(name):  # net rows without row ids (``delta_source.net_changes``)
+            cols = [c for c, _ in self.schema(name)]
+            ins, dels = delta_source.net_changes(self.spark, self.source(name)["location"], v_from, to, cols)
+            return self.spark.createDataFrame(ins), self.spark.createDataFrame(dels)
         batches = [x for x in self.versions(name) if v_from < x.version <= to]
         cols = [RID] + [c for c, _ in self.schema(name)]
         ins_p = [b.ins_path for b in batches if b.ins_path]
@@ -325,6 +432,16 @@ class Catalog:
             if unknown:
                 raise BadInput(f"table {name!r} has no column(s) {', '.join(sorted(unknown))}")
             cols = [c for c in cols if c in set(columns)]
+        if self.is_delta(name):
+            ins, dels = delta_source.net_changes(self.spark, self.source(name)["location"], v_from, to, cols)
+            if seen is not None:
+                seen.append(ins.num_rows + dels.num_rows)
+            out = []
+            for t in (ins, dels):
+                if t.num_rows and where is not None and t.num_rows >= arrow_filter.MIN_ROWS:
+                    t = arrow_filter.apply(t, where)
+                out.append(to_nullable_pandas(t) if t.num_rows else None)
+            return out[0], out[1]
 
         def load(paths):
             if not paths:
@@ -360,6 +477,7 @@ class Catalog:
     def apply_batch(self, name: str, path: str) -> Version:
         """Apply an insert/delete batch file (Parquet, or CSV with header) as a new version."""
         name = self.require(name)
+        self._not_delta(name)
         cur = self.version(name)
         schema = self.schema(name)
         ins_df, del_ids = read_batch(self.spark, path, schema)
@@ -370,7 +488,13 @@ class Catalog:
         name = self.require(name)
         return self._commit_batch(name, self.version(name), ins_df, del_ids_df)
 
+    def _not_delta(self, name: str) -> None:
+        if self.is_delta(name):
+            raise BadInput(f"table {name!r} is a Delta table ({self.source(name)['location']}): commit changes to "
+                           "it with Spark (INSERT, DELETE, MERGE); the advisor reads them from its change feed")
+
     def _commit_batch(self, name: str, cur: Version, ins_df, del_ids) -> Version:
+        self._not_delta(name)
         if name in self.pins:
             raise BadInput(f"table {name!r} is pinned to version {self.pins[name]}: batches cannot be applied")
 
@@ -432,6 +556,7 @@ class Catalog:
     def compact(self, name: str) -> Version:
         """Fold all batches into a new base version (same rows, same row ids)."""
         name = self.require(name)
+        self._not_delta(name)
         cur = self.version(name)
         df = self.read(name, cur.version, with_rid=True)
         new_v = cur.version + 1

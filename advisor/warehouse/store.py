@@ -20,6 +20,10 @@ CREATE TABLE IF NOT EXISTS tables (
   name TEXT PRIMARY KEY, dataset TEXT, created REAL, next_rid INTEGER NOT NULL,
   schema_json TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sources (
+  table_name TEXT PRIMARY KEY, format TEXT NOT NULL, location TEXT NOT NULL, key_json TEXT,
+  options_json TEXT, created REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS versions (
   table_name TEXT NOT NULL, version INTEGER NOT NULL, kind TEXT NOT NULL,
   base_path TEXT, ins_path TEXT, del_path TEXT,

@@ -1,0 +1,202 @@
+"""Delta Lake tables as the warehouse's versioned tables: versions are Delta versions, changes come
+from the table's Change Data Feed.
+
+The advisor never writes a user's Delta table; other writers commit to it (INSERT, DELETE, UPDATE,
+MERGE) and the catalog sees each commit as a new version (``latest_version`` lists the transaction
+log).  A snapshot is Delta time travel; the change between two versions is the Change Data Feed
+netted as a multiset: inserts and update post-images count +1, deletes and pre-images -1, and the
+rows whose count is not zero are the net inserts and deletes.  Maintenance needs values, not row
+identities, so no row id is read from the feed (Delta does not expose one there); a snapshot's row
+id (``_rid``, for samples) is Delta's row-tracking id or a hash of the declared key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+from pyspark.sql import functions as F
+
+from advisor.errors import BadInput
+
+RID = "_rid"
+LOG = "_delta_log"
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+CDF = "delta.enableChangeDataFeed"
+ROW_TRACKING = "delta.enableRowTracking"
+DELETION_VECTORS = "delta.enableDeletionVectors"
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One Delta commit as the catalog records it: rows inserted and deleted per its metrics."""
+    version: int
+    operation: str
+    n_ins: int
+    n_del: int
+    timestamp: float
+
+
+def _fs(location: str):
+    fs, path = pafs.FileSystem.from_uri(location if "://" in location or location.startswith("file:")
+                                        else "file://" + location)
+    return fs, path.rstrip("/")
+
+
+def is_delta(location: str) -> bool:
+    """Whether ``location`` holds a Delta table (a transaction log with at least one commit)."""
+    try:
+        return latest_version(location) is not None
+    except (OSError, ValueError):
+        return False
+
+
+def latest_version(location: str) -> int | None:
+    """The newest committed version, from a listing of the transaction log (no Spark job)."""
+    fs, path = _fs(location)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(f"{path}/{LOG}", allow_not_found=True))
+    except (OSError, ValueError):
+        return None
+    vs = [int(m.group(1)) for i in infos if (m := _COMMIT.match(i.base_name))]
+    return max(vs) if vs else None
+
+
+def commits(location: str, after: int, upto: int) -> list[Commit]:
+    """The commits ``after < version <= upto`` with their operation and row metrics, read from the
+    log's JSON files (metrics Delta did not record count as 0)."""
+    fs, path = _fs(location)
+    out = []
+    for v in range(after + 1, upto + 1):
+        info = {}
+        try:
+            with fs.open_input_stream(f"{path}/{LOG}/{v:020d}.json") as f:
+                for line in f.read().decode().splitlines():
+                    if '"commitInfo"' in line:
+                        info = json.loads(line)["commitInfo"]
+                        break
+        except (OSError, ValueError):
+            pass
+        m = {k: int(x) for k, x in (info.get("operationMetrics") or {}).items() if str(x).isdigit()}
+        n_ins = m.get("numOutputRows", 0) if info.get("operation") in ("WRITE", "CREATE TABLE AS SELECT",
+                                                                       "STREAMING UPDATE") else 0
+        n_ins += m.get("numTargetRowsInserted", 0) + m.get("numTargetRowsUpdated", 0) + m.get("numUpdatedRows", 0)
+        n_del = (m.get("numDeletedRows", 0) + m.get("numTargetRowsDeleted", 0) + m.get("numTargetRowsUpdated", 0)
+                 + m.get("numUpdatedRows", 0))
+        out.append(Commit(v, str(info.get("operation", "")), n_ins, n_del, float(info.get("timestamp", 0)) / 1000))
+    return out
+
+
+def properties(spark, location: str) -> dict[str, str]:
+    """The table's properties: the newest ``metaData`` action of a log without checkpoints, read
+    directly (a first Delta command in a session costs seconds), else ``DESCRIBE DETAIL``."""
+    fs, path = _fs(location)
+    names = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(f"{path}/{LOG}", allow_not_found=True)))
+    if not any("checkpoint" in n for n in names):
+        conf = None
+        for n in names:
+            if _COMMIT.match(n):
+                with fs.open_input_stream(f"{path}/{LOG}/{n}") as f:
+                    for line in f.read().decode().splitlines():
+                        if line.startswith('{"metaData"'):
+                            conf = json.loads(line)["metaData"].get("configuration") or {}
+        if conf is not None:
+            return dict(conf)
+    r = spark.sql(f"DESCRIBE DETAIL delta.`{location}`").first()
+    return dict(r["properties"] or {})
+
+
+def snapshot(spark, location: str, version: int, key: list | None = None, with_rid: bool = False):
+    """The table at ``version`` (time travel); with ``with_rid`` a stable ``_rid`` last: the row
+    tracking id, or a 64-bit hash of the ``key`` columns."""
+    df = spark.read.format("delta").option("versionAsOf", int(version)).load(location)
+    df = df.toDF(*[c.lower() for c in df.columns])
+    if not with_rid:
+        return df
+    if key:
+        return df.withColumn(RID, F.xxhash64(*[F.col(k) for k in key]))
+    return df.select("*", F.col("_metadata.row_id").alias(RID))
+
+
+def check_readable(spark, location: str, version: int) -> None:
+    """Raise BadInput when time travel to ``version`` fails (e.g. its files were vacuumed)."""
+    try:
+        spark.read.format("delta").option("versionAsOf", int(version)).load(location).schema
+    except Exception as e:  # AnalysisException / VersionNotFound: one line for the user
+        raise BadInput(f"Delta table {location} cannot be read at version {version}: "
+                       f"{str(e).splitlines()[0][:200]}") from None
+
+
+def net_changes(spark, location: str, v_from: int, v_to: int, columns: list[str]) -> tuple[pa.Table, pa.Table]:
+    """(net inserted rows, net deleted rows) of ``columns`` between two versions, from the Change
+    Data Feed netted as a multiset in one Spark job.  A row inserted and deleted in between (or
+    updated back to its values) cancels out."""
+    empty = None
+    if v_to <= v_from:
+        empty = spark.read.format("delta").option("versionAsOf", int(v_from)).load(location).limit(0)
+        t = empty.toDF(*[c.lower() for c in empty.columns]).select(*columns).toArrow()
+        return t, t
+    try:
+        cdf = (spark.read.format("delta").option("readChangeFeed", "true")
+               .option("startingVersion", int(v_from) + 1).option("endingVersion", int(v_to)).load(location))
+    except Exception as e:
+        raise ChangeFeedGap(f"no change feed for {location} versions {v_from + 1}..{v_to}: "
+                            f"{str(e).splitlines()[0][:200]}") from None
+    cdf = cdf.toDF(*[c.lower() if not c.startswith("_") else c for c in cdf.columns])
+    sign = F.when(F.col("_change_type").isin("insert", "update_postimage"), 1).otherwise(-1)
+    g = (cdf.select(*[F.col(c) for c in columns], sign.alias("_n"))
+         .groupBy(*columns).agg(F.sum("_n").alias("_n")).where("_n != 0"))
+    try:
+        t = g.toArrow()
+    except Exception as e:
+        raise ChangeFeedGap(f"no change feed for {location} versions {v_from + 1}..{v_to}: "
+                            f"{str(e).splitlines()[0][:200]}") from None
+    n = t.column("_n").to_numpy(zero_copy_only=False)
+    body = t.drop_columns(["_n"])
+    pos = np.flatnonzero(n > 0)
+    neg = np.flatnonzero(n < 0)
+    ins = body.take(pa.array(np.repeat(pos, n[pos])))
+    dels = body.take(pa.array(np.repeat(neg, -n[neg])))
+    return ins, dels
+
+
+def rows_at(spark, location: str, version: int) -> int:
+    """Rows of the table at ``version`` (Delta answers the count from its statistics)."""
+    return int(spark.read.format("delta").option("versionAsOf", int(version)).load(location).count())
+
+
+def size_at(spark, location: str, version: int) -> int:
+    """Bytes of the data files of the table at ``version``: the commit's checksum file says it when
+    Delta wrote one, else the snapshot's files are listed."""
+    fs, path = _fs(location)
+    try:
+        with fs.open_input_stream(f"{path}/{LOG}/{int(version):020d}.crc") as f:
+            return int(json.loads(f.read().decode())["tableSizeBytes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return int(sum(data_file_sizes(spark, location, version)))
+
+
+def data_files(spark, location: str, version: int) -> list[str]:
+    """The Parquet files of the snapshot at ``version`` (local paths for a local table)."""
+    df = spark.read.format("delta").option("versionAsOf", int(version)).load(location)
+    return sorted(_local(f) for f in df.inputFiles())
+
+
+def data_file_sizes(spark, location: str, version: int) -> list[int]:
+    fs, _ = _fs(location)
+    files = data_files(spark, location, version)
+    return [i.size or 0 for i in fs.get_file_info([_fs(f)[1] for f in files])] if files else []
+
+
+def _local(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+class ChangeFeedGap(BadInput):
+    """The Change Data Feed does not cover the versions asked for (not enabled then, or cleaned up):
+    the caller recaptures instead of maintaining."""

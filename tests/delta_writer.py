@@ -1,0 +1,33 @@
+"""A plain PySpark writer, separate from the advisor: its own process and SparkSession with only
+Delta Lake on the classpath, committing SQL statements to Delta tables.
+
+    python tests/delta_writer.py '[["/data/t", "DELETE FROM {t} WHERE id < 10"], ...]'
+
+``{t}`` in a statement names the table at the path given with it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pyspark.sql import SparkSession
+
+from advisor.engine.packages import jar_conf
+
+
+def main(pairs: list[tuple[str, str]]) -> None:
+    b = SparkSession.builder.master("local[1]").appName("plain-writer").config("spark.ui.enabled", "false")
+    for k, v in jar_conf().items():  # the Delta jars and its session extension, nothing of the advisor's
+        b = b.config(k, v)
+    s = b.getOrCreate()
+    s.sparkContext.setLogLevel("ERROR")
+    try:
+        for path, stmt in pairs:
+            s.sql(stmt.replace("{t}", f"delta.`{path}`"))
+    finally:
+        s.stop()
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
