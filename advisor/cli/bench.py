@@ -106,3 +106,17 @@ def bench_fresh_cmd(workload: Path = typer.Argument(..., help="Workload file who
     out.print(f"go for {res['go_among_small']} of {res['small']} queries whose exact sketch is <= 5 %")
     if out_json:
         out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
+@bench_app.command("store")
+def bench_store_cmd(sf: float = typer.Option(0.1, "--sf"), batches: int = typer.Option(5, "--batches", min=0),
+                    inserts: int = typer.Option(1000, "--inserts", min=0), deletes: int = typer.Option(200, "--deletes", min=0),
+                    reps: int = typer.Option(3, "--reps", min=1), out_json: Optional[Path] = typer.Option(None, "--out")):
+    """The warehouse's own versioned store against a Delta table of the same rows: use, maintenance per batch."""
+    from advisor.cli.common import ctx, out
+    from workloads.bench.delta_store import bench_store, render
+
+    res = bench_store(ctx(), sf, batches, inserts, deletes, reps, out)
+    render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))

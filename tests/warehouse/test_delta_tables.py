@@ -113,3 +113,25 @@ def test_the_advisor_does_not_write_a_delta_table(changed, capsys, tmp_path):
     code, _, err = cli(["--warehouse", str(ctx.warehouse), "data", "apply", str(batch), "--table", "dv_off"], capsys)
     assert code == 2 and "is a Delta table" in err and "change feed" in err and len(err.strip().splitlines()) == 1
     assert ctx.catalog.current_version("dv_off") == 4
+
+
+def test_a_gap_in_the_change_feed_is_recaptured(spark, tmp_path, capsys):
+    """Commits made while the change feed was off cannot be read as changes: the sketch is
+    recaptured instead, and the answer is still the plain one."""
+    path = str(tmp_path / "gap")
+    _write_table(spark, path, dv=False)
+    ctx = Context(tmp_path / "wh", spark=spark)
+    from advisor.warehouse.imports import import_table
+
+    import_table(ctx.catalog, "gap", path, "delta", key=["id"])
+    q = parse_sql(SQL.format(t="gap"), ctx.schema_lookup())
+    old = capture(ctx.catalog, q, {"gap": "g"}, fragments=100).sketch
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (900001, 9, 50000.0)")
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    code, outp, err = cli(["--warehouse", str(ctx.warehouse), "run", SQL.format(t="gap"), "--json"], capsys)
+    assert code == 0, err
+    rows = sorted(tuple(r) for r in json.loads(outp[outp.index("{"):])["rows"])
+    assert rows == _plain(spark, path, "gap") and any(r[0] == 9 for r in rows)
+    chain = [s for s in all_sketches(ctx.store) if s.parent_id == old.id]
+    assert [s.how for s in chain] == ["recapture"] and chain[0].data_versions == {"gap": 3}

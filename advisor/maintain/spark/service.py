@@ -26,6 +26,7 @@ from advisor.maintain.spark.spark_side import SparkBase, warm_sides
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketch.capture import capture
+from advisor.warehouse.delta_source import ChangeFeedGap
 from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, load_sketch, save_sketch
 
 if TYPE_CHECKING:
@@ -140,8 +141,11 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
     for t in tables:
         if old[t] != new[t]:
             seen: list = []
-            ins_p, del_p = catalog.delta_pandas(t, old[t], new[t], columns=state.columns(t),
-                                                where=state.delta_where(t), seen=seen)
+            try:
+                ins_p, del_p = catalog.delta_pandas(t, old[t], new[t], columns=state.columns(t),
+                                                    where=state.delta_where(t), seen=seen)
+            except ChangeFeedGap:  # a Delta table's change feed does not cover the versions: recapture
+                return _recapture(catalog, sk, query, new, t0, None, 0.0, 0, answer)
             n_delta += seen[0]
             deltas[t] = (ins_p, del_p)
     scan_table = {s.scan_id: s.table for s in query.scans()}

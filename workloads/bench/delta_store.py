@@ -1,0 +1,137 @@
+"""Benchmark: the warehouse's own versioned store against a Delta Lake table holding the same rows,
+side by side in one run.
+
+TPC-H lineitem is stored both ways: the own store (Parquet base, batch files, net blocks) and a Delta
+table with the Change Data Feed, deletion vectors and row tracking, written from the same snapshot in
+the same row order.  A HAVING query on l_orderkey is sketched on each; then for each of ``batches``
+update batches (fresh inserts and deletes of existing rows, the same rows on both sides: the own
+store applies them as a batch, Delta commits them as an append and a MERGE delete) the sketch is
+maintained (the own store's batch files against Delta's change feed) and the query run plain and
+sketched.  Printed per store: the sketched-over-plain use ratio, maintenance seconds per batch, and
+(maintenance + sketched run) over a plain run per batch, with rows read; both stores' answers must
+agree at every version.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from advisor.engine.execute import versions_now
+from advisor.maintain.policy.triggers import before_use
+from advisor.plan.parse import parse_sql
+from advisor.sketch.capture import capture
+from advisor.sketch.lookup import usable_sketches
+from advisor.sketch.run import run_query
+from advisor.warehouse.imports import import_table
+from workloads.data.datasets import load_dataset
+
+if TYPE_CHECKING:
+    from advisor.context import Context
+
+SQL = "SELECT l_orderkey, sum(l_quantity) AS q FROM {t} GROUP BY l_orderkey HAVING sum(l_quantity) > 300"
+ON = "l_orderkey"
+KEY_OFFSET = 1_000_000_000  # inserted rows get new order keys, so both stores can delete by key
+
+
+def _run(cat, sql: str, schema, sketch=None):
+    q = parse_sql(sql, schema)
+    return run_query(cat, q, versions_now(cat, q), sketch=sketch)
+
+
+def _current_sketch(cat, sql: str, schema):
+    q = parse_sql(sql, schema)
+    good, _ = usable_sketches(cat, q, versions_now(cat, q))
+    return good[0] if good else None
+
+
+def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: int, reps: int, console=None) -> dict:
+    cat, spark = ctx.catalog, ctx.spark
+    if not cat.exists("lineitem"):
+        load_dataset(cat, "tpch", sf=sf)
+    cols = [c for c, _ in cat.schema("lineitem")]
+    own = "lineitem"
+    dpath = str(ctx.warehouse / "bench-delta" / "lineitem")
+    shutil.rmtree(dpath, ignore_errors=True)
+    t0 = time.perf_counter()
+    n_files = len(cat.data_files(own) if cat.is_delta(own) else
+                  [f for f in (ctx.warehouse / "tables").glob(f"{own}/v*_base/*.parquet")]) or 1
+    (cat.read(own).select(*cols).coalesce(n_files).write.format("delta")
+     .option("delta.enableChangeDataFeed", "true").option("delta.enableDeletionVectors", "true")
+     .option("delta.enableRowTracking", "true").save(dpath))
+    t_write = time.perf_counter() - t0
+    import_table(cat, "lineitem_delta", dpath, "delta")
+    schema = ctx.schema_lookup()
+    sides = {"own store": own, "delta": "lineitem_delta"}
+    res: dict = {"sf": sf, "rows": cat.version(own).rows, "delta_write_seconds": round(t_write, 2), "sides": {}}
+    for label, t in sides.items():
+        sql = SQL.format(t=t)
+        _run(cat, sql, schema)  # warm-up: file listing, JIT
+        q = parse_sql(sql, schema)
+        cap = capture(cat, q, {t: ON}, 1000, versions_now(cat, q))
+        plain = [_run(cat, sql, schema) for _ in range(reps)]
+        sk = [_run(cat, sql, schema, cap.sketch) for _ in range(reps)]
+        res["sides"][label] = {
+            "capture_seconds": round(cap.seconds, 3),
+            "plain_seconds": statistics.median(r.seconds for r in plain),
+            "sketched_seconds": statistics.median(r.seconds for r in sk),
+            "plain_rows_read": plain[0].metrics.rows_read, "sketched_rows_read": sk[0].metrics.rows_read,
+            "plain_files": plain[0].metrics.files_read, "sketched_files": sk[0].metrics.files_read,
+            "answer": sorted(map(repr, sk[0].rows)), "batches": []}
+    agree = res["sides"]["own store"].pop("answer") == res["sides"]["delta"].pop("answer")
+    for b in range(batches):
+        cur = cat.read(own, with_rid=True)
+        ins = (cur.sample(False, min(1.0, 3.0 * inserts / res["rows"]), seed=b).limit(inserts).select(*cols)
+               .withColumn("l_orderkey", F.col("l_orderkey") + F.lit(KEY_OFFSET * (b + 1))))
+        gone = cur.sample(False, min(1.0, 3.0 * deletes / res["rows"]), seed=b + 7919).limit(deletes)
+        gone = gone.select("_rid", "l_orderkey", "l_linenumber").localCheckpoint()
+        ins = ins.localCheckpoint()
+        cat.apply_frames(own, ins, gone.select("_rid"))
+        ins.write.format("delta").mode("append").save(dpath)
+        gone.select("l_orderkey", "l_linenumber").createOrReplaceTempView("bench_gone")
+        spark.sql(f"MERGE INTO delta.`{dpath}` t USING bench_gone g ON t.l_orderkey = g.l_orderkey "
+                  "AND t.l_linenumber = g.l_linenumber WHEN MATCHED THEN DELETE")
+        answers = {}
+        for label, t in sides.items():
+            sql = SQL.format(t=t)
+            q = parse_sql(sql, schema)
+            t0 = time.perf_counter()
+            done = before_use(cat, q)
+            t_maint = time.perf_counter() - t0
+            sk = _current_sketch(cat, sql, schema)
+            plain = _run(cat, sql, schema)
+            run = _run(cat, sql, schema, sk)
+            answers[label] = sorted(map(repr, run.rows))
+            side = res["sides"][label]
+            side["batches"].append({"maintain_seconds": round(t_maint, 3), "how": [d.how for d in done],
+                                    "plain_seconds": round(plain.seconds, 3), "sketched_seconds": round(run.seconds, 3),
+                                    "sketched_rows_read": run.metrics.rows_read, "plain_rows_read": plain.metrics.rows_read,
+                                    "same_as_plain": answers[label] == sorted(map(repr, plain.rows))})
+        agree = agree and answers["own store"] == answers["delta"]
+        if console is not None:
+            console.print(f"batch {b + 1}: " + "; ".join(
+                f"{label} maintain {s['batches'][-1]['maintain_seconds']:.2f}s" for label, s in res["sides"].items()))
+    for s in res["sides"].values():
+        bs = s["batches"]
+        s["use_ratio"] = round(s["sketched_seconds"] / s["plain_seconds"], 3)
+        if bs:
+            s["maintain_median_seconds"] = statistics.median(x["maintain_seconds"] for x in bs)
+            s["per_batch_ratio"] = round(sum(x["maintain_seconds"] + x["sketched_seconds"] for x in bs)
+                                         / sum(x["plain_seconds"] for x in bs), 3)
+    res["answers_agree"] = agree
+    return res
+
+
+def render(console, res: dict) -> None:
+    console.print(f"TPC-H SF{res['sf']} lineitem, {res['rows']:,} rows; both stores answer alike: {res['answers_agree']}")
+    for label, s in res["sides"].items():
+        console.print(
+            f"{label:9s}: plain {s['plain_seconds']:.2f}s, sketched {s['sketched_seconds']:.2f}s "
+            f"(use ratio {s['use_ratio']:.2f}; rows read {s['plain_rows_read']:,} -> {s['sketched_rows_read']:,}, "
+            f"files {s['plain_files']} -> {s['sketched_files']}); capture {s['capture_seconds']:.2f}s; "
+            f"maintenance per batch (median) {s.get('maintain_median_seconds', 0):.2f}s; "
+            f"(maintenance + sketched) / plain per batch {s.get('per_batch_ratio', float('nan')):.2f}")
