@@ -6,7 +6,7 @@ table with the Change Data Feed, deletion vectors and row tracking, written from
 the same row order.  A HAVING query on l_orderkey is sketched on each; then for each of ``batches``
 update batches (fresh inserts and deletes of existing rows, the same rows on both sides: the own
 store applies them as a batch, Delta commits them as an append and a MERGE delete) the sketch is
-maintained (the own store's batch files against Delta's change feed) and the query run plain and
+maintained incrementally (the own store's batch files against Delta's change feed) and the query run plain and
 sketched.  Printed per store: the sketched-over-plain use ratio, maintenance seconds per batch, and
 (maintenance + sketched run) over a plain run per batch, with rows read; both stores' answers must
 agree at every version.
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from advisor.engine.execute import versions_now
-from advisor.maintain.policy.triggers import before_use
+from advisor.maintain.spark.service import maintain_sketch
 from advisor.plan.parse import parse_sql
 from advisor.sketch.capture import capture
-from advisor.sketch.lookup import usable_sketches
+from advisor.warehouse.sketch_records import load_sketch
 from advisor.sketch.run import run_query
 from advisor.warehouse.imports import import_table
 from workloads.data.datasets import load_dataset
@@ -41,12 +41,6 @@ KEY_OFFSET = 1_000_000_000  # inserted rows get new order keys, so both stores c
 def _run(cat, sql: str, schema, sketch=None):
     q = parse_sql(sql, schema)
     return run_query(cat, q, versions_now(cat, q), sketch=sketch)
-
-
-def _current_sketch(cat, sql: str, schema):
-    q = parse_sql(sql, schema)
-    good, _ = usable_sketches(cat, q, versions_now(cat, q))
-    return good[0] if good else None
 
 
 def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: int, reps: int, console=None) -> dict:
@@ -81,7 +75,7 @@ def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: in
             "sketched_seconds": statistics.median(r.seconds for r in sk),
             "plain_rows_read": plain[0].metrics.rows_read, "sketched_rows_read": sk[0].metrics.rows_read,
             "plain_files": plain[0].metrics.files_read, "sketched_files": sk[0].metrics.files_read,
-            "answer": sorted(map(repr, sk[0].rows)), "batches": []}
+            "answer": sorted(map(repr, sk[0].rows)), "batches": [], "sketch_id": cap.sketch.id}
     agree = res["sides"]["own store"].pop("answer") == res["sides"]["delta"].pop("answer")
     for b in range(batches):
         cur = cat.read(own, with_rid=True)
@@ -98,16 +92,15 @@ def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: in
         answers = {}
         for label, t in sides.items():
             sql = SQL.format(t=t)
-            q = parse_sql(sql, schema)
-            t0 = time.perf_counter()
-            done = before_use(cat, q)
-            t_maint = time.perf_counter() - t0
-            sk = _current_sketch(cat, sql, schema)
-            plain = _run(cat, sql, schema)
-            run = _run(cat, sql, schema, sk)
-            answers[label] = sorted(map(repr, run.rows))
             side = res["sides"][label]
-            side["batches"].append({"maintain_seconds": round(t_maint, 3), "how": [d.how for d in done],
+            t0 = time.perf_counter()
+            done = maintain_sketch(cat, side["sketch_id"])
+            t_maint = time.perf_counter() - t0
+            side["sketch_id"] = done.new_id
+            plain = _run(cat, sql, schema)
+            run = _run(cat, sql, schema, load_sketch(cat.store, done.new_id))
+            answers[label] = sorted(map(repr, run.rows))
+            side["batches"].append({"maintain_seconds": round(t_maint, 3), "how": done.how,
                                     "plain_seconds": round(plain.seconds, 3), "sketched_seconds": round(run.seconds, 3),
                                     "sketched_rows_read": run.metrics.rows_read, "plain_rows_read": plain.metrics.rows_read,
                                     "same_as_plain": answers[label] == sorted(map(repr, plain.rows))})
