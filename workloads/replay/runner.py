@@ -14,9 +14,11 @@ Run directory layout::
 Fairness: all update batches are applied once, up front, while preparing; each strategy then starts
 with every table pinned at its first version and moves a pin forward at each update step
 (``Catalog.pin``), so all strategies see the same versions in the same order and batch writing is
-charged to none of them.  An interrupted replay resumes from ``log.jsonl``: finished steps are not
-run again; a step cut off half-way may have left a sketch in that strategy's store, which later steps
-may reuse (correctness is unaffected; its counters may differ from an uninterrupted run).
+charged to none of them.  Imported tables (``import:`` datasets) are imported while preparing; a
+Delta table is read in place and never written: its recorded commits are the versions the pins
+move through (``delta_history``).  An interrupted replay resumes from ``log.jsonl``: finished steps
+are not run again; a step cut off half-way may have left a sketch in that strategy's store, which
+later steps may reuse (correctness is unaffected; its counters may differ from an uninterrupted run).
 """
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ from advisor.errors import BadInput, Unsupported
 from advisor.layout.clustered_copy import build_layout
 from advisor.plan.parse import parse_sql
 from advisor.selection.strategies import strategy_draw, unknown_strategy
+from advisor.warehouse.catalog import Catalog
 from advisor.warehouse.column_stats import column_stats
+from advisor.warehouse.imports import import_table
 from workloads.data.datasets import load_dataset
+from workloads.data.external import vega_file
 from workloads.data.update_batches import batch_frames
 from workloads.replay.heap_release import HeapKeeper
 from workloads.replay.lockstep import Gate, available_bytes, memory_warning, run_lockstep
@@ -94,8 +99,11 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
     plan_path = run_dir / "plan.json"
     if plan_path.exists():
         plan = json.loads(plan_path.read_text())
-        if plan.get("sha256") == wl.sha256:
+        if plan.get("sha256") == wl.sha256 and plan.get("plan_sha256") == wl.plan_sha256:
             return plan
+        if plan.get("sha256") == wl.sha256:
+            raise BadInput(f"{run_dir} was prepared from other inputs (the workload's query log or change files "
+                           "changed since); pass a new --out or --fresh")
         if plan.get("plan_sha256") != wl.plan_sha256:
             raise BadInput(f"{run_dir} holds a replay of a different workload file; pass a new --out or --fresh")
         log = run_dir / "log.jsonl"
@@ -113,7 +121,12 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
     cat = ctx.catalog
     secs, datasets = {}, []
     t0 = time.perf_counter()
+    history = {u.table for u in wl.updates if u.delta_history}
     for d in wl.datasets:
+        if "import" in d:
+            progress(f"importing {d['import']}")
+            datasets.append(_import(cat, wl, d, d["import"] in history))
+            continue
         progress(f"loading {d['name']}")
         counts = load_dataset(cat, d["name"], sf=float(d.get("sf", 0.1)), rows=int(d.get("rows", 100_000)),
                               seed=int(d.get("seed", 7)))
@@ -138,16 +151,26 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
         secs["probe"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     progress("drawing bindings")
-    steps = plan_steps(cat, wl)
+    initial = {t: cat.current_version(t) for t in cat.tables()}
+    commits = {u.table: _delta_commits(cat, wl, u, initial) for u in wl.updates if u.delta_history}
+    steps = plan_steps(cat, wl, {j: len(commits[u.table]) for j, u in enumerate(wl.updates) if u.delta_history})
     _check_templates(ctx, wl, steps)
     secs["bindings"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    initial = {t: cat.current_version(t) for t in cat.tables()}
     n_up = sum(1 for s in steps if s["kind"] == "update")
     for j, s in enumerate(s for s in steps if s["kind"] == "update"):
-        progress(f"writing update batch {j + 1}/{n_up} ({s['table']})")
         if not cat.exists(s["table"]):
             raise BadInput(f"{wl.path}: update of unknown table {s['table']!r}")
+        if s.get("delta"):  # the next recorded commit: nothing to write
+            v = commits[s["table"]].pop(0)
+            s.update(version=v.version, inserts=v.n_ins, deletes=v.n_del)
+            continue
+        if "file" in s:
+            progress(f"applying change file {j + 1}/{n_up} ({s['table']}: {Path(s['file']).name})")
+            v = _apply_change_file(cat, wl, s)
+            s.update(version=v.version, inserts=v.n_ins, deletes=v.n_del)
+            continue
+        progress(f"writing update batch {j + 1}/{n_up} ({s['table']})")
         ins, dels = batch_frames(cat, s["table"], s["inserts"], s["deletes"], seed=wl.seed * 7919 + s["step"])
         s["version"] = cat.apply_frames(s["table"], ins, dels).version
     secs["batches"] = time.perf_counter() - t0
@@ -160,7 +183,8 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
 
 def _check_templates(ctx: Context, wl: Workload, steps: list[dict]) -> None:
     """Every template's first instance must parse against the loaded tables (or be a supported
-    fallback): unknown tables or columns are a workload error, reported before anything runs."""
+    fallback): unknown tables or columns are a workload error, reported before anything runs (a
+    query log's statement by its line in the log)."""
 
     seen = set()
     for s in steps:
@@ -172,8 +196,56 @@ def _check_templates(ctx: Context, wl: Workload, steps: list[dict]) -> None:
         except Unsupported:
             pass  # runs without a sketch; the record says why
         except BadInput as e:
+            if "line" in s:
+                raise BadInput(f"{wl.query_log}:{s['line']}: {e}") from None
             t = wl.templates[s["template"]]
             raise BadInput(f"{wl.path}:{t.line}: template '{t.name}': {e}") from None
+
+
+def _import(cat: Catalog, wl: Workload, d: dict, history: bool) -> dict:
+    """Import one ``import:`` dataset (``advisor.warehouse.imports``); returns its plan entry.  A
+    Delta table stays pinned at the imported version while preparing (statistics and quantiles
+    read it there); with ``history`` it is imported at its first version (``as_of``, default 0)."""
+    as_of = d["as_of"] if d["as_of"] is not None or not history else 0
+    path = str(vega_file(d["vega"])) if d["vega"] else d["path"]
+    try:
+        v = import_table(cat, d["import"], path, d["format"], table=d["table"], schema=d["schema"], key=d["key"],
+                         as_of=as_of)
+    except BadInput as e:
+        raise BadInput(f"{wl.path}:{d['line']}: key 'datasets': import {d['import']}: {e}") from None
+    if v.kind == "delta":
+        cat.pin(v.table, v.version)
+    elif history:
+        raise BadInput(f"{wl.path}:{d['line']}: key 'datasets': import {d['import']}: delta_history needs a Delta "
+                       f"table, and {d['table'] or path} is not one")
+    where = {"table": d["table"]} if d["table"] else {"path": path, "format": d["format"]}
+    return {"name": v.table, "sf": None, "tables": {v.table: v.rows},
+            "import": where | {"version": v.version, "kind": v.kind}}
+
+
+def _delta_commits(cat: Catalog, wl: Workload, u, initial: dict) -> list:
+    """The versions a ``delta_history`` rule replays: the table's commits after its imported one."""
+    if not cat.is_delta(u.table):
+        raise BadInput(f"{wl.path}:{u.line}: key 'updates': table {u.table} is not a Delta table read in place")
+    pin = cat.pins.pop(u.table, None)  # list every recorded commit, not only those up to the pin
+    try:
+        return [v for v in cat.versions(u.table) if v.version > initial[u.table]]
+    finally:
+        if pin is not None:
+            cat.pins[u.table] = pin
+
+
+def _apply_change_file(cat: Catalog, wl: Workload, s: dict):
+    """Apply one change file of a ``changes:`` rule; a bad file is BadInput naming it and the rule."""
+    j, rule = next((j, u) for j, u in enumerate(wl.updates) if u.changes and s["file"] in u.changes)
+    where = f"{wl.path}:{rule.line}: key 'updates.{j}.changes'"
+    try:
+        return cat.apply_batch(s["table"], s["file"])
+    except BadInput as e:
+        msg = str(e) if s["file"] in str(e) else f"change file {s['file']}: {e}"
+        raise BadInput(f"{where}: {msg}") from None
+    except Exception as e:  # noqa: BLE001 - Spark refusing the file's values while writing: one line
+        raise BadInput(f"{where}: change file {s['file']}: {str(e).strip().splitlines()[0][:200]}") from None
 
 
 def _read_log(path: Path) -> list[dict]:
@@ -363,6 +435,9 @@ class _Progress:
 
     def __exit__(self, *exc):
         if not self.quiet:
+            if exc[0] is not None:  # a failed run: its error is the one line left on stderr
+                for t in list(self.bar.task_ids):
+                    self.bar.remove_task(t)
             self.bar.__exit__(*exc)
 
     def note(self, msg: str) -> None:

@@ -2,7 +2,7 @@
 
 The order is drawn once per workload (seeded), so every strategy replays exactly the same steps.
 Quantile parameters are evaluated on the data as loaded, in one Spark job per parameter, before any
-update batch is applied.
+update batch is applied.  A query log's statements are replayed in the order written, as written.
 """
 
 from __future__ import annotations
@@ -22,21 +22,43 @@ if TYPE_CHECKING:
 GRID = [i / 200 for i in range(201)]  # quantile grid, interpolated between points
 
 
-def plan_order(wl) -> list[dict]:
-    """[{"kind": "query", "template"} | {"kind": "update", "table", "inserts", "deletes"}] in order."""
+def plan_order(wl, limits: dict[int, int] | None = None) -> list[dict]:
+    """[{"kind": "query", "template"} | {"kind": "update", "table", "inserts", "deletes"}] in order.
+
+    A query log's steps also carry its statement ("sql", "at", "line"); a change-file update its
+    "file", a Delta-history update ``"delta": True``.  A rule stops after ``limits[i]`` updates
+    (its Delta commits; by default its change files), when given."""
     if wl.sequence is not None:
         return [({"kind": "query", "template": s["query"]} if "query" in s else {"kind": "update", **s["update"]})
                 for s in wl.sequence]
-    rng = random.Random(f"order:{wl.seed}")
-    names = list(wl.templates)
-    weights = [wl.templates[n].weight for n in names]
+    if wl.query_log is not None:
+        queries = [{"kind": "query", "template": e["template"], "sql": e["sql"], "at": e["at"], "line": e["line"]}
+                   for e in wl.statements]
+    else:
+        rng = random.Random(f"order:{wl.seed}")
+        names = list(wl.templates)
+        weights = [wl.templates[n].weight for n in names]
+        queries = [{"kind": "query", "template": rng.choices(names, weights)[0]} for _ in range(wl.queries)]
+    used = [0] * len(wl.updates)
     out = []
-    for i in range(wl.queries):
-        out.append({"kind": "query", "template": rng.choices(names, weights)[0]})
-        for u in wl.updates:
-            if (i + 1) % u.every == 0:
-                out.append({"kind": "update", "table": u.table, "inserts": u.inserts, "deletes": u.deletes})
+    for i, q in enumerate(queries):
+        out.append(q)
+        for j, u in enumerate(wl.updates):
+            cap = (limits or {}).get(j, u.limit)
+            if (i + 1) % u.every == 0 and (cap is None or used[j] < cap):
+                out.append(_update(u, used[j]))
+                used[j] += 1
     return out
+
+
+def _update(u, n: int) -> dict:
+    """The ``n``-th update step of rule ``u`` (its counts are filled in when a file or commit is applied)."""
+    step = {"kind": "update", "table": u.table, "inserts": u.inserts, "deletes": u.deletes}
+    if u.changes is not None:
+        step["file"] = u.changes[n]
+    elif u.delta_history:
+        step["delta"] = True
+    return step
 
 
 def literal(v) -> str:
@@ -114,8 +136,9 @@ def _draw(rng: random.Random, p, grid):
     return int(round(v)) if p.integer or (isinstance(a, int) and isinstance(b, int)) else v
 
 
-def plan_steps(catalog: Catalog, wl) -> list[dict]:
-    """The full step list with bindings and rendered SQL (run before any batch is applied)."""
+def plan_steps(catalog: Catalog, wl, limits: dict[int, int] | None = None) -> list[dict]:
+    """The full step list with bindings and rendered SQL (run before any batch is applied);
+    ``limits`` as in ``plan_order``."""
     spark = catalog.spark
     grids = {}
     for tname, t in wl.templates.items():
@@ -123,9 +146,13 @@ def plan_steps(catalog: Catalog, wl) -> list[dict]:
             if p.kind == "quantile":
                 grids[(tname, p.name)] = _quantile_grid(spark, catalog, wl, tname, p)
     steps = []
-    for i, s in enumerate(plan_order(wl)):
+    for i, s in enumerate(plan_order(wl, limits)):
         if s["kind"] == "update":
             steps.append({"step": i, **s})
+            continue
+        if "sql" in s:  # a query log's statement, as written
+            steps.append({"step": i, "kind": "query", "template": s["template"], "bindings": {}, "sql": s["sql"],
+                          "at": s["at"], "line": s["line"]})
             continue
         t = wl.templates[s["template"]]
         rng = random.Random(f"bind:{wl.seed}:{i}")

@@ -41,10 +41,42 @@ and update batches interleave, the seed, the strategies to compare and the maint
 any batch): q ~ U(between) and the value is the q-quantile of the column (or of the query's single
 output column).  Strings become quoted SQL literals, dates ``DATE 'YYYY-MM-DD'``.  Any schema error
 raises BadInput naming the file, line and key.
+
+Users' own tables and queries.  A dataset entry may import a table instead of generating one
+(``advisor.warehouse.imports``; paths are relative to the workload file's directory)::
+
+    datasets:
+      - {import: weather, path: data/seattle-weather.csv, format: csv, key: [date],
+         schema: "date DATE, precipitation DOUBLE, temp_max DOUBLE, temp_min DOUBLE, wind DOUBLE, weather STRING"}
+      - {import: trips, path: /data/trips, format: delta, key: [trip_id], as_of: 3}  # read in place
+      - {import: orders, table: sales.orders}          # a Spark catalog table (Delta: read in place)
+      - {import: flights3m, vega: flights-3m.parquet}  # a vega-datasets file (workloads.data.external)
+
+``format`` is one of delta, parquet, csv, orc, json (with ``vega`` it defaults to the file's
+suffix); ``key`` names unique columns (a list, or "a,b"); ``schema`` is a DDL schema for csv/json;
+``as_of`` is the Delta version to start from.  Update rules may replay users' changes::
+
+    updates:
+      - {table: weather, every: 3, changes: changes/}      # change files (Parquet, or CSV with an `op`
+                                                           # column, as `advisor data apply` takes),
+                                                           # one per update step in file-name order
+      - {table: trips, every: 2, delta_history: true}     # the Delta table's own commits, one per step
+
+With ``delta_history`` the table is imported at its first version (``as_of``, default 0) and each
+update step moves the replay to the next recorded commit; nothing is written to the table.  A rule
+stops when its files or commits run out.  Instead of ``queries`` + ``templates``, ``query_log: FILE``
+replays users' statements as written, in order: one SQL statement per line (blank lines and ``--``
+comment lines skipped; a file whose statements end with ``;`` may spread them over several lines),
+or JSON lines ``{"sql": "...", "at": "2024-05-01T08:00:00"}`` (``at``, an ISO timestamp or a number,
+is optional and kept in the step; other fields are ignored).  Each statement's template is the
+parser's (``advisor.plan.parse.templatize``); ``every`` in update rules counts statements.  A bad
+line raises BadInput naming the log file and line.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import glob
 import hashlib
 import json
 import re
@@ -52,16 +84,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import sqlglot
 import yaml
+from sqlglot import exp
+from sqlglot.tokens import Tokenizer, TokenType
 
 from advisor.errors import BadInput
 from advisor.maintain.policy.policies import make_policy
+from advisor.plan.parse import templatize
 from advisor.selection.strategies import strategy_draw, unknown_strategy
 
 DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
             "fragments", "measure_recapture", "measured_costs", "queries", "templates", "updates", "sequence", "method",
-            "layout_rows_per_file", "warmup"}
+            "layout_rows_per_file", "warmup", "query_log"}
+IMPORT_KEYS = ("import", "path", "table", "vega", "format", "key", "schema", "as_of")
+IMPORT_FORMATS = ("delta", "parquet", "csv", "orc", "json")  # advisor.warehouse.imports.FORMATS
+CHANGE_SUFFIXES = (".parquet", ".csv")  # change files `Catalog.apply_batch` reads
 PARAM_KINDS = {"uniform", "choice", "quantile"}
 
 
@@ -84,10 +123,20 @@ class Template:
 
 @dataclass
 class UpdateRule:
+    """A batch every ``every`` queries: ``inserts``/``deletes`` drawn rows, the next of the
+    ``changes`` files, or the next commit of a Delta table (``delta_history``)."""
     table: str
     every: int
     inserts: int
     deletes: int
+    changes: list[str] | None = None   # change files, in the order they are applied
+    delta_history: bool = False
+    line: int = 1
+
+    @property
+    def limit(self) -> int | None:
+        """How many update steps the rule can feed, when the file says (its change files)."""
+        return len(self.changes) if self.changes is not None else None
 
 
 PLAN_KEYS = ("seed", "datasets", "layouts", "layout_rows_per_file", "queries", "templates", "updates", "sequence")
@@ -116,6 +165,9 @@ class Workload:
     raw: dict = field(repr=False, default_factory=dict)
     measured_costs: bool = True
     warmup: int = 0
+    query_log: str | None = None       # the query log's path, when it replaces queries + templates
+    statements: list[dict] = field(default_factory=list)  # its entries: {sql, at, line, template}
+    inputs: dict = field(default_factory=dict)  # digests of the query log and change files
 
     @property
     def plan_sha256(self) -> str:
@@ -125,6 +177,8 @@ class Workload:
 
         keys = {k: self.raw.get(k) for k in PLAN_KEYS}
         keys["measured_costs"] = self.measured_costs  # decides whether the probe is recorded
+        if self.inputs:  # the files the steps come from: another query log or change file, other steps
+            keys["inputs"] = self.inputs
         return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -146,6 +200,14 @@ def _lines(node, path=(), out=None) -> dict:
 class WorkloadChecker:
     def __init__(self, path: str, lines: dict):
         self.path, self.lines = path, lines
+        self.base = Path(path).resolve().parent
+
+    def resolve(self, path: str) -> str:
+        """A path of the file as an absolute one: URIs as given, relative paths from the file's directory."""
+        if "://" in path:
+            return path
+        q = Path(path).expanduser()
+        return str(q if q.is_absolute() else (self.base / q).resolve())
 
     def fail(self, key: tuple, msg: str):
         line = None
@@ -190,6 +252,7 @@ def load_workload(path: str | Path) -> Workload:
     text = _read_text(p)
     node, data = _parse_yaml(p, text)
     c = WorkloadChecker(str(p), _lines(node) if node is not None else {})
+    c.base = p.resolve().parent  # relative paths in the file are relative to its directory
     _check_top_keys(c, data)
     fields: dict[str, Any] = {}
     for section in SECTIONS:
@@ -241,6 +304,11 @@ def _datasets(c: WorkloadChecker, data: dict, fields: dict) -> dict:
             d = {"name": d}
         if not isinstance(d, dict):
             c.fail(key, "expected a mapping like {name: tpch, sf: 0.1}")
+        if "import" in d:
+            datasets.append(_import_entry(c, key, d, datasets))
+            continue
+        if "name" not in d:
+            c.fail(key, "expected {name: DATASET} (generated) or {import: TABLE, path: ..., format: ...}")
         ds = c.typed(d, key, "name", str, check=lambda v: None if v in DATASETS
                      else f"unknown dataset (choose one of: {', '.join(DATASETS)})")
         for k in d:
@@ -252,6 +320,57 @@ def _datasets(c: WorkloadChecker, data: dict, fields: dict) -> dict:
             c.typed(d, key, "rows", int, check=lambda v: None if v > 0 else "must be positive")
         datasets.append(dict(d))
     return {"datasets": datasets}
+
+
+def _import_entry(c: WorkloadChecker, key: tuple, d: dict, earlier: list[dict]) -> dict:
+    """An imported table: exactly one source (path + format, a catalog table, a vega-datasets
+    file), an optional key, schema (csv/json) and Delta start version; paths resolved."""
+    for k in d:
+        if k not in IMPORT_KEYS:
+            c.fail(key + (k,), f"unknown key for an import (known: {', '.join(IMPORT_KEYS)})")
+    name = c.typed(d, key, "import", str, check=lambda v: None if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)
+                   else "a table name: letters, digits and '_', not starting with a digit").lower()
+    if any(e.get("import") == name for e in earlier):
+        c.fail(key + ("import",), f"table {name} is imported twice")
+    sources = [k for k in ("path", "table", "vega") if k in d]
+    if len(sources) != 1:
+        c.fail(key, "give exactly one of path (with format), table (a Spark catalog table) or vega (a file name)")
+    src = sources[0]
+    c.typed(d, key, src, str, check=lambda v: None if v.strip() else "must not be empty")
+    fmt = c.typed(d, key, "format", str, None, check=lambda v: None if v.lower() in IMPORT_FORMATS
+                  else f"unknown format (choose one of: {', '.join(IMPORT_FORMATS)})")
+    fmt = fmt.lower() if fmt else None
+    entry = {"import": name, "path": None, "table": None, "vega": None, "format": fmt, "line": c.lines.get(key, 1)}
+    if src == "table":
+        if fmt is not None:
+            c.fail(key + ("format",), "a catalog table has its own format: leave format out")
+        entry["table"] = d["table"]
+    elif src == "vega":
+        entry["vega"] = d["vega"]
+        suffix = Path(d["vega"]).suffix.lower().lstrip(".")
+        if fmt is None and suffix not in IMPORT_FORMATS[1:]:
+            c.fail(key + ("vega",), "cannot tell the format from the file name: give format")
+        entry["format"] = fmt or suffix
+    else:
+        if fmt is None:
+            c.fail(key, "missing required key 'format' (delta, parquet, csv, orc or json)")
+        entry["path"] = c.resolve(d["path"])
+        if "://" not in entry["path"] and not glob.glob(entry["path"]):
+            c.fail(key + ("path",), f"no files at {entry['path']}")
+    keys = c.typed(d, key, "key", (list, str), None)
+    if keys is not None:
+        keys = keys.split(",") if isinstance(keys, str) else keys
+        if not keys or not all(isinstance(k, str) and k.strip() for k in keys):
+            c.fail(key + ("key",), "expected column names, e.g. [id] or \"a,b\"")
+        keys = [k.strip().lower() for k in keys]
+    entry["key"] = keys
+    entry["schema"] = c.typed(d, key, "schema", str, None)
+    if entry["schema"] is not None and entry["format"] not in ("csv", "json"):
+        c.fail(key + ("schema",), "a schema applies to csv and json files only")
+    entry["as_of"] = c.typed(d, key, "as_of", int, None, check=_non_negative)
+    if entry["as_of"] is not None and entry["format"] != "delta" and src != "table":
+        c.fail(key + ("as_of",), "as_of is a Delta version: it needs format delta or a catalog table")
+    return entry
 
 
 def _layouts(c: WorkloadChecker, data: dict, fields: dict) -> dict:
@@ -294,8 +413,141 @@ def _settings(c: WorkloadChecker, data: dict, fields: dict) -> dict:
     }
 
 
+def _query_log(c: WorkloadChecker, data: dict, fields: dict) -> dict:
+    """The query log's statements (``read_query_log``), when the file replays one."""
+    if "query_log" not in data:
+        return {"query_log": None, "statements": [], "inputs": {}}
+    path = Path(c.resolve(c.typed(data, (), "query_log", str, check=lambda v: None if v.strip() else "is empty")))
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        c.fail(("query_log",), f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+    return {"query_log": str(path), "statements": parse_query_log(text, str(path)),
+            "inputs": {"query_log": hashlib.sha256(text.encode()).hexdigest()}}
+
+
+def read_query_log(path: str | Path) -> list[dict]:
+    """The statements of the query log at ``path`` (``parse_query_log``)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"cannot read query log {p}: {getattr(e, 'strerror', None) or e}") from None
+    return parse_query_log(text, str(p))
+
+
+def parse_query_log(text: str, where: str) -> list[dict]:
+    """A query log's statements in the order written, as [{sql, at, line, template}]: JSON lines
+    when the first entry starts with ``{``, else SQL.  BadInput ``where:LINE: problem`` on a bad
+    entry or an empty log."""
+    lines = text.splitlines()
+    first = next((ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("--")), None)
+    if first is None:
+        raise BadInput(f"{where}:1: the query log holds no statement")
+    got = _json_entries(lines, where) if first.startswith("{") else _sql_entries(text, lines, where)
+    for e in got:
+        e["template"] = _statement_template(e["sql"], where, e["line"])
+    return got
+
+
+def _json_entries(lines: list[str], where: str) -> list[dict]:
+    """One JSON object per line with "sql" and optional "at" (blank and ``--`` lines skipped)."""
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip() or line.strip().startswith("--"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise BadInput(f"{where}:{n}: invalid JSON ({getattr(e, 'msg', e)} at column "
+                           f"{getattr(e, 'colno', '?')})") from None
+        if not isinstance(obj, dict):
+            raise BadInput(f"{where}:{n}: expected a JSON object with \"sql\", got {type(obj).__name__}")
+        if "sql" not in obj:
+            raise BadInput(f"{where}:{n}: missing \"sql\" (keys: {', '.join(map(str, obj)) or 'none'})")
+        if not isinstance(obj["sql"], str) or not obj["sql"].strip():
+            raise BadInput(f"{where}:{n}: \"sql\" must be a non-empty string")
+        at = obj.get("at")
+        if at is not None and not _valid_at(at):
+            raise BadInput(f"{where}:{n}: \"at\" must be an ISO timestamp or a number, got {at!r}")
+        out.append({"sql": obj["sql"].strip().rstrip(";").strip(), "at": at, "line": n})
+    return out
+
+
+def _valid_at(at) -> bool:
+    if isinstance(at, bool):
+        return False
+    if isinstance(at, (int, float)):
+        return True
+    if isinstance(at, str):
+        try:
+            dt.datetime.fromisoformat(at)
+            return True
+        except ValueError:
+            return False
+    return False
+
+
+def _sql_entries(text: str, lines: list[str], where: str) -> list[dict]:
+    """SQL statements: one per line, or ended by ``;`` (and then over any number of lines) when
+    the file ends its statements so; whole-line ``--`` comments and blank lines are skipped."""
+    try:
+        tokens = Tokenizer().tokenize(text)
+    except Exception:  # noqa: BLE001 - sqlglot's TokenError: an unterminated quote or comment
+        for n, line in enumerate(lines, 1):
+            try:
+                Tokenizer().tokenize(line)
+            except Exception:  # noqa: BLE001
+                raise BadInput(f"{where}:{n}: cannot read the statement (an unterminated quote or comment)") from None
+        raise BadInput(f"{where}:1: cannot split into statements (an unterminated quote or comment)") from None
+    if not any(t.token_type == TokenType.SEMICOLON for t in tokens):
+        return [{"sql": ln.strip(), "at": None, "line": n} for n, ln in enumerate(lines, 1)
+                if ln.strip() and not ln.strip().startswith("--")]
+    out, chunk = [], []
+    for tok in tokens + [None]:
+        if tok is None or tok.token_type == TokenType.SEMICOLON:
+            if chunk:
+                start, end = chunk[0].start, chunk[-1].end + 1
+                body = [ln for ln in text[start:end].splitlines() if not ln.strip().startswith("--")]
+                out.append({"sql": "\n".join(body).strip(), "at": None, "line": chunk[0].line})
+            chunk = []
+        else:
+            chunk.append(tok)
+    return out
+
+
+def _statement_template(sql: str, where: str, line: int) -> str:
+    """The statement's template as the parser derives it (literals of WHERE/HAVING/LIMIT as ``?``);
+    BadInput ``where:line`` when it is not one SELECT statement (positions made the file's)."""
+    hint = " (a missing ';'?)" if "\n" in sql else ""  # only ';'-ended statements span lines
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
+    except sqlglot.errors.SqlglotError as e:
+        msg = str(e).splitlines()[0][:200]
+        pos = re.search(r"\.? Line (\d+), Col: (\d+)\.?", msg)
+        if pos:
+            msg = msg[:pos.start()] + f" at line {line + int(pos.group(1)) - 1}, column {pos.group(2)}"
+        raise BadInput(f"{where}:{line}: malformed SQL: {msg}{hint}") from None
+    if len(trees) != 1:
+        raise BadInput(f"{where}:{line}: expected one SQL statement, got {len(trees)} "
+                       "(write one per line, or end each with ';')")
+    if not isinstance(trees[0], exp.Query):
+        raise BadInput(f"{where}:{line}: only SELECT queries are replayed, got {trees[0].key.upper()}")
+    return templatize(trees[0])[0]
+
+
 def _templates(c: WorkloadChecker, data: dict, fields: dict) -> dict:
-    """The query templates by name (at least one)."""
+    """The query templates by name (at least one); with a query log, its statements' templates."""
+    if fields["query_log"] is not None:
+        if "templates" in data:
+            c.fail(("templates",), "give either 'query_log' or 'templates', not both")
+        out: dict[str, Template] = {}
+        for e in fields["statements"]:
+            if e["template"] in out:
+                out[e["template"]].weight += 1
+            else:
+                out[e["template"]] = Template(e["template"], e["sql"], 1.0, [], e["line"])
+        return {"templates": out}
     tdata = c.typed(data, (), "templates", dict, check=lambda v: None if v else "define at least one template")
     return {"templates": {str(tname): _template(c, ("templates", tname), tname, t) for tname, t in tdata.items()}}
 
@@ -319,29 +571,80 @@ def _template(c: WorkloadChecker, key: tuple, tname, t) -> Template:
     return Template(str(tname), sql, weight, params, c.lines.get(key, 1))
 
 
+UPDATE_KEYS = ("table", "every", "inserts", "deletes", "changes", "delta_history")
+
+
 def _updates(c: WorkloadChecker, data: dict, fields: dict) -> dict:
-    """The update rules: a batch of inserts and/or deletes every N queries."""
-    updates = []
+    """The update rules: every N queries a batch of inserts and/or deletes, the next change file of
+    a directory, or the next commit of an imported Delta table."""
+    updates, inputs = [], dict(fields.get("inputs") or {})
+    imports = {d["import"]: d for d in fields["datasets"] if "import" in d}
     for i, u in enumerate(c.typed(data, (), "updates", list, [])):
         key = ("updates", i)
         if not isinstance(u, dict):
-            c.fail(key, "expected a mapping {table, every, inserts, deletes}")
+            c.fail(key, "expected a mapping {table, every, inserts, deletes} (or changes: DIR, or delta_history: true)")
         for k in u:
-            if k not in ("table", "every", "inserts", "deletes"):
-                c.fail(key + (k,), "unknown key (known: table, every, inserts, deletes)")
-        updates.append(UpdateRule(c.typed(u, key, "table", str).lower(),
-                                  c.typed(u, key, "every", int, check=_positive),
-                                  c.typed(u, key, "inserts", int, 0, check=_non_negative),
-                                  c.typed(u, key, "deletes", int, 0, check=_non_negative)))
-        if updates[-1].inserts + updates[-1].deletes == 0:
+            if k not in UPDATE_KEYS:
+                c.fail(key + (k,), f"unknown key (known: {', '.join(UPDATE_KEYS)})")
+        rule = UpdateRule(c.typed(u, key, "table", str).lower(), c.typed(u, key, "every", int, check=_positive),
+                          c.typed(u, key, "inserts", int, 0, check=_non_negative),
+                          c.typed(u, key, "deletes", int, 0, check=_non_negative), line=c.lines.get(key, 1))
+        src = imports.get(rule.table)
+        kinds = [k for k in ("changes", "delta_history") if k in u]
+        if len(kinds) > 1 or (kinds and ("inserts" in u or "deletes" in u)):
+            c.fail(key, "give one of inserts/deletes, changes or delta_history")
+        if "changes" in u:
+            rule.changes = _change_files(c, key + ("changes",), c.typed(u, key, "changes", str))
+            inputs[f"updates.{i}"] = [[Path(f).name, _digest(Path(f))] for f in rule.changes]
+        elif "delta_history" in u:
+            if not c.typed(u, key, "delta_history", bool):
+                c.fail(key + ("delta_history",), "set delta_history: true, or give inserts/deletes or changes")
+            if src is None or (src["format"] != "delta" and src["table"] is None):
+                c.fail(key + ("delta_history",), f"table {rule.table} is not imported from a Delta table "
+                       "(datasets: - {import: T, path: ..., format: delta})")
+            if any(r.delta_history and r.table == rule.table for r in updates):
+                c.fail(key + ("delta_history",), f"the commits of {rule.table} are replayed by an earlier rule")
+            rule.delta_history = True
+        elif rule.inserts + rule.deletes == 0:
             c.fail(key, "a batch needs inserts or deletes")
-    return {"updates": updates}
+        if not rule.delta_history and src is not None and src["format"] == "delta":
+            c.fail(key, f"table {rule.table} is a Delta table: replay its commits with delta_history: true")
+        updates.append(rule)
+    return {"updates": updates, "inputs": inputs}
+
+
+def _digest(p: Path) -> str:
+    """A change file's fingerprint: its bytes (a Parquet directory: its files' names and sizes)."""
+    h = hashlib.sha256()
+    if p.is_dir():
+        for f in sorted(p.rglob("*")):
+            if f.is_file():
+                h.update(f"{f.relative_to(p)}\0{f.stat().st_size}\n".encode())
+    else:
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _change_files(c: WorkloadChecker, key: tuple, path: str) -> list[str]:
+    """The change files of a directory (``*.parquet`` files or directories, ``*.csv``) in name order."""
+    d = Path(c.resolve(path))
+    if not d.is_dir():
+        c.fail(key, f"{d} is not a directory of change files")
+    files = sorted(str(f) for f in d.iterdir()
+                   if f.suffix.lower() in CHANGE_SUFFIXES and not f.name.startswith((".", "_")))
+    if not files:
+        c.fail(key, f"no change files ({', '.join('*' + s for s in CHANGE_SUFFIXES)}) in {d}")
+    return files
 
 
 def _sequence(c: WorkloadChecker, data: dict, fields: dict) -> dict:
     """The hand-written step order (None when absent), which excludes 'queries' and 'updates'."""
     if "sequence" not in data:
         return {"sequence": None}
+    if fields["query_log"] is not None:
+        c.fail(("sequence",), "give either 'query_log' or 'sequence', not both")
     sequence = []
     for i, s in enumerate(c.typed(data, (), "sequence", list, check=lambda v: None if v else "is empty")):
         sequence.append(_sequence_item(c, ("sequence", i), s, fields["templates"]))
@@ -364,13 +667,18 @@ def _sequence_item(c: WorkloadChecker, key: tuple, s, templates: dict) -> dict:
 
 
 def _queries(c: WorkloadChecker, data: dict, fields: dict) -> dict:
-    """The number of query steps to draw (default 20, or 0 with a sequence)."""
+    """The number of query steps to draw (default 20, or 0 with a sequence; a query log's statements)."""
+    if fields["query_log"] is not None:
+        if "queries" in data:
+            c.fail(("queries",), "a query log replays its own statements: leave 'queries' out")
+        return {"queries": len(fields["statements"])}
     queries = c.typed(data, (), "queries", int, 20 if fields["sequence"] is None else 0,
                       check=lambda v: None if 1 <= v <= 100_000 else "must be between 1 and 100000")
     return {"queries": queries}
 
 
-SECTIONS = (_identity, _datasets, _layouts, _strategies, _settings, _templates, _updates, _sequence, _queries)
+SECTIONS = (_identity, _datasets, _layouts, _strategies, _settings, _query_log, _templates, _updates, _sequence,
+            _queries)
 
 
 def _positive(v) -> str | None:
