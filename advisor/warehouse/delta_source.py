@@ -91,9 +91,30 @@ def commits(location: str, after: int, upto: int) -> list[Commit]:
     return out
 
 
+def checksum(location: str, version: int) -> dict | None:
+    """The commit's checksum file (``NNN.crc``: size, file count and, for tables with few files,
+    every file with its statistics and deletion-vector cardinality), or None when Delta wrote none."""
+    fs, path = _fs(location)
+    try:
+        with fs.open_input_stream(f"{path}/{LOG}/{int(version):020d}.crc") as f:
+            return json.loads(f.read().decode())
+    except (OSError, ValueError):
+        return None
+
+
+def _crc_files(location: str, version: int) -> list[dict] | None:
+    crc = checksum(location, version)
+    files = (crc or {}).get("allFiles")
+    return files if isinstance(files, list) else None
+
+
 def properties(spark, location: str) -> dict[str, str]:
     """The table's properties: the newest ``metaData`` action of a log without checkpoints, read
     directly (a first Delta command in a session costs seconds), else ``DESCRIBE DETAIL``."""
+    latest = latest_version(location)
+    crc = checksum(location, latest) if latest is not None else None
+    if crc and isinstance(crc.get("metadata"), dict):
+        return dict(crc["metadata"].get("configuration") or {})
     fs, path = _fs(location)
     names = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(f"{path}/{LOG}", allow_not_found=True)))
     if not any("checkpoint" in n for n in names):
@@ -165,23 +186,37 @@ def net_changes(spark, location: str, v_from: int, v_to: int, columns: list[str]
 
 
 def rows_at(spark, location: str, version: int) -> int:
-    """Rows of the table at ``version`` (Delta answers the count from its statistics)."""
+    """Rows of the table at ``version``: the files' record counts minus their deletion vectors'
+    cardinalities from the checksum file, else a count Delta answers from its statistics."""
+    files = _crc_files(location, version)
+    try:
+        if files is not None:
+            return sum(int(json.loads(f["stats"])["numRecords"]) - int((f.get("deletionVector") or {}).get("cardinality", 0))
+                       for f in files)
+    except (KeyError, TypeError, ValueError):
+        pass
     return int(spark.read.format("delta").option("versionAsOf", int(version)).load(location).count())
 
 
 def size_at(spark, location: str, version: int) -> int:
     """Bytes of the data files of the table at ``version``: the commit's checksum file says it when
     Delta wrote one, else the snapshot's files are listed."""
-    fs, path = _fs(location)
-    try:
-        with fs.open_input_stream(f"{path}/{LOG}/{int(version):020d}.crc") as f:
-            return int(json.loads(f.read().decode())["tableSizeBytes"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return int(sum(data_file_sizes(spark, location, version)))
+    crc = checksum(location, version)
+    if crc and isinstance(crc.get("tableSizeBytes"), int):
+        return int(crc["tableSizeBytes"])
+    return int(sum(data_file_sizes(spark, location, version)))
 
 
 def data_files(spark, location: str, version: int) -> list[str]:
-    """The Parquet files of the snapshot at ``version`` (local paths for a local table)."""
+    """The Parquet files of the snapshot at ``version`` (local paths for a local table): from the
+    checksum file when it lists them, else from a scan's input files."""
+    files = _crc_files(location, version)
+    if files is not None and all("path" in f for f in files):
+        from urllib.parse import unquote
+
+        base = location.rstrip("/")
+        return sorted(_local(unquote(f["path"])) if "://" in f["path"] else f"{_local(base)}/{unquote(f['path'])}"
+                      for f in files)
     df = spark.read.format("delta").option("versionAsOf", int(version)).load(location)
     return sorted(_local(f) for f in df.inputFiles())
 
