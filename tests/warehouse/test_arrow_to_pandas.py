@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
-from advisor.warehouse.arrow_to_pandas import decimal_to_float, to_nullable_pandas
 from advisor.maintain.frames import coerce_to
+from advisor.warehouse.arrow_to_pandas import decimal_to_float, to_nullable_pandas
 
 
 def _ref(arr):

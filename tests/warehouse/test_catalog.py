@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from advisor.warehouse.catalog import Catalog
 from advisor.errors import BadInput
+from advisor.warehouse.catalog import Catalog
 from advisor.warehouse.store import Store
 
 

@@ -11,14 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import cli
 
 from advisor.context import Context
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketch.capture import capture
 from advisor.warehouse.sketch_records import all_sketches
-
-from cli_helpers import cli
 
 SQL = "SELECT g, sum(v) AS s FROM {t} GROUP BY g HAVING sum(v) > 38000"
 WRITER = Path(__file__).resolve().parents[1] / "delta_writer.py"

@@ -8,9 +8,9 @@ import random
 import pandas as pd
 import pytest
 
+from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.warehouse import net_delta as netdelta
 from advisor.warehouse.catalog import Catalog
-from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.warehouse.store import Store
 
 

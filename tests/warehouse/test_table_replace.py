@@ -3,11 +3,11 @@ store and Spark): a table created again restarts at version 1, which old sketche
 
 from __future__ import annotations
 
-from advisor.sketch.lookup import usable_sketches
-from advisor.layout.clustered_copy import build_layout
-
 from diffgen import make_facts
 from sketch_helpers import clustered_sketch
+
+from advisor.layout.clustered_copy import build_layout
+from advisor.sketch.lookup import usable_sketches
 
 SQL = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) < 300"
 

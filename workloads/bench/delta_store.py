@@ -25,9 +25,9 @@ from advisor.engine.execute import versions_now
 from advisor.maintain.spark.service import maintain_sketch
 from advisor.plan.parse import parse_sql
 from advisor.sketch.capture import capture
-from advisor.warehouse.sketch_records import load_sketch
 from advisor.sketch.run import run_query
 from advisor.warehouse.imports import import_table
+from advisor.warehouse.sketch_records import load_sketch
 from workloads.data.datasets import load_dataset
 
 if TYPE_CHECKING:

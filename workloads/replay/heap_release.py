@@ -17,7 +17,6 @@ import time
 from typing import Optional
 
 from advisor.errors import BadInput
-
 from workloads.replay.lockstep import available_bytes, meminfo_bytes, size_bytes
 
 ENV = "ADVISOR_ISOLATE_MIN_FREE"  # a Spark size ("3g"); below it a child gives heap back ("0": never)
