@@ -11,8 +11,10 @@ network.  Two files serve the replay workloads over users' own tables:
 * ``seattle-weather.csv``: 1,461 days of Seattle weather (date, precipitation, temp_max, temp_min,
   wind, weather).
 
-    >>> vega_file("seattle-weather.csv")  # doctest: +SKIP
-    PosixPath('/home/me/.cache/advisor/datasets/vega-datasets-3.2.1/data/seattle-weather.csv')
+Usage (the first call downloads, later calls read the cache)::
+
+    vega_file("seattle-weather.csv")
+    # -> ~/.cache/advisor/datasets/vega-datasets-3.2.1/data/seattle-weather.csv
 """
 
 from __future__ import annotations
