@@ -80,7 +80,7 @@ def commits(location: str, after: int, upto: int) -> list[Commit]:
                         info = json.loads(line)["commitInfo"]
                         break
         except (OSError, ValueError):
-            pass
+            info = {}  # a commit file cleaned up by log retention: its metrics count as 0
         m = {k: int(x) for k, x in (info.get("operationMetrics") or {}).items() if str(x).isdigit()}
         n_ins = m.get("numOutputRows", 0) if info.get("operation") in ("WRITE", "CREATE TABLE AS SELECT",
                                                                        "STREAMING UPDATE") else 0
@@ -194,7 +194,7 @@ def rows_at(spark, location: str, version: int) -> int:
             return sum(int(json.loads(f["stats"])["numRecords"]) - int((f.get("deletionVector") or {}).get("cardinality", 0))
                        for f in files)
     except (KeyError, TypeError, ValueError):
-        pass
+        files = None  # a file without statistics: Delta counts instead
     return int(spark.read.format("delta").option("versionAsOf", int(version)).load(location).count())
 
 

@@ -101,12 +101,8 @@ def test_a_download_with_another_checksum_is_refused_and_not_cached(tmp_path, mo
 
 @pytest.fixture(scope="module")
 def vega():
-    """The two real files (fetched once into the user's cache; a test run offline with an empty
-    cache skips)."""
-    try:
-        files = {n: external.vega_file(n) for n in ("flights-3m.parquet", "seattle-weather.csv")}
-    except BadInput as e:
-        pytest.skip(f"vega-datasets not available: {e}")
+    """The two real files (fetched once into the user's cache; without them the test fails)."""
+    files = {n: external.vega_file(n) for n in ("flights-3m.parquet", "seattle-weather.csv")}
     assert external._integrity(external.vega_tarball()) == external.INTEGRITY
     return files
 
