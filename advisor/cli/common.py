@@ -7,7 +7,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-
 out = Console(width=None if sys.stdout.isatty() else 160)
 
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli.bench import bench_app
-from advisor.errors import BadInput, CheckFailed
 from advisor.cli.common import STATE, ctx, log_path, out
+from advisor.errors import BadInput, CheckFailed
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Provenance-sketch advisor: make repeated HAVING/top-k queries on Spark skip data.")
@@ -31,8 +31,8 @@ def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=
              conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable)."),
              verbose: bool = typer.Option(False, "--verbose", help="Show Spark's own output and full error "
                                           "traces on the terminal (default: WAREHOUSE/logs/advisor.log).")):
-    from advisor.memory import budget_bytes
     from advisor.engine.session import parse_conf
+    from advisor.memory import budget_bytes
 
     STATE.clear()  # in-process callers (tests) may invoke the app several times
     STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf), verbose=verbose)

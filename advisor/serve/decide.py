@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from advisor.errors import BadInput
 from advisor.maintain.spark.derive import derive_sketch
-from advisor.maintain.spark.state_rental import record_rent
+from advisor.maintain.spark.state_rental import booked, record_rent
 from advisor.partition.range_partition import load_partition
 from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostParams
 from advisor.selection.decision_memory import forget, recall, remember, skip
@@ -58,7 +58,9 @@ def _follow_go(ctx: Context, q, versions: dict, memo, answers: list):
                           partitions={memo.table: part}, answer=True)
             if res.answer is not None:
                 answers.append(res.answer)
-            record_rent(store, res.sketch.id, res.seconds, res.seconds)  # rent paid on the template
+            tables = {sc.table for sc in q.scans()}
+            cost = booked(store, sum(cat.version(t, v).rows for t, v in versions.items() if t in tables), res.seconds)
+            record_rent(store, res.sketch.id, cost, cost)  # rent paid on the template
             return res.sketch, res.seconds, "captured for these bindings", part
         if got[2] is None:
             how = ("derived for these bindings from their own operator state, initialised now "

@@ -240,3 +240,20 @@ def test_groups_a_plain_run_formed_replace_the_product_of_key_counts(spark, tmp_
     assert rent.state_groups(cat.store, q.root) == 6000.0  # no template: the product as before
     cat.store.log_run("run", sql, {"template": q.template, "sketch": {"id": 1}, "metrics": {"groups": 10}})
     assert cat.store.observed_groups(q.template) == want
+
+
+def test_with_priors_only_rent_and_purchase_ignore_measured_seconds(tmp_path):
+    """A replay with ``measured_costs: false`` must choose between recapture and state from the data
+    alone: a slow initialisation measured on a busy machine must not tip it."""
+    store = Store(tmp_path)
+    with store.tx() as c:
+        _init_row(c, 1, {"init_seconds": 30.0, "init_rows": 30_000, "bulk": False}, 1.0)  # 1,000 rows/s
+    assert rent.init_rate(store) == 1_000
+    assert rent.recapture_seconds(store, 30_000, last=9.0) == 9.0
+    assert rent.booked(store, 30_000, 9.0) == 9.0
+    rent.set_measured(store, False)
+    assert rent.init_rate(store) == rent.INIT_ROWS_PER_S
+    assert rent.recapture_seconds(store, 30_000, last=9.0) == 30_000 / rent.RECAPTURE_ROWS_PER_S
+    assert rent.booked(store, 30_000, 9.0) == 30_000 / rent.RECAPTURE_ROWS_PER_S
+    rent.set_measured(store, True)
+    assert rent.init_rate(store) == 1_000

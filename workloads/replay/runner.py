@@ -282,6 +282,8 @@ def child_argv(options: dict) -> list[str]:
         argv += ["--master", options["master"]]
     for k, v in (options.get("conf") or {}).items():
         argv += ["--conf", f"{k}={v}"]
+    if options.get("verbose"):
+        argv.append("--verbose")
     return argv
 
 

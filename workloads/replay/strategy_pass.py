@@ -12,6 +12,7 @@ from typing import IO, Callable, Optional
 from advisor.context import Context
 from advisor.maintain.policy.triggers import set_policy
 from advisor.maintain.spark import state_store as states
+from advisor.maintain.spark.state_rental import set_measured
 from advisor.warehouse.catalog import Catalog
 from workloads.replay import strategy_step as replay_steps
 from workloads.replay.heap_release import HeapKeeper
@@ -95,6 +96,7 @@ def _open_store(st: ReplayState, sdir: Path) -> tuple[Context, Catalog]:
     """The strategy's context with the workload's policy and every table pinned at its first version."""
     sctx = st.factory(sdir)
     set_policy(sctx.store, st.wl.policy)
+    set_measured(sctx.store, st.wl.measured_costs)
     cat = sctx.catalog
     for t, v in st.plan["initial_versions"].items():
         cat.pin(t, v)

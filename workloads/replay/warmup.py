@@ -30,6 +30,7 @@ from pathlib import Path
 from advisor import memory
 from advisor.maintain.policy.triggers import set_policy
 from advisor.maintain.spark import state_store
+from advisor.maintain.spark.state_rental import set_measured
 from estimators import prefetch_jobs
 from workloads.replay import strategy_step
 
@@ -59,6 +60,7 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
             cat = ctx.catalog
             try:
                 set_policy(ctx.store, wl.policy)
+                set_measured(ctx.store, wl.measured_costs)
                 for t, v in plan["initial_versions"].items():
                     cat.pin(t, v)
                 for step in steps:

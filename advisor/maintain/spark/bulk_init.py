@@ -30,13 +30,12 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from advisor.plan import ir
-from advisor.plan.to_sql import Gen, esql, gen, q
-
 from advisor.maintain.base_side import OLD
 from advisor.maintain.frames import normalize_frame, row_values
 from advisor.maintain.operators.aggregate_arrays import PlainAggOp
 from advisor.maintain.operators.join import JoinOp
+from advisor.plan import ir
+from advisor.plan.to_sql import Gen, esql, gen, q
 
 BLOOM_MAX_KEYS = 200_000
 _BULK_FUNCS = ("count", "sum", "avg")

@@ -159,7 +159,7 @@ def _bought_state(catalog: Catalog, query, want: dict, heads: list[Sketch],
     paid = [state_rental.rent_of(catalog.store, h.id) for h in heads]
     rows = sum(catalog.version(t, v).rows for t, v in versions.items())
     spent = sum(s for s, _ in paid)
-    nxt = max((last for _, last in paid), default=0.0) or rows / state_rental.RECAPTURE_ROWS_PER_S
+    nxt = state_rental.recapture_seconds(catalog.store, rows, max((last for _, last in paid), default=0.0))
     init = state_rental.predict_init(catalog.store, query.root, rows, bulk=True, template=query.template)
     if state_rental.too_big(catalog.store, query.root, query.template) or state_rental.should_rent(spent, nxt, init):
         return None

@@ -127,7 +127,7 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
         spent, last = state_rental.rent_of(catalog.store, sk.id)
         is_bulk = bulk_init.supports(query.root)
-        nxt = last or rows / state_rental.RECAPTURE_ROWS_PER_S
+        nxt = state_rental.recapture_seconds(catalog.store, rows, last)
         renting = not buy and state_rental.should_rent(
             spent, nxt, state_rental.predict_init(catalog.store, query.root, rows, is_bulk, query.template))
         if renting or state_rental.too_big(catalog.store, query.root, query.template):
@@ -181,7 +181,9 @@ def _recapture(catalog: Catalog, sk: Sketch, query, new: dict, t0: float, init_w
                   (sk.id, json.dumps(new), res.sketch.id))
     size = 0
     if init_with is None:
-        state_rental.record_rent(catalog.store, res.sketch.id, spent + res.seconds, res.seconds)
+        rows = sum(catalog.version(t, v).rows for t, v in new.items())
+        cost = state_rental.booked(catalog.store, rows, res.seconds)
+        state_rental.record_rent(catalog.store, res.sketch.id, spent + cost, cost)
     else:
         state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, *init_with)
         size = state_store.save(catalog, res.sketch.id, state)

@@ -52,6 +52,30 @@ def should_rent(spent: float, next_recapture: float, init_cost: float,
     return init_cost >= min_init and spent + next_recapture <= init_cost
 
 
+MEASURED = "measured_costs"  # store setting: "false" prices rent and purchase from the priors alone
+
+
+def set_measured(store: Store, measured: bool) -> None:
+    """Price rent and purchase from this store's measured seconds (True, the default) or from the
+    priors alone (False): then the choice depends on the data only, not on how busy the machine
+    was, as a replay gated on deterministic counters needs (``measured_costs: false``)."""
+    store.set_setting(MEASURED, "true" if measured else "false")
+
+
+def measured(store: Store) -> bool:
+    return store.setting(MEASURED, "true") != "false"
+
+
+def recapture_seconds(store: Store, rows: float, last: float) -> float:
+    """The next recapture's price: the last one measured, else (or with priors only) a prior."""
+    return (last if measured(store) else 0.0) or rows / RECAPTURE_ROWS_PER_S
+
+
+def booked(store: Store, rows: float, seconds: float) -> float:
+    """What a recapture adds to its chain's rent: its measured seconds, or with priors only the prior's."""
+    return seconds if measured(store) else rows / RECAPTURE_ROWS_PER_S
+
+
 def init_rate(store: Store, bulk: bool = False) -> float:
     """Rows per second of state initialisation observed in this store (median over the same kind:
     Spark bulk or row path), else the kind's prior.  The time ``predict_init`` gives a recorded
@@ -60,6 +84,8 @@ def init_rate(store: Store, bulk: bool = False) -> float:
     with only such, at most half is taken out.  (Clamping SF1 big_orders' 6.7 s at half, with 4.9 s
     of it its 1.48M groups, priced small states' initialisations at 3.3 s against 1.6-2.5 s
     measured, and kept renting or declining their chains.)"""
+    if not measured(store):
+        return BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
     rates, dominated = [], []
     # only initialisations: every incremental step also writes a states row, and the newest 50 rows of
     # a busy store held none (the prior was used after the first 50 steps)
