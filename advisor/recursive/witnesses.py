@@ -1,0 +1,153 @@
+"""Absorption provenance for a recursive view: each derived tuple keeps its minimal witnesses (sets
+of base row ids, a positive Boolean formula in sum-of-products form with absorption: {a} absorbs
+{a, b}), and an index from base row id to the tuples whose formula mentions it, so a deletion
+touches only those tuples (no scan of the view).  Derivation counts would be unsound here: under
+recursion derivations support each other in cycles.
+
+>>> from advisor.recursive.derive import LinkGraph, Spec
+>>> g = LinkGraph({1: ("B", "C", 1), 2: ("C", "B", 1), 3: ("C", "D", 1)})
+>>> w = WitnessView.build(Spec(forward=True), g)
+>>> sorted(map(sorted, w.formula(("B", "D"))))
+[[1, 3]]
+>>> _ = w.delete({3})
+>>> sorted(w.tuples())
+[('B', 'B'), ('B', 'C'), ('C', 'B'), ('C', 'C')]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from advisor.recursive.derive import LinkGraph, Spec
+
+DEFAULT_BUDGET = 5_000_000  # witness elements (row ids over all stored witnesses) before giving up
+
+
+class BudgetExceeded(Exception):
+    """The witness sets outgrew their memory budget; maintenance falls back to DRed/recapture."""
+
+
+def absorb_into(formula: set, w: frozenset) -> tuple[bool, list]:
+    """Add witness ``w`` to an antichain in place: (changed, witnesses it absorbed).
+
+    >>> f = {frozenset({1, 2}), frozenset({3})}
+    >>> absorb_into(f, frozenset({1})), sorted(map(sorted, f))
+    ((True, [frozenset({1, 2})]), [[1], [3]])
+    >>> absorb_into(f, frozenset({3, 4}))
+    (False, [])
+    """
+    if w in formula or any(v <= w for v in formula):
+        return False, []
+    gone = [v for v in formula if w < v]
+    for v in gone:
+        formula.discard(v)
+    formula.add(w)
+    return True, gone
+
+
+class WitnessView:
+    """The view with every tuple's absorbed witness sets, the row-id index and the link graph."""
+
+    def __init__(self, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_BUDGET):
+        self.spec, self.graph, self.budget = spec, graph, budget
+        self.formulas: dict = {}
+        self.index: dict = defaultdict(set)  # row id -> tuples whose formula mentions it
+        self.by_key: dict = defaultdict(set)  # extension node -> tuples
+        self.size = 0  # row ids over all stored witnesses
+        self.touched = 0
+
+    @classmethod
+    def build(cls, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_BUDGET) -> "WitnessView":
+        """Evaluate the view with provenance from scratch (raises ``BudgetExceeded``)."""
+        w = cls(spec, graph, budget)
+        w._propagate([(b, frozenset([rid])) for rid, link in graph.links.items()
+                      if (b := spec.base(link)) is not None])
+        return w
+
+    def tuples(self) -> set:
+        return set(self.formulas)
+
+    def formula(self, t: tuple) -> set:
+        """The minimal witnesses of ``t`` (empty: not derivable)."""
+        return self.formulas.get(t, set())
+
+    def _add(self, t: tuple, w: frozenset) -> bool:
+        self.touched += 1
+        f = self.formulas.get(t)
+        if f is None:
+            f = self.formulas[t] = set()
+            self.by_key[self.spec.key(t)].add(t)
+        changed, gone = absorb_into(f, w)
+        if not changed:
+            return False
+        self.size += len(w) - sum(len(v) for v in gone)
+        for r in w:
+            self.index[r].add(t)
+        if gone:
+            self._unindex(t, set().union(*gone) - w)
+        if self.size > self.budget:
+            raise BudgetExceeded(f"witness sets hold more than {self.budget:,} row ids")
+        return True
+
+    def _unindex(self, t: tuple, rows: set) -> None:
+        left = set().union(*self.formulas[t]) if self.formulas.get(t) else set()
+        for r in rows - left:
+            self.index[r].discard(t)
+
+    def _propagate(self, queue: list) -> None:
+        spec, g = self.spec, self.graph
+        queue = [(t, w) for t, w in queue if self._add(t, w)]
+        while queue:
+            t, w = queue.pop()
+            if w not in self.formulas.get(t, ()):
+                continue  # absorbed since: its extensions are absorbed too
+            for rid in list(g.extending(spec, spec.key(t))):
+                u = spec.extend(t, g.links[rid])
+                if u is not None:
+                    w2 = w | {rid}
+                    if self._add(u, w2):
+                        queue.append((u, w2))
+
+    def insert(self, links: dict) -> int:
+        """Add links (row id -> (src, dst, cost)); semi-naive from the delta: new base tuples and
+        every stored witness extended by a new link.  Returns the derivations tried."""
+        self.touched = 0
+        spec, seeds = self.spec, []
+        for rid, link in links.items():
+            self.graph.add(rid, link)
+        for rid, link in links.items():
+            if (b := spec.base(link)) is not None:
+                seeds.append((b, frozenset([rid])))
+            near = link[0] if spec.forward else link[1]
+            for t in list(self.by_key.get(near, ())):
+                u = spec.extend(t, link)
+                if u is not None:
+                    seeds += [(u, w | {rid}) for w in list(self.formulas.get(t, ()))]
+        self._propagate(seeds)
+        return self.touched
+
+    def delete(self, rids) -> int:
+        """Remove links: every witness mentioning one goes, a tuple without witnesses goes.  Only
+        the tuples the index names are touched; returns how many."""
+        rids = set(rids)
+        hit = set()
+        for r in rids:
+            hit |= self.index.pop(r, set())
+            self.graph.remove(r)
+        for t in hit:
+            f = self.formulas.get(t)
+            if f is None:
+                continue
+            gone = [w for w in f if w & rids]
+            for w in gone:
+                f.discard(w)
+                self.size -= len(w)
+            if f:
+                self._unindex(t, set().union(*gone) - rids)
+            else:
+                del self.formulas[t]
+                self.by_key[self.spec.key(t)].discard(t)
+                for r in set().union(*gone) - rids:
+                    self.index[r].discard(t)
+        self.touched = len(hit)
+        return len(hit)
