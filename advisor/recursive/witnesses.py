@@ -20,7 +20,8 @@ from collections import defaultdict
 
 from advisor.recursive.derive import LinkGraph, Spec
 
-DEFAULT_BUDGET = 5_000_000  # witness elements (row ids over all stored witnesses) before giving up
+DEFAULT_BUDGET = 1_000_000  # witness elements (row ids over all stored witnesses) before giving up
+WORK_PER_UNIT = 20  # derivations tried per unit of budget before giving up (absorbed ones cost time too)
 
 
 class BudgetExceeded(Exception):
@@ -55,6 +56,7 @@ class WitnessView:
         self.by_key: dict = defaultdict(set)  # extension node -> tuples
         self.size = 0  # row ids over all stored witnesses
         self.touched = 0
+        self.work = 0  # derivations tried by the current operation
 
     @classmethod
     def build(cls, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_BUDGET) -> "WitnessView":
@@ -73,6 +75,9 @@ class WitnessView:
 
     def _add(self, t: tuple, w: frozenset) -> bool:
         self.touched += 1
+        self.work += 1
+        if self.work > WORK_PER_UNIT * self.budget:
+            raise BudgetExceeded(f"witness evaluation tried more than {WORK_PER_UNIT * self.budget:,} derivations")
         f = self.formulas.get(t)
         if f is None:
             f = self.formulas[t] = set()
@@ -111,7 +116,7 @@ class WitnessView:
     def insert(self, links: dict) -> int:
         """Add links (row id -> (src, dst, cost)); semi-naive from the delta: new base tuples and
         every stored witness extended by a new link.  Returns the derivations tried."""
-        self.touched = 0
+        self.touched = self.work = 0
         spec, seeds = self.spec, []
         for rid, link in links.items():
             self.graph.add(rid, link)
