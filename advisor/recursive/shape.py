@@ -318,7 +318,7 @@ def _outer(q: exp.Select, name: str, cols: list):
         raise Unsupported(f"the outer query joins the recursive view {name} with other relations")
     if any(isinstance(s, (exp.Subquery, exp.Window)) for s in q.find_all(exp.Subquery, exp.Window)):
         raise Unsupported("a subquery or window in the outer query of a recursive view")
-    sources = None
+    sources, other_filters = None, False
     for c in _conjuncts(q.args["where"].this if q.args.get("where") else None):
         try:
             vals = _source_values(c, cols[0])
@@ -326,10 +326,12 @@ def _outer(q: exp.Select, name: str, cols: list):
             vals = None
         if vals is not None:
             sources = vals if sources is None else sources & vals
+        else:
+            other_filters = True  # the extremes are then over filtered groups: keep every tuple
     group = q.args.get("group")
     keys = {g.name.lower() for g in group.expressions if isinstance(g, exp.Column)} if group else set()
     aggs = []
-    minmax = bool(group) and len(group.expressions) == 2 and keys == {cols[0], cols[1]}
+    minmax = bool(group) and len(group.expressions) == 2 and keys == {cols[0], cols[1]} and not other_filters
     for a in q.find_all(exp.AggFunc):
         if isinstance(a, (exp.Min, exp.Max)) and isinstance(a.this, exp.Column) and a.this.name.lower() in cols:
             pair = ("min" if isinstance(a, exp.Min) else "max", a.this.name.lower())

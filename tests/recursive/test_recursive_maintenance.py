@@ -186,3 +186,41 @@ def test_the_budget_stops_witness_growth():
     except BudgetExceeded:
         return
     raise AssertionError("a complete graph on 6 nodes needs more than 200 witness row ids")
+
+
+def test_the_policy_drops_witness_state_on_an_insert_only_stream_and_rebuilds_it_on_deletes():
+    from advisor.recursive.maintain import Policy, RecursiveState
+    from advisor.recursive.shape import recognise
+
+    shape = recognise("WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT r.src, l.dst "
+                      "FROM r JOIN link l ON r.dst = l.src) SELECT * FROM r")
+    links = {i: (a, b, 1) for i, (a, b) in enumerate([("A", "B"), ("B", "C"), ("C", "A"), ("C", "D")])}
+    st_ = RecursiveState(shape, dict(links), Policy(window=2))
+    assert st_.mode == "witness"
+    notes = [st_.apply({10 + i: ("D", "E" + str(i), 1)}, []).note for i in range(2)]
+    assert st_.mode == "dred" and "witness state dropped" in notes[-1]
+    res = st_.apply({}, [3])  # link C->D fails
+    assert res.mode == "dred" and st_.mode == "witness" and "rebuilt" in res.note
+    live = {r: lk for r, lk in links.items() if r != 3} | {10: ("D", "E0", 1), 11: ("D", "E1", 1)}
+    assert st_.tuples() == fixpoint(Spec(forward=True), LinkGraph(live))
+    tight = RecursiveState(shape, dict(links), Policy(budget=3))
+    assert tight.mode == "dred" and "DRed instead" in tight.note
+
+
+@settings(max_examples=60)
+@given(st.lists(link_st, min_size=1, max_size=10), st.sampled_from(["min", "max"]))
+def test_minmax_sketch_tuples_keep_every_group_extreme(links, func):
+    from advisor.recursive.shape import recognise
+    from advisor.recursive.sketch import needed
+
+    shape = recognise("WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link UNION "
+                      "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src "
+                      f"WHERE p.hops < 3) SELECT src, dst, {func}(cost) FROM p GROUP BY src, dst")
+    view = fixpoint(Spec.of(shape), LinkGraph(dict(enumerate(links))))
+    kept = set(needed(shape, view))
+    pick = min if func == "min" else max
+    for s, d in {(t[0], t[1]) for t in view}:
+        group = [t for t in view if (t[0], t[1]) == (s, d)]
+        best = pick(t[2] for t in group)
+        assert {t for t in group if t[2] == best} <= kept  # every tied winner
+        assert pick(t[2] for t in kept if (t[0], t[1]) == (s, d)) == best
