@@ -1,7 +1,7 @@
 """Absorption provenance for a recursive view: each derived tuple keeps its minimal witnesses (sets
 of base row ids, a positive Boolean formula in sum-of-products form with absorption: {a} absorbs
-{a, b}), and an index from base row id to the tuples whose formula mentions it, so a deletion
-touches only those tuples (no scan of the view).  Derivation counts would be unsound here: under
+{a, b}), and an index from base row id to the (tuple, witness) pairs that mention it, so a
+deletion touches only those witnesses (no scan of the view, nor of a tuple's other witnesses).  Derivation counts would be unsound here: under
 recursion derivations support each other in cycles.
 
 >>> from advisor.recursive.derive import LinkGraph, Spec
@@ -52,7 +52,7 @@ class WitnessView:
     def __init__(self, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_BUDGET):
         self.spec, self.graph, self.budget = spec, graph, budget
         self.formulas: dict = {}
-        self.index: dict = defaultdict(set)  # row id -> tuples whose formula mentions it
+        self.index: dict = defaultdict(set)  # row id -> (tuple, witness) for every witness holding it
         self.by_key: dict = defaultdict(set)  # extension node -> tuples
         self.size = 0  # row ids over all stored witnesses
         self.touched = 0
@@ -87,17 +87,13 @@ class WitnessView:
             return False
         self.size += len(w) - sum(len(v) for v in gone)
         for r in w:
-            self.index[r].add(t)
-        if gone:
-            self._unindex(t, set().union(*gone) - w)
+            self.index[r].add((t, w))
+        for v in gone:
+            for r in v:
+                self.index[r].discard((t, v))
         if self.size > self.budget:
             raise BudgetExceeded(f"witness sets hold more than {self.budget:,} row ids")
         return True
-
-    def _unindex(self, t: tuple, rows: set) -> None:
-        left = set().union(*self.formulas[t]) if self.formulas.get(t) else set()
-        for r in rows - left:
-            self.index[r].discard(t)
 
     def _propagate(self, queue: list) -> None:
         spec, g = self.spec, self.graph
@@ -132,27 +128,26 @@ class WitnessView:
         return self.touched
 
     def delete(self, rids) -> int:
-        """Remove links: every witness mentioning one goes, a tuple without witnesses goes.  Only
-        the tuples the index names are touched; returns how many."""
+        """Remove links: every witness mentioning one goes (found through the index, without
+        reading the tuple's other witnesses), a tuple without witnesses goes.  Returns how many
+        tuples lost a witness."""
         rids = set(rids)
-        hit = set()
+        hit: set = set()
         for r in rids:
-            hit |= self.index.pop(r, set())
             self.graph.remove(r)
-        for t in hit:
-            f = self.formulas.get(t)
-            if f is None:
-                continue
-            gone = [w for w in f if w & rids]
-            for w in gone:
+            for t, w in self.index.pop(r, ()):
+                f = self.formulas.get(t)
+                if f is None or w not in f:
+                    continue
                 f.discard(w)
                 self.size -= len(w)
-            if f:
-                self._unindex(t, set().union(*gone) - rids)
-            else:
+                hit.add(t)
+                for r2 in w:
+                    if r2 not in rids:
+                        self.index[r2].discard((t, w))
+        for t in hit:
+            if not self.formulas[t]:
                 del self.formulas[t]
                 self.by_key[self.spec.key(t)].discard(t)
-                for r in set().union(*gone) - rids:
-                    self.index[r].discard(t)
         self.touched = len(hit)
         return len(hit)
