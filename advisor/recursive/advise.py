@@ -41,8 +41,14 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
     catalog.require(shape.table)
     if not use:
         run = run_recursive(catalog, shape)
-        return _result(run), shape.template, {"action": "plain", "reason": "plain run asked for (--no-use); "
-                                              f"{shape.describe()}; {run.rounds} rounds"}
+        return (
+            _result(run),
+            shape.template,
+            {
+                "action": "plain",
+                "reason": f"plain run asked for (--no-use); {shape.describe()}; {run.rounds} rounds",
+            },
+        )
     key = (str(catalog.store.warehouse), shape.template)
     rs = SKETCHES.get(key)
     if rs is not None and rs.stamp != table_stamp(catalog, shape.table):
@@ -50,9 +56,13 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
     rs = rs or _load(catalog, shape)
     if rs is not None:
         done = catch_up(catalog, rs)
-        how = ("reused" if done is None else
-               f"maintained ({done.mode}: +{done.inserted} -{done.deleted} links, {done.touched} tuples touched, "
-               f"{done.seconds:.3f} s{'; ' + done.note if done.note else ''}) and reused")
+        how = (
+            "reused"
+            if done is None
+            else f"maintained ({done.mode}: +{done.inserted} -{done.deleted} links, "
+            f"{done.touched} tuples touched, "
+            f"{done.seconds:.3f} s{'; ' + done.note if done.note else ''}) and reused"
+        )
         action = "reuse"
     else:
         rs = capture_recursive(catalog, shape, fragments=fragments)
@@ -62,10 +72,16 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
     safe = verdict(shape, rs.attr)
     view, cond = rs.source(catalog)
     run = run_recursive(catalog, shape, rs.version, cond, sketch=rs.to_json(), view=view)
-    reason = (f"{how}: recursive sketch on {shape.table}.{rs.attr}, {len(rs.fragments)} of "
-              f"{rs.part.n_fragments} fragments ({rs.selectivity():.1%} of the links); {run.link_rows:,} link "
-              f"rows entered the recursion, {run.rounds} rounds; {safe.reason}")
-    return _result(run), shape.template, {"action": action, "attr": f"{shape.table}.{rs.attr}", "reason": reason}
+    reason = (
+        f"{how}: recursive sketch on {shape.table}.{rs.attr}, {len(rs.fragments)} of "
+        f"{rs.part.n_fragments} fragments ({rs.selectivity():.1%} of the links); {run.link_rows:,} link "
+        f"rows entered the recursion, {run.rounds} rounds; {safe.reason}"
+    )
+    return (
+        _result(run),
+        shape.template,
+        {"action": action, "attr": f"{shape.table}.{rs.attr}", "reason": reason},
+    )
 
 
 def _state_path(catalog, shape) -> Path:
@@ -80,8 +96,11 @@ def _load(catalog, shape):
             rs = pickle.load(f)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
         return None
-    if (rs.shape.template != shape.template or rs.stamp != table_stamp(catalog, shape.table)
-            or rs.version > catalog.current_version(shape.table)):
+    if (
+        rs.shape.template != shape.template
+        or rs.stamp != table_stamp(catalog, shape.table)
+        or rs.version > catalog.current_version(shape.table)
+    ):
         return None  # another query hashed alike, or the table was reloaded
     return rs
 
@@ -100,16 +119,34 @@ def explain_recursive(sql: str) -> dict:
     try:
         shape = recognise(sql)
     except Unsupported as e:
-        return {"sql": sql, "supported": False, "recursive": True, "reason": str(e), "plan": [], "tables": [],
-                "sketches": []}
+        return {
+            "sql": sql,
+            "supported": False,
+            "recursive": True,
+            "reason": str(e),
+            "plan": [],
+            "tables": [],
+            "sketches": [],
+        }
     cands = []
     for a in (shape.src_col, shape.dst_col):
         v = verdict(shape, a)
         cands.append({"attr": a, "safe": bool(v.safe), "reason": v.reason})
-    plan = [shape.describe(),
-            "evaluation: semi-naive DataFrame loop (Spark's recursive CTE takes UNION ALL only), "
-            "then the outer query in Spark SQL",
-            f"sketch: fragments of one minimal witness per needed view tuple, filter on every scan of {shape.table}"]
-    return {"sql": sql, "supported": True, "recursive": True, "reason": None, "template": shape.template,
-            "bindings": [], "plan": plan, "tables": [{"table": shape.table, "version": None, "accesses": 2,
-                                                      "candidates": cands}], "sketches": []}
+    plan = [
+        shape.describe(),
+        "evaluation: semi-naive DataFrame loop (Spark's recursive CTE takes UNION ALL only), "
+        "then the outer query in Spark SQL",
+        "sketch: fragments of one minimal witness per needed view tuple, filter on every scan of "
+        f"{shape.table}",
+    ]
+    return {
+        "sql": sql,
+        "supported": True,
+        "recursive": True,
+        "reason": None,
+        "template": shape.template,
+        "bindings": [],
+        "plan": plan,
+        "tables": [{"table": shape.table, "version": None, "accesses": 2, "candidates": cands}],
+        "sketches": [],
+    }

@@ -51,14 +51,17 @@ class RecursiveSketch:
         """(temp view, condition) a sketched scan reads: the link table's clustered layout on the
         sketch's attribute when one exists and skips clearly more (``advisor.sketch.apply``)."""
         lay = find_layout(catalog.store, self.shape.table, self.attr, self.version)
-        if lay is not None and layout_pays(catalog, self.shape.table, self.attr, self.version, self.part,
-                                           self.fragments):
+        if lay is not None and layout_pays(
+            catalog, self.shape.table, self.attr, self.version, self.part, self.fragments
+        ):
             cond = block_condition(lay, self.part, self.fragments) or self.condition()
             return layout_view(catalog, lay, self.version), cond
         return table_view(catalog, self.shape.table, self.version), self.condition()
 
     def selectivity(self) -> float:
-        return sum(self.part.sizes[f] for f in self.fragments if f < len(self.part.sizes)) / max(1, sum(self.part.sizes))
+        return sum(self.part.sizes[f] for f in self.fragments if f < len(self.part.sizes)) / max(
+            1, sum(self.part.sizes)
+        )
 
     def fragment_of(self, rid) -> int:
         return self.frag[rid]
@@ -70,9 +73,16 @@ class RecursiveSketch:
         self.frag = dict(zip(rids, frags))
 
     def to_json(self) -> dict:
-        return {"table": self.shape.table, "attr": self.attr, "partition": self.part.id, "version": self.version,
-                "fragments": sorted(self.fragments), "n_fragments": self.part.n_fragments,
-                "mode": self.state.mode, "selectivity": round(self.selectivity(), 6)}
+        return {
+            "table": self.shape.table,
+            "attr": self.attr,
+            "partition": self.part.id,
+            "version": self.version,
+            "fragments": sorted(self.fragments),
+            "n_fragments": self.part.n_fragments,
+            "mode": self.state.mode,
+            "selectivity": round(self.selectivity(), 6),
+        }
 
 
 def table_stamp(catalog, table: str) -> float | None:
@@ -86,18 +96,28 @@ def partition_for(catalog, shape, attr: str, fragments: int, version: int) -> Ra
     return part if part is not None else build_partition(catalog, shape.table, attr, fragments, version)
 
 
-def capture_recursive(catalog, shape, attr: str | None = None, fragments: int = DEFAULT_FRAGMENTS,
-                      version: int | None = None, policy: Policy | None = None) -> RecursiveSketch:
+def capture_recursive(
+    catalog,
+    shape,
+    attr: str | None = None,
+    fragments: int = DEFAULT_FRAGMENTS,
+    version: int | None = None,
+    policy: Policy | None = None,
+) -> RecursiveSketch:
     """Capture the sketch of ``shape`` on ``shape.table.attr`` (default: the source column)."""
     t0 = time.perf_counter()
     attr = (attr or shape.src_col).lower()
     if attr not in (shape.src_col, shape.dst_col, shape.cost_col):
-        raise BadInput(f"a recursive sketch is on a link column the query reads ({shape.src_col}, "
-                       f"{shape.dst_col}{', ' + shape.cost_col if shape.cost_col else ''}), not {attr!r}")
+        raise BadInput(
+            f"a recursive sketch is on a link column the query reads ({shape.src_col}, "
+            f"{shape.dst_col}{', ' + shape.cost_col if shape.cost_col else ''}), not {attr!r}"
+        )
     v = catalog.version(shape.table, version).version
     part = partition_for(catalog, shape, attr, fragments, v)
     state = RecursiveState(shape, load_links(catalog, shape, v), policy or Policy())
-    rs = RecursiveSketch(shape, attr, part, v, frozenset(), state, 0.0, stamp=table_stamp(catalog, shape.table))
+    rs = RecursiveSketch(
+        shape, attr, part, v, frozenset(), state, 0.0, stamp=table_stamp(catalog, shape.table)
+    )
     rs.refresh_fragment_map()
     rs.fragments = state.fragments(rs.fragment_of)
     rs.seconds = time.perf_counter() - t0

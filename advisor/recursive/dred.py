@@ -108,7 +108,7 @@ class DRedView:
         spec, g = self.spec, self.graph
         far = t[1] if spec.forward else t[0]
         fixed = t[0] if spec.forward else t[1]
-        for rid in (g.inc.get(far, ()) if spec.forward else g.out.get(far, ())):
+        for rid in g.inc.get(far, ()) if spec.forward else g.out.get(far, ()):
             link = g.links[rid]
             if spec.base(link) == t:
                 return True

@@ -17,6 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+import sqlglot
 from pyspark.sql import functions as F
 from sqlglot import exp
 
@@ -43,13 +44,22 @@ class RecursiveRun:
     sketch: dict | None = field(default=None)
 
     def to_json(self) -> dict:
-        return {"columns": self.columns, "rows": [list(r) for r in self.rows], "seconds": round(self.seconds, 4),
-                "link_rows": self.link_rows, "scan_rows": self.scan_rows, "view_rows": self.view_rows,
-                "rounds": self.rounds, "how": self.how, "sketch": self.sketch}
+        return {
+            "columns": self.columns,
+            "rows": [list(r) for r in self.rows],
+            "seconds": round(self.seconds, 4),
+            "link_rows": self.link_rows,
+            "scan_rows": self.scan_rows,
+            "view_rows": self.view_rows,
+            "rounds": self.rounds,
+            "how": self.how,
+            "sketch": self.sketch,
+        }
 
 
-def link_frame(catalog, shape, version: int | None = None, condition: str | None = None,
-               view: str | None = None):
+def link_frame(
+    catalog, shape, version: int | None = None, condition: str | None = None, view: str | None = None
+):
     """The link table's (src, dst[, cost]) rows (from ``view`` if given, e.g. a clustered layout),
     filtered by a sketch condition if given."""
     df = catalog.spark.table(view) if view is not None else catalog.read(shape.table, version)
@@ -96,8 +106,14 @@ def semi_naive(shape, links):
     return total, rounds
 
 
-def run_recursive(catalog, shape, version: int | None = None, condition: str | None = None,
-                  sketch: dict | None = None, view: str | None = None) -> RecursiveRun:
+def run_recursive(
+    catalog,
+    shape,
+    version: int | None = None,
+    condition: str | None = None,
+    sketch: dict | None = None,
+    view: str | None = None,
+) -> RecursiveRun:
     """Answer the query: the loop for the recursion, Spark SQL for the outer query."""
     t0 = time.perf_counter()
     try:
@@ -123,8 +139,6 @@ def native_sql(shape, link_view: str) -> str:
     semantics, every walk), duplicates removed before the outer query."""
     if shape.max_hops is None:
         raise ValueError("Spark's recursive CTE needs UNION ALL, which terminates only with a hop bound")
-    import sqlglot
-
     tree = sqlglot.parse_one(shape.sql, read="spark")
     for u in tree.find_all(exp.Union):
         u.set("distinct", False)
@@ -149,5 +163,13 @@ def run_native(catalog, shape, version: int | None = None) -> RecursiveRun:
     except Exception as e:
         raise spark_rejected(e) from None
     m = collect_scan_metrics(df)
-    return RecursiveRun(df.columns, rows, time.perf_counter() - t0, m.rows_read, m.rows_read, 0,
-                        shape.max_hops, how="Spark recursive CTE (UNION ALL)")
+    return RecursiveRun(
+        df.columns,
+        rows,
+        time.perf_counter() - t0,
+        m.rows_read,
+        m.rows_read,
+        0,
+        shape.max_hops,
+        how="Spark recursive CTE (UNION ALL)",
+    )

@@ -115,10 +115,14 @@ class RecursiveState:
         """The policy after a batch (module docstring); returns what it changed, if anything."""
         if self.policy.mode != "auto":
             return ""
-        recent = self.history[-self.policy.window:]
+        recent = self.history[-self.policy.window :]
         ins, dels = sum(i for i, _ in recent), sum(d for _, d in recent)
         share = dels / max(1, ins + dels)
-        if self.witness is not None and len(recent) >= self.policy.window and share < self.policy.min_delete_share:
+        if (
+            self.witness is not None
+            and len(recent) >= self.policy.window
+            and share < self.policy.min_delete_share
+        ):
             self._to_dred(f"delete share {share:.0%} over {len(recent)} batches: witness state dropped")
             return self.note
         if self.witness is None and not self.over_budget and share >= self.policy.min_delete_share:

@@ -39,8 +39,10 @@ def min_lemma(n: int, func: str = "min") -> Verdict:
     better = (lambda a, b: a <= b) if func == "min" else (lambda a, b: a >= b)
     m, mk = z3.Real("m"), z3.Real("mk")
     ext_all = [z3.And(*[better(m, x) for x in v]), z3.Or(*[m == x for x in v])]
-    ext_kept = [z3.And(*[z3.Implies(ki, better(mk, x)) for ki, x in zip(k, v)]),
-                z3.Or(*[z3.And(ki, mk == x) for ki, x in zip(k, v)])]
+    ext_kept = [
+        z3.And(*[z3.Implies(ki, better(mk, x)) for ki, x in zip(k, v)]),
+        z3.Or(*[z3.And(ki, mk == x) for ki, x in zip(k, v)]),
+    ]
     argmin_kept = z3.Or(*[z3.And(ki, x == m) for ki, x in zip(k, v)])
     all_ties_kept = z3.And(*[z3.Implies(x == m, ki) for ki, x in zip(k, v)])
     details, checks = [], 0
@@ -52,36 +54,60 @@ def min_lemma(n: int, func: str = "min") -> Verdict:
         details.append(f"{what}: {'proved' if got else 'refuted (counterexample)'}")
         return got == expect
 
-    ok = claim(f"{func} over kept = {func} over all, given one kept arg-{func} tuple",
-               ext_all + ext_kept + [argmin_kept], mk == m, True)
-    ok &= claim(f"arg-{func} tuples over kept = over all, given every tied winner kept",
-                ext_all + ext_kept + [all_ties_kept],
-                z3.And(mk == m, *[z3.Implies(ki, (x == mk) == (x == m)) for ki, x in zip(k, v)]), True)
+    ok = claim(
+        f"{func} over kept = {func} over all, given one kept arg-{func} tuple",
+        ext_all + ext_kept + [argmin_kept],
+        mk == m,
+        True,
+    )
+    ok &= claim(
+        f"arg-{func} tuples over kept = over all, given every tied winner kept",
+        ext_all + ext_kept + [all_ties_kept],
+        z3.And(mk == m, *[z3.Implies(ki, (x == mk) == (x == m)) for ki, x in zip(k, v)]),
+        True,
+    )
     if n >= 2:
         ok &= claim(f"{func} preserved given any one kept tuple", ext_all + ext_kept, mk == m, False)
-        ok &= claim(f"every arg-{func} tuple kept given one kept arg-{func} tuple",
-                    ext_all + ext_kept + [argmin_kept],
-                    z3.And(*[z3.Implies(x == m, ki) for ki, x in zip(k, v)]), False)
+        ok &= claim(
+            f"every arg-{func} tuple kept given one kept arg-{func} tuple",
+            ext_all + ext_kept + [argmin_kept],
+            z3.And(*[z3.Implies(x == m, ki) for ki, x in zip(k, v)]),
+            False,
+        )
         cnt_all = z3.Sum([z3.If(z3.BoolVal(True), 1, 0) for _ in v])
         cnt_kept = z3.Sum([z3.If(ki, 1, 0) for ki in k])
-        ok &= claim("COUNT preserved given one kept arg-min tuple", ext_all + ext_kept + [argmin_kept],
-                    cnt_kept == cnt_all, False)
+        ok &= claim(
+            "COUNT preserved given one kept arg-min tuple",
+            ext_all + ext_kept + [argmin_kept],
+            cnt_kept == cnt_all,
+            False,
+        )
     reason = (f"Z3, groups of {n}: " + "; ".join(details)) if ok else "Z3 did not confirm the lemma"
     return Verdict(ok, reason, checks, details)
 
 
 def verdict(shape, attr: str) -> Verdict:
     """Safety of sketching ``shape`` on ``shape.table.attr`` (any attribute of the link table)."""
-    base = ("monotone linear recursion (no negation or aggregation inside): the sketch's rows hold a "
-            "witness of every needed view tuple, so the view they derive agrees on those tuples")
+    base = (
+        "monotone linear recursion (no negation or aggregation inside): the sketch's rows hold a "
+        "witness of every needed view tuple, so the view they derive agrees on those tuples"
+    )
     if shape.kind != "minmax":
-        how = ("one witness per view tuple" + (" with the selected source" if shape.outer_sources else ""))
+        how = "one witness per view tuple" + (" with the selected source" if shape.outer_sources else "")
         return Verdict(True, f"safe on {shape.table}.{attr}: {base}; {how}", 0)
-    proofs = [min_lemma(n, f) for f in sorted({f for f, _ in shape.aggregates}) for n in range(1, MAX_GROUP + 1)]
+    proofs = [
+        min_lemma(n, f) for f in sorted({f for f, _ in shape.aggregates}) for n in range(1, MAX_GROUP + 1)
+    ]
     if not all(p.safe for p in proofs):
-        return Verdict(False, f"not safe on {shape.table}.{attr}: " + proofs[0].reason, sum(p.checks for p in proofs))
+        return Verdict(
+            False, f"not safe on {shape.table}.{attr}: " + proofs[0].reason, sum(p.checks for p in proofs)
+        )
     aggs = ", ".join(f"{f}({c})" for f, c in shape.aggregates)
-    return Verdict(True, f"safe on {shape.table}.{attr}: {base}; {aggs} per (src, dst) keep one witness of every "
-                         f"tied winner (Z3 proved the MIN/MAX step for groups of 1..{MAX_GROUP}, and refuted "
-                         "it for a kept tuple that is not a winner and for COUNT)",
-                   sum(p.checks for p in proofs), [d for p in proofs[-1:] for d in p.details])
+    return Verdict(
+        True,
+        f"safe on {shape.table}.{attr}: {base}; {aggs} per (src, dst) keep one witness of every "
+        f"tied winner (Z3 proved the MIN/MAX step for groups of 1..{MAX_GROUP}, and refuted "
+        "it for a kept tuple that is not a winner and for COUNT)",
+        sum(p.checks for p in proofs),
+        [d for p in proofs[-1:] for d in p.details],
+    )

@@ -77,8 +77,11 @@ class RecursiveShape:
         hops = f", at most {self.max_hops} hops" if self.max_hops is not None else ""
         way = "forward (append a link at the destination)" if self.forward else "backward (prepend a link)"
         sel = f", from {len(self.sources)} selected source(s)" if self.sources is not None else ""
-        outer = ("MIN/MAX per (src, dst): " + ", ".join(f"{f}({c})" for f, c in self.aggregates)
-                 if self.kind == "minmax" else "outer query over the whole view")
+        outer = (
+            "MIN/MAX per (src, dst): " + ", ".join(f"{f}({c})" for f, c in self.aggregates)
+            if self.kind == "minmax"
+            else "outer query over the whole view"
+        )
         return f"linear recursion over {self.table}: {what}, {way}{hops}{sel}; {outer}"
 
     def outer_sql(self, view: str) -> str:
@@ -109,8 +112,10 @@ def recognise(sql: str) -> RecursiveShape:
     refs = {n: {t.name.lower() for t in c.this.find_all(exp.Table)} & set(names) for n, c in zip(names, ctes)}
     if any(refs[a] - {a} for a in names):
         rec = sorted(a for a in names if refs[a])
-        raise Unsupported(f"mutual or nested recursion across CTEs {', '.join(rec)}: only one linear "
-                          "recursive CTE is sketched")
+        raise Unsupported(
+            f"mutual or nested recursion across CTEs {', '.join(rec)}: only one linear "
+            "recursive CTE is sketched"
+        )
     recursive = [c for n, c in zip(names, ctes) if n in refs[n]]
     if not recursive:
         raise Unsupported("WITH RECURSIVE without a self-reference: not a recursive query")
@@ -124,8 +129,9 @@ def recognise(sql: str) -> RecursiveShape:
 def _shape(sql: str, tree: exp.Select, cte: exp.CTE, name: str) -> RecursiveShape:
     body = cte.this
     if not isinstance(body, exp.Union):
-        raise BadInput(f"recursive CTE {name} has no base case: its body must be a base query UNION a "
-                       "recursive step")
+        raise BadInput(
+            f"recursive CTE {name} has no base case: its body must be a base query UNION a recursive step"
+        )
     branches = _branches(body)
     base = [b for b in branches if not _reads(b, name)]
     steps = [b for b in branches if _reads(b, name)]
@@ -134,25 +140,34 @@ def _shape(sql: str, tree: exp.Select, cte: exp.CTE, name: str) -> RecursiveShap
     for s in steps:
         n = sum(1 for t in s.find_all(exp.Table) if t.name.lower() == name)
         if n > 1:
-            raise BadInput(f"recursive CTE {name} is non-linear: its step reads {name} {n} times "
-                           "(only linear recursion is evaluated)")
+            raise BadInput(
+                f"recursive CTE {name} is non-linear: its step reads {name} {n} times "
+                "(only linear recursion is evaluated)"
+            )
     if any(isinstance(u, exp.Union) and not u.args.get("distinct") for u in body.find_all(exp.Union)):
-        raise Unsupported(f"recursive CTE {name} uses UNION ALL (bag semantics): only set semantics "
-                          "(UNION) is sketched")
+        raise Unsupported(
+            f"recursive CTE {name} uses UNION ALL (bag semantics): only set semantics (UNION) is sketched"
+        )
     if len(base) != 1 or len(steps) != 1:
-        raise Unsupported(f"recursive CTE {name} has {len(base)} base queries and {len(steps)} recursive "
-                          "steps: one of each is sketched")
+        raise Unsupported(
+            f"recursive CTE {name} has {len(base)} base queries and {len(steps)} recursive "
+            "steps: one of each is sketched"
+        )
     base_q, step = base[0], steps[0]
     for s in (base_q, step):
         if not isinstance(s, exp.Select):
             raise Unsupported(f"recursive CTE {name}: a branch is not a plain SELECT")
-        if any(isinstance(n, (exp.Not, exp.Except, exp.Exists)) for n in s.find_all(exp.Not, exp.Except,
-                                                                                     exp.Exists)):
-            raise Unsupported(f"negation in the recursion of {name}: only monotone (negation-free) "
-                              "recursion is sketched")
+        if any(
+            isinstance(n, (exp.Not, exp.Except, exp.Exists))
+            for n in s.find_all(exp.Not, exp.Except, exp.Exists)
+        ):
+            raise Unsupported(
+                f"negation in the recursion of {name}: only monotone (negation-free) recursion is sketched"
+            )
         if s.args.get("group") or any(s.find_all(exp.AggFunc)):
-            raise Unsupported(f"aggregation inside the recursion of {name}: only aggregation in the outer "
-                              "query is sketched")
+            raise Unsupported(
+                f"aggregation inside the recursion of {name}: only aggregation in the outer query is sketched"
+            )
         if s.args.get("distinct") or s.args.get("limit") or s.args.get("order"):
             raise Unsupported(f"DISTINCT, ORDER BY or LIMIT inside the recursion of {name}")
     table, src_col, dst_col, cost_col, has_hops, base_sources = _base(base_q, name)
@@ -161,17 +176,36 @@ def _shape(sql: str, tree: exp.Select, cte: exp.CTE, name: str) -> RecursiveShap
         cols = [e.alias_or_name.lower() for e in base_q.expressions]
     width = 2 + (cost_col is not None) + has_hops
     if len(cols) != width or len(set(cols)) != width:
-        raise BadInput(f"recursive CTE {name} names {len(cols)} distinct column(s) for {width} base output(s)")
+        raise BadInput(
+            f"recursive CTE {name} names {len(cols)} distinct column(s) for {width} base output(s)"
+        )
     forward, max_hops = _step(step, name, table, src_col, dst_col, cost_col, has_hops, cols)
     if (cost_col is not None or has_hops) and max_hops is None:
-        raise Unsupported(f"recursive CTE {name} carries path costs or hop counts without a hop bound: "
-                          "path enumeration does not terminate on cyclic links")
+        raise Unsupported(
+            f"recursive CTE {name} carries path costs or hop counts without a hop bound: "
+            "path enumeration does not terminate on cyclic links"
+        )
     outer = tree.copy()
     outer.set("with_", None)
     outer.set("with", None)
     outer_sources, kind, aggs = _outer(outer, name, cols)
-    return RecursiveShape(sql, name, tuple(cols), table, src_col, dst_col, cost_col, has_hops, max_hops,
-                          forward, base_sources, outer_sources, kind, aggs, outer)
+    return RecursiveShape(
+        sql,
+        name,
+        tuple(cols),
+        table,
+        src_col,
+        dst_col,
+        cost_col,
+        has_hops,
+        max_hops,
+        forward,
+        base_sources,
+        outer_sources,
+        kind,
+        aggs,
+        outer,
+    )
 
 
 def _branches(u: exp.Expression) -> list:
@@ -213,8 +247,12 @@ def _source_values(c: exp.Expression, col: str) -> frozenset | None:
         for a, b in ((c.this, c.expression), (c.expression, c.this)):
             if isinstance(a, exp.Column) and a.name.lower() == col:
                 return frozenset([_literal(b)])
-    if isinstance(c, exp.In) and isinstance(c.this, exp.Column) and c.this.name.lower() == col \
-            and c.args.get("expressions"):
+    if (
+        isinstance(c, exp.In)
+        and isinstance(c.this, exp.Column)
+        and c.this.name.lower() == col
+        and c.args.get("expressions")
+    ):
         return frozenset(_literal(v) for v in c.args["expressions"])
     return None
 
@@ -234,14 +272,18 @@ def _base(q: exp.Select, name: str):
         cost_col = rest.pop(0).name.lower()
     if rest:
         if not (isinstance(rest[0], exp.Literal) and rest[0].this == "1") or len(rest) > 1:
-            raise Unsupported(f"the base query of {name} is not SELECT src, dst[, cost][, 1] FROM a link table")
+            raise Unsupported(
+                f"the base query of {name} is not SELECT src, dst[, cost][, 1] FROM a link table"
+            )
         has_hops = True
     sources = None
     for c in _conjuncts(q.args["where"].this if q.args.get("where") else None):
         vals = _source_values(c, src_col)
         if vals is None:
-            raise Unsupported(f"the base query of {name} filters on {c.sql()}: only a selection of "
-                              "source values is sketched")
+            raise Unsupported(
+                f"the base query of {name} filters on {c.sql()}: only a selection of "
+                "source values is sketched"
+            )
         sources = vals if sources is None else sources & vals
     return table, src_col, dst_col, cost_col, has_hops, sources
 
@@ -257,8 +299,12 @@ def _step(q: exp.Select, name: str, table: str, src: str, dst: str, cost: str | 
     ra, la = rec[0].alias_or_name.lower(), link[0].alias_or_name.lower()
     conds = _conjuncts(q.args["where"].this if q.args.get("where") else None)
     for j in q.args.get("joins") or []:
-        if j.args.get("using") or (j.args.get("side") or j.args.get("kind", "")).upper() in ("LEFT", "RIGHT",
-                                                                                              "FULL", "ANTI"):
+        if j.args.get("using") or (j.args.get("side") or j.args.get("kind", "")).upper() in (
+            "LEFT",
+            "RIGHT",
+            "FULL",
+            "ANTI",
+        ):
             raise Unsupported(f"the recursive step of {name} uses an outer or USING join")
         conds += _conjuncts(j.args.get("on"))
 
@@ -281,30 +327,45 @@ def _step(q: exp.Select, name: str, table: str, src: str, dst: str, cost: str | 
             if pair == {("l", dst), ("r", cols[0])}:
                 forward = False if forward is None else None
                 continue
-        if hops and isinstance(c, (exp.LT, exp.LTE)) and side(c.this) == ("r", cols[-1]) \
-                and isinstance(c.expression, exp.Literal) and not c.expression.is_string:
+        if (
+            hops
+            and isinstance(c, (exp.LT, exp.LTE))
+            and side(c.this) == ("r", cols[-1])
+            and isinstance(c.expression, exp.Literal)
+            and not c.expression.is_string
+        ):
             k = int(c.expression.this)
             bound = k if isinstance(c, exp.LT) else k + 1
             max_hops = bound if max_hops is None else min(max_hops, bound)
             continue
-        raise Unsupported(f"the recursive step of {name} has the condition {c.sql()}: only the link join "
-                          "and a hop bound on the hop count are sketched")
+        raise Unsupported(
+            f"the recursive step of {name} has the condition {c.sql()}: only the link join "
+            "and a hop bound on the hop count are sketched"
+        )
     if forward is None:
-        raise Unsupported(f"the recursive step of {name} does not extend paths by one link "
-                          f"({name}.{cols[1]} = {table}.{src} or {table}.{dst} = {name}.{cols[0]})")
-    want = ([("r", cols[0]), ("l", dst)] if forward else [("l", src), ("r", cols[1])])
+        raise Unsupported(
+            f"the recursive step of {name} does not extend paths by one link "
+            f"({name}.{cols[1]} = {table}.{src} or {table}.{dst} = {name}.{cols[0]})"
+        )
+    want = [("r", cols[0]), ("l", dst)] if forward else [("l", src), ("r", cols[1])]
     outs = [e.unalias() for e in q.expressions]
     if len(outs) != len(cols) or [side(o) for o in outs[:2]] != want:
         raise Unsupported(f"the recursive step of {name} does not output the extended path's endpoints")
     extra = outs[2:]
     if cost is not None:
         c = extra.pop(0)
-        if not (isinstance(c, exp.Add) and {side(c.this), side(c.expression)} == {("r", cols[2]), ("l", cost)}):
+        if not (
+            isinstance(c, exp.Add) and {side(c.this), side(c.expression)} == {("r", cols[2]), ("l", cost)}
+        ):
             raise Unsupported(f"the recursive step of {name} does not add the link cost to the path cost")
     if hops:
         h = extra.pop(0)
-        if not (isinstance(h, exp.Add) and side(h.this) == ("r", cols[-1]) and isinstance(h.expression, exp.Literal)
-                and h.expression.this == "1"):
+        if not (
+            isinstance(h, exp.Add)
+            and side(h.this) == ("r", cols[-1])
+            and isinstance(h.expression, exp.Literal)
+            and h.expression.this == "1"
+        ):
             raise Unsupported(f"the recursive step of {name} does not count hops as {name}.{cols[-1]} + 1")
     if max_hops is not None and max_hops < 1:
         raise BadInput(f"the hop bound of {name} admits no path")
@@ -313,8 +374,12 @@ def _step(q: exp.Select, name: str, table: str, src: str, dst: str, cost: str | 
 
 def _outer(q: exp.Select, name: str, cols: list):
     froms = [q.args["from_"].this] if q.args.get("from_") else []
-    if len(froms) != 1 or q.args.get("joins") or not isinstance(froms[0], exp.Table) \
-            or froms[0].name.lower() != name:
+    if (
+        len(froms) != 1
+        or q.args.get("joins")
+        or not isinstance(froms[0], exp.Table)
+        or froms[0].name.lower() != name
+    ):
         raise Unsupported(f"the outer query joins the recursive view {name} with other relations")
     if any(isinstance(s, (exp.Subquery, exp.Window)) for s in q.find_all(exp.Subquery, exp.Window)):
         raise Unsupported("a subquery or window in the outer query of a recursive view")
@@ -333,7 +398,11 @@ def _outer(q: exp.Select, name: str, cols: list):
     aggs = []
     minmax = bool(group) and len(group.expressions) == 2 and keys == {cols[0], cols[1]} and not other_filters
     for a in q.find_all(exp.AggFunc):
-        if isinstance(a, (exp.Min, exp.Max)) and isinstance(a.this, exp.Column) and a.this.name.lower() in cols:
+        if (
+            isinstance(a, (exp.Min, exp.Max))
+            and isinstance(a.this, exp.Column)
+            and a.this.name.lower() in cols
+        ):
             pair = ("min" if isinstance(a, exp.Min) else "max", a.this.name.lower())
             if pair not in aggs:
                 aggs.append(pair)

@@ -11,7 +11,8 @@ maintained witness sets equals one recaptured from scratch.
 
 >>> from advisor.recursive.derive import LinkGraph, Spec
 >>> from advisor.recursive.witnesses import WitnessView
->>> w = WitnessView.build(Spec(forward=True), LinkGraph({1: ("A", "B", 1), 2: ("B", "C", 1), 3: ("X", "Y", 1)}))
+>>> g = LinkGraph({1: ("A", "B", 1), 2: ("B", "C", 1), 3: ("X", "Y", 1)})
+>>> w = WitnessView.build(Spec(forward=True), g)
 >>> sorted(project(w.formula, [("A", "C")], {1: 0, 2: 0, 3: 5}.get))
 [0]
 """

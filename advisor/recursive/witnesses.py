@@ -1,8 +1,8 @@
-"""Absorption provenance for a recursive view: each derived tuple keeps its minimal witnesses (sets
-of base row ids, a positive Boolean formula in sum-of-products form with absorption: {a} absorbs
+"""Absorption provenance for a recursive view: each derived tuple keeps its minimal witnesses (sets of
+base row ids, a positive Boolean formula in sum-of-products form with absorption: {a} absorbs
 {a, b}), and an index from base row id to the (tuple, witness) pairs that mention it, so a
-deletion touches only those witnesses (no scan of the view, nor of a tuple's other witnesses).  Derivation counts would be unsound here: under
-recursion derivations support each other in cycles.
+deletion touches only those witnesses (no scan of the view, nor of a tuple's other witnesses).
+Derivation counts would be unsound here: under recursion derivations support each other in cycles.
 
 >>> from advisor.recursive.derive import LinkGraph, Spec
 >>> g = LinkGraph({1: ("B", "C", 1), 2: ("C", "B", 1), 3: ("C", "D", 1)})
@@ -62,8 +62,9 @@ class WitnessView:
     def build(cls, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_BUDGET) -> "WitnessView":
         """Evaluate the view with provenance from scratch (raises ``BudgetExceeded``)."""
         w = cls(spec, graph, budget)
-        w._propagate([(b, frozenset([rid])) for rid, link in graph.links.items()
-                      if (b := spec.base(link)) is not None])
+        w._propagate(
+            [(b, frozenset([rid])) for rid, link in graph.links.items() if (b := spec.base(link)) is not None]
+        )
         return w
 
     def tuples(self) -> set:
@@ -77,7 +78,9 @@ class WitnessView:
         self.touched += 1
         self.work += 1
         if self.work > WORK_PER_UNIT * self.budget:
-            raise BudgetExceeded(f"witness evaluation tried more than {WORK_PER_UNIT * self.budget:,} derivations")
+            raise BudgetExceeded(
+                f"witness evaluation tried more than {WORK_PER_UNIT * self.budget:,} derivations"
+            )
         f = self.formulas.get(t)
         if f is None:
             f = self.formulas[t] = set()

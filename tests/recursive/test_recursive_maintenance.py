@@ -17,9 +17,14 @@ from advisor.recursive.witnesses import BudgetExceeded, WitnessView
 NODES = "ABCDEF"
 link_st = st.tuples(st.sampled_from(NODES), st.sampled_from(NODES), st.integers(1, 5))
 batch_st = st.tuples(st.lists(link_st, max_size=4), st.lists(st.integers(0, 10_000), max_size=3))
-SPECS = [Spec(forward=True), Spec(forward=False), Spec(forward=True, sources=frozenset("AB")),
-         Spec(forward=True, cost=True, hops=True, max_hops=3), Spec(forward=False, cost=True, hops=True, max_hops=3),
-         Spec(forward=True, hops=True, max_hops=2)]
+SPECS = [
+    Spec(forward=True),
+    Spec(forward=False),
+    Spec(forward=True, sources=frozenset("AB")),
+    Spec(forward=True, cost=True, hops=True, max_hops=3),
+    Spec(forward=False, cost=True, hops=True, max_hops=3),
+    Spec(forward=True, hops=True, max_hops=2),
+]
 
 
 def nx_reach(links: dict, sources=None) -> set:
@@ -172,8 +177,9 @@ def test_the_running_example_keeps_every_tuple_when_an_alternative_exists():
     assert w.formula(("B", "B")) == {frozenset({2, 4}), frozenset({1, 2, 3})}
     before = w.tuples()
     touched = w.delete({4})
-    assert w.tuples() == before and touched == len([t for t in before if any(4 in x for x in
-                                                                           WitnessView.build(spec, LinkGraph(links)).formula(t))])
+    assert w.tuples() == before and touched == len(
+        [t for t in before if any(4 in x for x in WitnessView.build(spec, LinkGraph(links)).formula(t))]
+    )
     assert w.formula(("C", "B")) == {frozenset({1, 3})}
     d = DRedView.build(spec, LinkGraph(links))
     over, back = d.delete({4})
@@ -193,8 +199,10 @@ def test_the_policy_drops_witness_state_on_an_insert_only_stream_and_rebuilds_it
     from advisor.recursive.maintain import Policy, RecursiveState
     from advisor.recursive.shape import recognise
 
-    shape = recognise("WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT r.src, l.dst "
-                      "FROM r JOIN link l ON r.dst = l.src) SELECT * FROM r")
+    shape = recognise(
+        "WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT r.src, l.dst "
+        "FROM r JOIN link l ON r.dst = l.src) SELECT * FROM r"
+    )
     links = {i: (a, b, 1) for i, (a, b) in enumerate([("A", "B"), ("B", "C"), ("C", "A"), ("C", "D")])}
     st_ = RecursiveState(shape, dict(links), Policy(window=2))
     assert st_.mode == "witness"
@@ -214,9 +222,11 @@ def test_minmax_sketch_tuples_keep_every_group_extreme(links, func):
     from advisor.recursive.shape import recognise
     from advisor.recursive.sketch import needed
 
-    shape = recognise("WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link UNION "
-                      "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src "
-                      f"WHERE p.hops < 3) SELECT src, dst, {func}(cost) FROM p GROUP BY src, dst")
+    shape = recognise(
+        "WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link UNION "
+        "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src "
+        f"WHERE p.hops < 3) SELECT src, dst, {func}(cost) FROM p GROUP BY src, dst"
+    )
     view = fixpoint(Spec.of(shape), LinkGraph(dict(enumerate(links))))
     kept = set(needed(shape, view))
     pick = min if func == "min" else max

@@ -17,11 +17,15 @@ from advisor.recursive.evaluate import link_frame, run_native, run_recursive, se
 from advisor.recursive.maintain import Policy
 from advisor.recursive.shape import recognise
 
-REACH = ("WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT l.src, r.dst FROM link l "
-         "JOIN r ON l.dst = r.src) SELECT src, dst FROM r WHERE src IN (0, 1)")
-CHEAP = ("WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link WHERE src = 0 UNION "
-         "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src WHERE p.hops < 3) "
-         "SELECT src, dst, MIN(cost) AS c FROM p GROUP BY src, dst")
+REACH = (
+    "WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT l.src, r.dst FROM link l "
+    "JOIN r ON l.dst = r.src) SELECT src, dst FROM r WHERE src IN (0, 1)"
+)
+CHEAP = (
+    "WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link WHERE src = 0 UNION "
+    "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src WHERE p.hops < 3) "
+    "SELECT src, dst, MIN(cost) AS c FROM p GROUP BY src, dst"
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +67,17 @@ link_st = st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 4))
 # maximum row id of 0 for none), which would make the batch replace the row instead of adding one
 
 
-@settings(max_examples=4, phases=[Phase.explicit, Phase.generate],  # a Spark example is seconds: no shrinking
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(link_st, min_size=2, max_size=10), st.lists(link_st, max_size=3), st.integers(0, 3),
-       st.sampled_from([REACH, CHEAP]))
+@settings(
+    max_examples=4,
+    phases=[Phase.explicit, Phase.generate],  # a Spark example is seconds: no shrinking
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(link_st, min_size=2, max_size=10),
+    st.lists(link_st, max_size=3),
+    st.integers(0, 3),
+    st.sampled_from([REACH, CHEAP]),
+)
 def test_sketched_equals_plain_and_networkx_and_maintained_equals_recaptured(cat, links, ins, n_del, sql):
     shape = recognise(sql)
     put(cat, "link", links)
@@ -85,9 +96,12 @@ def test_sketched_equals_plain_and_networkx_and_maintained_equals_recaptured(cat
             break
         ids = sorted(load_links(cat, shape))
         dels = ids[:n_del]
-        ins_df = cat.spark.createDataFrame(pd.DataFrame(ins or [(9, 9, 1)], columns=["src", "dst", "cost"]),
-                                           "src long, dst long, cost long")
-        cat.apply_frames("link", ins_df, cat.spark.createDataFrame([(r,) for r in dels], "_rid long") if dels else None)
+        ins_df = cat.spark.createDataFrame(
+            pd.DataFrame(ins or [(9, 9, 1)], columns=["src", "dst", "cost"]), "src long, dst long, cost long"
+        )
+        cat.apply_frames(
+            "link", ins_df, cat.spark.createDataFrame([(r,) for r in dels], "_rid long") if dels else None
+        )
         catch_up(cat, rs)
         fresh = capture_recursive(cat, shape, fragments=4)
         assert fresh.part.id == rs.part.id
@@ -118,11 +132,15 @@ def test_airport_routes_reachability_and_cheapest_paths_equal_networkx_before_an
     r = route_links(40.0).to_pandas()
     cat.create_table("route", cat.spark.createDataFrame(r))
     src = "EGLL"
-    reach = recognise(f"WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM route WHERE src = '{src}' UNION "
-                      "SELECT r.src, l.dst FROM r JOIN route l ON r.dst = l.src) SELECT dst FROM r")
-    cheap = recognise(f"WITH RECURSIVE p(src, dst, km, hops) AS (SELECT src, dst, km, 1 FROM route WHERE src = "
-                      f"'{src}' UNION SELECT p.src, l.dst, p.km + l.km, p.hops + 1 FROM p JOIN route l "
-                      "ON p.dst = l.src WHERE p.hops <= 2) SELECT src, dst, MIN(km) AS km FROM p GROUP BY src, dst")
+    reach = recognise(
+        f"WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM route WHERE src = '{src}' UNION "
+        "SELECT r.src, l.dst FROM r JOIN route l ON r.dst = l.src) SELECT dst FROM r"
+    )
+    cheap = recognise(
+        f"WITH RECURSIVE p(src, dst, km, hops) AS (SELECT src, dst, km, 1 FROM route WHERE src = "
+        f"'{src}' UNION SELECT p.src, l.dst, p.km + l.km, p.hops + 1 FROM p JOIN route l "
+        "ON p.dst = l.src WHERE p.hops <= 2) SELECT src, dst, MIN(km) AS km FROM p GROUP BY src, dst"
+    )
     # unbounded reachability in a dense cluster has too many minimal witnesses: a small budget makes
     # its state DRed (first-derivation sketches); the hop-bounded query keeps witness sets
     pol = Policy(budget=20_000)
@@ -149,8 +167,9 @@ def test_airport_routes_reachability_and_cheapest_paths_equal_networkx_before_an
             cat.apply_frames("route", None, cat.spark.createDataFrame([(x,) for x in near], "_rid long"))
             for rs in sketches:
                 catch_up(cat, rs)
-                fresh = capture_recursive(cat, rs.shape, fragments=50, policy=Policy(budget=20_000,
-                                                                                     mode=rs.state.policy.mode))
+                fresh = capture_recursive(
+                    cat, rs.shape, fragments=50, policy=Policy(budget=20_000, mode=rs.state.policy.mode)
+                )
                 assert rs.state.mode == fresh.state.mode and rs.fragments == fresh.fragments
 
 
@@ -165,5 +184,6 @@ def test_dred_mode_sketch_is_sufficient_and_equals_its_recapture(cat):
     cat.apply_frames("link", None, cat.spark.createDataFrame([(ids[3],)], "_rid long"))
     catch_up(cat, rs)
     assert rs.fragments == capture_recursive(cat, shape, fragments=3, policy=Policy(mode="dred")).fragments
-    assert set(run_recursive(cat, shape).rows) == nx_reach([(0, 1, 1), (1, 2, 1), (2, 0, 1), (3, 4, 1), (4, 5, 1),
-                                                            (5, 3, 1)], {0, 1})
+    assert set(run_recursive(cat, shape).rows) == nx_reach(
+        [(0, 1, 1), (1, 2, 1), (2, 0, 1), (3, 4, 1), (4, 5, 1), (5, 3, 1)], {0, 1}
+    )

@@ -17,9 +17,14 @@ import random
 import statistics
 import time
 
+from advisor.layout.clustered_copy import build_layout
+from advisor.recursive.capture import capture_recursive
 from advisor.recursive.derive import LinkGraph, Spec, fixpoint
 from advisor.recursive.dred import DRedView
+from advisor.recursive.evaluate import run_native, run_recursive
+from advisor.recursive.shape import recognise
 from advisor.recursive.witnesses import BudgetExceeded, WitnessView
+from workloads.data.datasets import load_dataset
 from workloads.data.topology import topology_links
 
 QUERIES = {
@@ -40,13 +45,19 @@ def _spec(name: str, links: dict, seed: int) -> Spec:
     spec = QUERIES[name]
     if "from" in name:
         nodes = sorted({s for s, _, _ in links.values()})
-        spec = Spec(spec.forward, spec.cost, spec.hops, spec.max_hops,
-                    frozenset(random.Random(seed).sample(nodes, min(10, len(nodes)))))
+        spec = Spec(
+            spec.forward,
+            spec.cost,
+            spec.hops,
+            spec.max_hops,
+            frozenset(random.Random(seed).sample(nodes, min(10, len(nodes)))),
+        )
     return spec
 
 
-def maintenance_rounds(nodes: int, density: float, query: str, batches: int, per_batch: int, seed: int,
-                       budget: int) -> dict:
+def maintenance_rounds(
+    nodes: int, density: float, query: str, batches: int, per_batch: int, seed: int, budget: int
+) -> dict:
     """Delete batches (link failures, both directions of a link) then as many insert batches
     (the links recovering); per batch the three methods' seconds and tuples touched."""
     links = _links(nodes, seed, density)
@@ -72,9 +83,13 @@ def maintenance_rounds(nodes: int, density: float, query: str, batches: int, per
             gone = {r for r, (s, d, _) in live.items() if (min(s, d), max(s, d)) in set(chosen)}
             kind, ins = "delete", {}
         else:
-            back = failed[(b - batches) * per_batch:(b - batches + 1) * per_batch]
+            back = failed[(b - batches) * per_batch : (b - batches + 1) * per_batch]
             gone, kind = set(), "insert"
-            ins = {r: link for r, link in links.items() if (min(link[0], link[1]), max(link[0], link[1])) in set(back)}
+            ins = {
+                r: link
+                for r, link in links.items()
+                if (min(link[0], link[1]), max(link[0], link[1])) in set(back)
+            }
         for r in gone:
             del live[r]
         live.update(ins)
@@ -95,25 +110,28 @@ def maintenance_rounds(nodes: int, density: float, query: str, batches: int, per
         row |= {"recompute_s": time.perf_counter() - t0, "recompute_touched": len(fresh), "view": len(fresh)}
         assert dred.view == fresh and (wit is None or wit.tuples() == fresh), "maintained view != recomputed"
         rows.append(row)
-    return {"nodes": nodes, "density": density, "links": len(links), "query": query, "rows": rows,
-            "witness_build_s": wit_build, "witness_row_ids": wit_size, "dred_build_s": dred_build}
+    return {
+        "nodes": nodes,
+        "density": density,
+        "links": len(links),
+        "query": query,
+        "rows": rows,
+        "witness_build_s": wit_build,
+        "witness_row_ids": wit_size,
+        "dred_build_s": dred_build,
+    }
 
 
 def sketched_query(ctx, nodes: int, seed: int, density: float, fragments: int, reps: int) -> dict:
     """Load the topology as ``link`` with a layout on src; run a cheapest-path query plain and sketched."""
-    from advisor.layout.clustered_copy import build_layout
-    from advisor.recursive.capture import capture_recursive
-    from advisor.recursive.evaluate import run_recursive
-    from workloads.data.datasets import load_dataset
-
     cat = ctx.catalog
     load_dataset(cat, "topology", nodes=nodes, seed=seed, density=density)
     build_layout(cat, "link", "src", rows_per_file=max(50, cat.version("link").rows // 40))
-    sql = ("WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link WHERE src = 20 UNION "
-           "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src "
-           "WHERE p.hops < 4) SELECT src, dst, MIN(cost) AS cost, MIN(hops) AS hops FROM p GROUP BY src, dst")
-    from advisor.recursive.shape import recognise
-
+    sql = (
+        "WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link WHERE src = 20 UNION "
+        "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src "
+        "WHERE p.hops < 4) SELECT src, dst, MIN(cost) AS cost, MIN(hops) AS hops FROM p GROUP BY src, dst"
+    )
     shape = recognise(sql)
     rs = capture_recursive(cat, shape, fragments=fragments)
     view, cond = rs.source(cat)
@@ -122,33 +140,60 @@ def sketched_query(ctx, nodes: int, seed: int, density: float, fragments: int, r
         runs["plain"].append(run_recursive(cat, shape))
         runs["sketched"].append(run_recursive(cat, shape, None, cond, view=view))
     p, s = runs["plain"][-1], runs["sketched"][-1]
-    return {"nodes": nodes, "density": density, "sql": sql, "capture_s": rs.seconds,
-            "fragments": f"{len(rs.fragments)} of {rs.part.n_fragments}", "selectivity": rs.selectivity(),
-            "plain": {"rows_read": p.scan_rows, "link_rows": p.link_rows, "rounds": p.rounds,
-                      "seconds": statistics.median(r.seconds for r in runs["plain"])},
-            "sketched": {"rows_read": s.scan_rows, "link_rows": s.link_rows, "rounds": s.rounds,
-                         "seconds": statistics.median(r.seconds for r in runs["sketched"])},
-            "answers_equal": sorted(p.rows) == sorted(s.rows), "answer_rows": len(p.rows)}
+    return {
+        "nodes": nodes,
+        "density": density,
+        "sql": sql,
+        "capture_s": rs.seconds,
+        "fragments": f"{len(rs.fragments)} of {rs.part.n_fragments}",
+        "selectivity": rs.selectivity(),
+        "plain": {
+            "rows_read": p.scan_rows,
+            "link_rows": p.link_rows,
+            "rounds": p.rounds,
+            "seconds": statistics.median(r.seconds for r in runs["plain"]),
+        },
+        "sketched": {
+            "rows_read": s.scan_rows,
+            "link_rows": s.link_rows,
+            "rounds": s.rounds,
+            "seconds": statistics.median(r.seconds for r in runs["sketched"]),
+        },
+        "answers_equal": sorted(p.rows) == sorted(s.rows),
+        "answer_rows": len(p.rows),
+    }
 
 
 def native_vs_loop(ctx, reps: int) -> dict:
     """Spark's own recursive CTE (UNION ALL, hop-bounded) against the semi-naive loop on ``link``."""
-    from advisor.recursive.evaluate import run_native, run_recursive
-    from advisor.recursive.shape import recognise
-
     cat = ctx.catalog
-    sql = ("WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link WHERE src = 20 UNION "
-           "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src "
-           "WHERE p.hops < 4) SELECT src, dst, MIN(cost) AS cost FROM p GROUP BY src, dst")
+    sql = (
+        "WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link WHERE src = 20 UNION "
+        "SELECT p.src, l.dst, p.cost + l.cost, p.hops + 1 FROM p JOIN link l ON p.dst = l.src "
+        "WHERE p.hops < 4) SELECT src, dst, MIN(cost) AS cost FROM p GROUP BY src, dst"
+    )
     shape = recognise(sql)
     loop = [run_recursive(cat, shape) for _ in range(reps)]
     native = [run_native(cat, shape) for _ in range(reps)]
-    return {"loop_s": statistics.median(r.seconds for r in loop), "native_s": statistics.median(r.seconds for r in native),
-            "answers_equal": sorted(loop[-1].rows) == sorted(native[-1].rows)}
+    return {
+        "loop_s": statistics.median(r.seconds for r in loop),
+        "native_s": statistics.median(r.seconds for r in native),
+        "answers_equal": sorted(loop[-1].rows) == sorted(native[-1].rows),
+    }
 
 
-def bench_recursive(ctx, out, nodes: int = 100, seed: int = 7, batches: int = 3, per_batch: int = 2,
-                    budget: int = 3_000_000, spark_nodes: int = 1000, fragments: int = 100, reps: int = 2) -> dict:
+def bench_recursive(
+    ctx,
+    out,
+    nodes: int = 100,
+    seed: int = 7,
+    batches: int = 3,
+    per_batch: int = 2,
+    budget: int = 3_000_000,
+    spark_nodes: int = 1000,
+    fragments: int = 100,
+    reps: int = 2,
+) -> dict:
     """Everything above, printed side by side (module docstring); returns the measurements."""
     res = {"maintenance": [], "spark": None}
     for density, label in ((2.0, "sparse"), (4.0, "dense")):
@@ -168,26 +213,46 @@ def bench_recursive(ctx, out, nodes: int = 100, seed: int = 7, batches: int = 3,
 
 def _print_maintenance(out, m: dict) -> None:
     size = m["witness_row_ids"]
-    out.print(f"{m['label']} topology, {m['nodes']} nodes, {m['links']} link rows, view {m['query']}: witness state "
-              f"{size if isinstance(size, str) else f'{size:,} row ids'} built in {m['witness_build_s']:.2f} s, "
-              f"DRed view in {m['dred_build_s']:.2f} s", highlight=False)
-    out.print("  batch kind    links | absorption s (touched) | DRed s (touched) | recompute s (view) | "
-              "DRed/absorption", highlight=False)
+    out.print(
+        f"{m['label']} topology, {m['nodes']} nodes, {m['links']} link rows, view {m['query']}: "
+        "witness state "
+        f"{size if isinstance(size, str) else f'{size:,} row ids'} built in {m['witness_build_s']:.2f} s, "
+        f"DRed view in {m['dred_build_s']:.2f} s",
+        highlight=False,
+    )
+    out.print(
+        "  batch kind    links | absorption s (touched) | DRed s (touched) | recompute s (view) | "
+        "DRed/absorption",
+        highlight=False,
+    )
     for r in m["rows"]:
-        a = (f"{r['absorption_s']:.4f} ({r['absorption_touched']:,})" if "absorption_s" in r else "over budget")
+        a = f"{r['absorption_s']:.4f} ({r['absorption_touched']:,})" if "absorption_s" in r else "over budget"
         ratio = f"{r['dred_s'] / max(r['absorption_s'], 1e-6):.1f}x" if "absorption_s" in r else "-"
-        out.print(f"  {r['batch']:>5} {r['kind']:<7} {r['links']:>5} | {a:>22} | {r['dred_s']:.4f} ({r['dred_touched']:,}) "
-                  f"| {r['recompute_s']:.4f} ({r['view']:,}) | {ratio}", highlight=False)
+        out.print(
+            f"  {r['batch']:>5} {r['kind']:<7} {r['links']:>5} | {a:>22} | "
+            f"{r['dred_s']:.4f} ({r['dred_touched']:,}) "
+            f"| {r['recompute_s']:.4f} ({r['view']:,}) | {ratio}",
+            highlight=False,
+        )
 
 
 def _print_spark(out, s: dict, n: dict) -> None:
-    out.print(f"Spark, topology {s['nodes']} nodes: cheapest paths within 4 hops from node 20; sketch "
-              f"{s['fragments']} fragments of link.src ({s['selectivity']:.1%} of the links), captured in "
-              f"{s['capture_s']:.2f} s", highlight=False)
+    out.print(
+        f"Spark, topology {s['nodes']} nodes: cheapest paths within 4 hops from node 20; sketch "
+        f"{s['fragments']} fragments of link.src ({s['selectivity']:.1%} of the links), captured in "
+        f"{s['capture_s']:.2f} s",
+        highlight=False,
+    )
     for k in ("plain", "sketched"):
         r = s[k]
-        out.print(f"  {k:<8}: {r['seconds']:.2f} s, {r['rows_read']:,} rows read, {r['link_rows']:,} link rows in the "
-                  f"recursion, {r['rounds']} rounds", highlight=False)
-    out.print(f"  answers equal: {s['answers_equal']} ({s['answer_rows']} rows); Spark recursive CTE (UNION ALL) "
-              f"{n['native_s']:.2f} s vs semi-naive loop {n['loop_s']:.2f} s (answers equal: {n['answers_equal']})",
-              highlight=False)
+        out.print(
+            f"  {k:<8}: {r['seconds']:.2f} s, {r['rows_read']:,} rows read, "
+            f"{r['link_rows']:,} link rows in the "
+            f"recursion, {r['rounds']} rounds",
+            highlight=False,
+        )
+    out.print(
+        f"  answers equal: {s['answers_equal']} ({s['answer_rows']} rows); Spark recursive CTE (UNION ALL) "
+        f"{n['native_s']:.2f} s vs semi-naive loop {n['loop_s']:.2f} s (answers equal: {n['answers_equal']})",
+        highlight=False,
+    )

@@ -34,8 +34,9 @@ def route_links(radius_km: float) -> pa.Table:
     """route(src, dst, km) of airports within ``radius_km`` of each other (module docstring)."""
     if not 1.0 <= radius_km <= 2000.0:
         raise BadInput(f"--radius-km must be between 1 and 2000, got {radius_km}")
-    ap = sorted((a["icao"], float(a["lat"]), float(a["lon"])) for a in airportsdata.load().values()
-                if a.get("iata"))
+    ap = sorted(
+        (a["icao"], float(a["lat"]), float(a["lon"])) for a in airportsdata.load().values() if a.get("iata")
+    )
     codes = np.array([a[0] for a in ap])
     lat = np.array([a[1] for a in ap])
     lon = np.array([a[2] for a in ap])
@@ -45,7 +46,7 @@ def route_links(radius_km: float) -> pa.Table:
     src, dst, km = [], [], []
     for pos, i in enumerate(order):
         hi = np.searchsorted(lat_s, lat[i] + band, side="right")
-        cand = order[pos + 1:hi]
+        cand = order[pos + 1 : hi]
         if not len(cand):
             continue
         d = haversine_km(lat[i], lon[i], lat[cand], lon[cand])
@@ -55,6 +56,10 @@ def route_links(radius_km: float) -> pa.Table:
             dst += [codes[j], codes[i]]
             km += [k, k]
     idx = np.lexsort((np.array(dst), np.array(src))) if src else np.array([], dtype=int)
-    return pa.table({"src": pa.array(np.array(src, dtype=object)[idx].tolist(), pa.string()),
-                     "dst": pa.array(np.array(dst, dtype=object)[idx].tolist(), pa.string()),
-                     "km": pa.array(np.array(km, dtype=np.float64)[idx])})
+    return pa.table(
+        {
+            "src": pa.array(np.array(src, dtype=object)[idx].tolist(), pa.string()),
+            "dst": pa.array(np.array(dst, dtype=object)[idx].tolist(), pa.string()),
+            "km": pa.array(np.array(km, dtype=np.float64)[idx]),
+        }
+    )

@@ -3,9 +3,9 @@
 Each transit domain has 4 transit nodes, each transit node 3 stub domains of 8 nodes (100 nodes
 per domain; other sizes scale the stubs).  Transit nodes of a domain form a ring, domains a ring
 through their first transit nodes, each stub hangs off its transit node by one link and is a
-random spanning tree; random extra links (mostly inside stubs, some across the stubs of a domain, cost 10) bring the network to ``density``
-bidirectional links per node.  Costs are latencies: 50 transit-transit, 10 transit-stub, 2 inside
-a stub.  Every link is stored in both directions; node ids are contiguous per domain and stub.
+random spanning tree; random extra links (mostly inside stubs, some across the stubs of a domain,
+cost 10) bring the network to ``density`` bidirectional links per node.  Costs are latencies:
+50 transit-transit, 10 transit-stub, 2 inside a stub.  Every link is stored in both directions; node ids are contiguous per domain and stub.
 
 >>> t = topology_links(100, seed=1)
 >>> t.num_rows, len(set(t.column("src").to_pylist()))
@@ -86,6 +86,10 @@ def topology_links(nodes: int, seed: int = 7, density: float = 2.0) -> pa.Table:
         dst += [b, a]
         cost += [c, c]
     order = np.lexsort((np.array(dst), np.array(src)))
-    return pa.table({"src": pa.array(np.array(src, dtype=np.int64)[order]),
-                     "dst": pa.array(np.array(dst, dtype=np.int64)[order]),
-                     "cost": pa.array(np.array(cost, dtype=np.int64)[order])})
+    return pa.table(
+        {
+            "src": pa.array(np.array(src, dtype=np.int64)[order]),
+            "dst": pa.array(np.array(dst, dtype=np.int64)[order]),
+            "cost": pa.array(np.array(cost, dtype=np.int64)[order]),
+        }
+    )
