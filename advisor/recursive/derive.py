@@ -75,7 +75,10 @@ class LinkGraph:
         return link
 
     def extending(self, spec: Spec, node) -> set:
-        """Row ids of links that extend a tuple whose extension node is ``node``."""
+        """Row ids of links that extend a tuple whose extension node is ``node`` (none for NULL:
+        the SQL join condition is not true for NULL)."""
+        if node is None:
+            return set()
         return self.out.get(node, set()) if spec.forward else self.inc.get(node, set())
 
     def copy(self) -> "LinkGraph":

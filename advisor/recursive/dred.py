@@ -34,6 +34,10 @@ class DRedView:
     def _pair(self, t: tuple) -> tuple:
         return (t[0], t[1]) if self.spec.forward else (t[1], t[0])
 
+    def _at(self, node) -> list:
+        """Tuples extending at ``node`` (none at NULL, which joins nothing)."""
+        return list(self.by_key.get(node, ())) if node is not None else []
+
     def _put(self, t: tuple) -> None:
         self.view.add(t)
         self.by_pair[self._pair(t)].add(t)
@@ -71,7 +75,7 @@ class DRedView:
         for link in links.values():
             if (b := spec.base(link)) is not None:
                 seeds.append(b)
-            for t in list(self.by_key.get(link[0] if spec.forward else link[1], ())):
+            for t in (self._at(link[0] if spec.forward else link[1])):
                 if (u := spec.extend(t, link)) is not None:
                     seeds.append(u)
         return self._grow(seeds)
@@ -89,7 +93,7 @@ class DRedView:
 
         for link in dead.values():
             hit(spec.base(link))
-            for t in list(self.by_key.get(link[0] if spec.forward else link[1], ())):
+            for t in (self._at(link[0] if spec.forward else link[1])):
                 hit(spec.extend(t, link))
         while frontier:
             t = frontier.pop()
@@ -113,7 +117,7 @@ class DRedView:
             if spec.base(link) == t:
                 return True
             near = link[0] if spec.forward else link[1]
-            for t0 in self.by_pair.get((fixed, near), ()):
+            for t0 in self.by_pair.get((fixed, near), ()) if near is not None else ():
                 if spec.extend(t0, link) == t:
                     return True
         return False

@@ -123,7 +123,7 @@ class WitnessView:
             if (b := spec.base(link)) is not None:
                 seeds.append((b, frozenset([rid])))
             near = link[0] if spec.forward else link[1]
-            for t in list(self.by_key.get(near, ())):
+            for t in list(self.by_key.get(near, ()) if near is not None else ()):
                 u = spec.extend(t, link)
                 if u is not None:
                     seeds += [(u, w | {rid}) for w in list(self.formulas.get(t, ()))]

@@ -14,7 +14,7 @@ from advisor.recursive.derive import LinkGraph, Spec, fixpoint
 from advisor.recursive.dred import DRedView
 from advisor.recursive.witnesses import BudgetExceeded, WitnessView
 
-NODES = "ABCDEF"
+NODES = ["A", "B", "C", "D", "E", None]  # None: a NULL end, which joins nothing
 link_st = st.tuples(st.sampled_from(NODES), st.sampled_from(NODES), st.integers(1, 5))
 batch_st = st.tuples(st.lists(link_st, max_size=4), st.lists(st.integers(0, 10_000), max_size=3))
 SPECS = [
@@ -28,23 +28,28 @@ SPECS = [
 
 
 def nx_reach(links: dict, sources=None) -> set:
-    """(s, d) with a path of at least one link from s to d, by networkx."""
+    """(s, d) with a path of at least one link from s to d, by networkx.  A NULL end becomes a node
+    of its own link only (NULL joins nothing in SQL) and is NULL again in the answer."""
     g = nx.MultiDiGraph()
-    g.add_edges_from((s, d) for s, d, _ in links.values())
+    g.add_edges_from((("null", "s", r) if s is None else s, ("null", "d", r) if d is None else d)
+                     for r, (s, d, _) in links.items())
+    back = lambda n: None if isinstance(n, tuple) else n  # noqa: E731
     out = set()
     for s in g.nodes:
-        if sources is not None and s not in sources:
+        if sources is not None and back(s) not in sources:
             continue
         firsts = {d for _, d in g.out_edges(s)}
         for f in firsts:
-            out |= {(s, d) for d in nx.descendants(g, f) | {f}}
+            out |= {(back(s), back(d)) for d in nx.descendants(g, f) | {f}}
     return out
 
 
 def nx_cheapest(links: dict, max_hops: int) -> dict:
     """(s, d) -> least cost over walks of 1..max_hops links (Bellman-Ford rounds over networkx edges)."""
     g = nx.MultiDiGraph()
-    g.add_weighted_edges_from(links.values())
+    g.add_weighted_edges_from((("null", "s", r) if s is None else s, ("null", "d", r) if d is None else d, c)
+                              for r, (s, d, c) in links.items())
+    back = lambda n: None if isinstance(n, tuple) else n  # noqa: E731
     best = {}
     for s in g.nodes:
         cur = {s: 0}
@@ -55,7 +60,7 @@ def nx_cheapest(links: dict, max_hops: int) -> dict:
                     if c + w < nxt.get(v, math.inf):
                         nxt[v] = c + w
             for v, c in nxt.items():
-                best[(s, v)] = min(best.get((s, v), math.inf), c)
+                best[(back(s), back(v))] = min(best.get((back(s), back(v)), math.inf), c)
             cur = nxt
     return best
 
