@@ -46,7 +46,8 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
             shape.template,
             {
                 "action": "plain",
-                "reason": f"plain run asked for (--no-use); {shape.describe()}; {run.rounds} rounds",
+                "reason": f"plain run asked for (--no-use); {shape.describe()}; {run.how}, "
+                f"{run.rounds} rounds",
             },
         )
     key = (str(catalog.store.warehouse), shape.template)
@@ -75,7 +76,7 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
     reason = (
         f"{how}: recursive sketch on {shape.table}.{rs.attr}, {len(rs.fragments)} of "
         f"{rs.part.n_fragments} fragments ({rs.selectivity():.1%} of the links); {run.link_rows:,} link "
-        f"rows entered the recursion, {run.rounds} rounds; {safe.reason}"
+        f"rows entered the recursion ({run.how}, {run.rounds} rounds); {safe.reason}"
     )
     return (
         _result(run),
@@ -134,8 +135,15 @@ def explain_recursive(sql: str) -> dict:
         cands.append({"attr": a, "safe": bool(v.safe), "reason": v.reason})
     plan = [
         shape.describe(),
-        "evaluation: semi-naive DataFrame loop (Spark's recursive CTE takes UNION ALL only), "
-        "then the outer query in Spark SQL",
+        "evaluation: "
+        + (
+            "Spark's recursive CTE in UNION ALL form when the hop-bounded walks are few, else a "
+            "semi-naive DataFrame loop"
+            if shape.max_hops is not None
+            else "semi-naive DataFrame loop (Spark's recursive CTE takes UNION ALL only, which does not "
+            "terminate on cyclic links without a hop bound)"
+        )
+        + "; the outer query in Spark SQL",
         "sketch: fragments of one minimal witness per needed view tuple, filter on every scan of "
         f"{shape.table}",
     ]

@@ -2,13 +2,13 @@
 
 Spark 4.2 evaluates ``WITH RECURSIVE`` with ``UNION ALL`` only (``UNION`` is rejected with
 UNION_NOT_SUPPORTED_IN_RECURSIVE_CTE), i.e. with bag semantics: on cyclic links an unbounded
-reachability query never reaches a fixpoint, and a hop-bounded one enumerates every walk.  The
-product therefore evaluates the set-semantics recursion with a semi-naive DataFrame loop (each
-round joins only the new tuples with the links, removes duplicates and known tuples, and
-checkpoints), then runs the outer query with Spark SQL over the result.  ``native_sql`` builds
-the UNION ALL form of a hop-bounded query so ``advisor bench recursive`` can time Spark's own
-recursive CTE against the loop.  A sketch filters the link rows once, before the recursion, so
-the base case and every recursive step read only the sketch's fragments.
+reachability query never reaches a fixpoint, and a hop-bounded one enumerates every walk.  So a
+hop-bounded query whose walks are few runs in Spark's own recursive CTE in its UNION ALL form,
+duplicates removed before the outer query (``native_sql``; the same answer under set semantics);
+anything else runs in a semi-naive DataFrame loop (each round joins only the new tuples with the
+links, removes duplicates and known tuples, and checkpoints), with the outer query in Spark SQL
+over its result.  ``advisor bench recursive`` times both.  A sketch filters the link rows once,
+before the recursion, so the base case and every recursive step read only its fragments.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import sqlglot
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from advisor.engine.execute import table_view
 from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.errors import spark_rejected
 
@@ -106,6 +105,28 @@ def semi_naive(shape, links):
     return total, rounds
 
 
+NATIVE_MAX_WALKS = 2_000_000  # estimated walks up to which Spark's own (UNION ALL) recursion is used
+
+
+def walk_estimate(shape, link_rows: int, sources_n: int) -> float | None:
+    """Rows Spark's UNION ALL recursion would produce (every walk up to the hop bound): base rows
+    times the mean out-degree to the power of the further hops; None without a hop bound (on
+    cyclic links it never ends).
+
+    >>> from advisor.recursive.shape import recognise
+    >>> s = recognise("WITH RECURSIVE r(src, dst, hops) AS (SELECT src, dst, 1 FROM link UNION SELECT "
+    ...               "r.src, l.dst, r.hops + 1 FROM r JOIN link l ON r.dst = l.src WHERE r.hops < 3) "
+    ...               "SELECT * FROM r")
+    >>> walk_estimate(s, 400, 100)
+    8400.0
+    """
+    if shape.max_hops is None:
+        return None
+    degree = link_rows / max(1, sources_n)
+    base = link_rows if shape.sources is None else len(shape.sources) * degree
+    return float(sum(base * degree**h for h in range(shape.max_hops)))
+
+
 def run_recursive(
     catalog,
     shape,
@@ -113,25 +134,43 @@ def run_recursive(
     condition: str | None = None,
     sketch: dict | None = None,
     view: str | None = None,
+    how: str = "auto",
 ) -> RecursiveRun:
-    """Answer the query: the loop for the recursion, Spark SQL for the outer query."""
+    """Answer the query.  The recursion runs in Spark's own recursive CTE (``native_sql``) when
+    it has a hop bound and the walks it would enumerate are few (``walk_estimate`` up to
+    ``NATIVE_MAX_WALKS``), else in the semi-naive loop; ``how`` = native | loop forces one.  The
+    outer query runs in Spark SQL either way; the link rows are read (and filtered) once."""
     t0 = time.perf_counter()
     try:
         raw = link_frame(catalog, shape, version, condition, view)
         links = raw.localCheckpoint()  # runs the scan once: its metrics are the rows read
         link_rows = links.count()
         scan = collect_scan_metrics(raw)
-        view, rounds = semi_naive(shape, links)
+        if how == "auto":
+            walks = walk_estimate(shape, link_rows, links.select("l_src").distinct().count())
+            how = "native" if walks is not None and walks <= NATIVE_MAX_WALKS else "loop"
         name = f"_rec_{uuid.uuid4().hex[:10]}"
-        view.createOrReplaceTempView(name)
-        df = catalog.spark.sql(shape.outer_sql(name))
-        rows = [tuple(r) for r in df.collect()]
-        view_rows = view.count()
+        if how == "native":
+            named = [F.col("l_src").alias(shape.src_col), F.col("l_dst").alias(shape.dst_col)]
+            if shape.cost_col:
+                named.append(F.col("l_cost").alias(shape.cost_col))
+            links.select(*named).createOrReplaceTempView(name)
+            df = catalog.spark.sql(native_sql(shape, name))
+            rows = [tuple(r) for r in df.collect()]
+            rounds, view_rows, label = shape.max_hops, -1, "Spark recursive CTE (UNION ALL, hop-bounded)"
+        else:
+            vw, rounds = semi_naive(shape, links)
+            vw.createOrReplaceTempView(name)
+            df = catalog.spark.sql(shape.outer_sql(name))
+            rows = [tuple(r) for r in df.collect()]
+            view_rows, label = vw.count(), "semi-naive loop"
         catalog.spark.catalog.dropTempView(name)
     except Exception as e:
         raise spark_rejected(e) from None
     secs = time.perf_counter() - t0
-    return RecursiveRun(df.columns, rows, secs, link_rows, scan.rows_read, view_rows, rounds, sketch=sketch)
+    return RecursiveRun(
+        df.columns, rows, secs, link_rows, scan.rows_read, view_rows, rounds, how=label, sketch=sketch
+    )
 
 
 def native_sql(shape, link_view: str) -> str:
@@ -155,21 +194,4 @@ def native_sql(shape, link_view: str) -> str:
 
 def run_native(catalog, shape, version: int | None = None) -> RecursiveRun:
     """The hop-bounded query through Spark's own recursive CTE (``native_sql``)."""
-    t0 = time.perf_counter()
-    view = table_view(catalog, shape.table, version)
-    try:
-        df = catalog.spark.sql(native_sql(shape, view))
-        rows = [tuple(r) for r in df.collect()]
-    except Exception as e:
-        raise spark_rejected(e) from None
-    m = collect_scan_metrics(df)
-    return RecursiveRun(
-        df.columns,
-        rows,
-        time.perf_counter() - t0,
-        m.rows_read,
-        m.rows_read,
-        0,
-        shape.max_hops,
-        how="Spark recursive CTE (UNION ALL)",
-    )
+    return run_recursive(catalog, shape, version, how="native")

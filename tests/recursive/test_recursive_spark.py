@@ -119,7 +119,8 @@ def test_the_spark_loop_equals_the_python_evaluation_and_spark_native_on_a_topol
     view, _ = semi_naive(shape, link_frame(cat, shape))
     py = fixpoint(Spec.of(shape), LinkGraph(load_links(cat, shape)))
     assert {tuple(r) for r in view.collect()} == py
-    loop, native = run_recursive(cat, shape), run_native(cat, shape)
+    loop, native = run_recursive(cat, shape, how="loop"), run_native(cat, shape)
+    assert loop.how == "semi-naive loop" and native.how.startswith("Spark recursive CTE")
     assert sorted(loop.rows) == sorted(native.rows)
     live = list(t.itertuples(index=False, name=None))
     truth = nx_cheapest(live, 0, 3) | nx_cheapest(live, 7, 3)

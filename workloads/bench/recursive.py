@@ -147,6 +147,7 @@ def sketched_query(ctx, nodes: int, seed: int, density: float, fragments: int, r
         "capture_s": rs.seconds,
         "fragments": f"{len(rs.fragments)} of {rs.part.n_fragments}",
         "selectivity": rs.selectivity(),
+        "how": p.how,
         "plain": {
             "rows_read": p.scan_rows,
             "link_rows": p.link_rows,
@@ -173,7 +174,7 @@ def native_vs_loop(ctx, reps: int) -> dict:
         "WHERE p.hops < 4) SELECT src, dst, MIN(cost) AS cost FROM p GROUP BY src, dst"
     )
     shape = recognise(sql)
-    loop = [run_recursive(cat, shape) for _ in range(reps)]
+    loop = [run_recursive(cat, shape, how="loop") for _ in range(reps)]
     native = [run_native(cat, shape) for _ in range(reps)]
     return {
         "loop_s": statistics.median(r.seconds for r in loop),
@@ -252,7 +253,8 @@ def _print_spark(out, s: dict, n: dict) -> None:
             highlight=False,
         )
     out.print(
-        f"  answers equal: {s['answers_equal']} ({s['answer_rows']} rows); Spark recursive CTE (UNION ALL) "
+        f"  evaluated by: {s['how']}; answers equal: {s['answers_equal']} ({s['answer_rows']} rows); "
+        "forced each way: Spark recursive CTE (UNION ALL) "
         f"{n['native_s']:.2f} s vs semi-naive loop {n['loop_s']:.2f} s (answers equal: {n['answers_equal']})",
         highlight=False,
     )
