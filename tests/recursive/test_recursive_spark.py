@@ -68,7 +68,7 @@ link_st = st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 4))
 
 
 @settings(
-    max_examples=4,
+    max_examples=3,
     phases=[Phase.explicit, Phase.generate],  # a Spark example is seconds: no shrinking
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
