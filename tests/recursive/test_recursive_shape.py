@@ -195,3 +195,15 @@ def test_run_captures_then_maintains_after_a_batch_and_answers_like_a_plain_run(
     if any(5 in nx.single_source_shortest_path_length(g, f, cutoff=2) for f in g.successors(5)):
         within.add(5)  # a closed walk of 1..3 links
     assert {d for (d,) in used["rows"]} == within
+
+
+@pytest.mark.parametrize("func", ["min", "max"])
+def test_z3_proves_the_arg_extreme_rule_and_refutes_its_weaker_forms(func):
+    from advisor.recursive.proof import min_lemma
+
+    v = min_lemma(4, func)
+    assert v.safe
+    proved = [d for d in v.details if d.endswith("proved")]
+    refuted = [d for d in v.details if "refuted" in d]
+    assert len(proved) == 2 and len(refuted) == 3
+    assert any("any one kept tuple" in d for d in refuted) and any("COUNT" in d for d in refuted)

@@ -28,10 +28,10 @@ from workloads.data.datasets import load_dataset
 from workloads.data.topology import topology_links
 
 QUERIES = {
-    # all pairs within H hops (the reachability view of Query 1 with a hop bound)
+    # all pairs within H hops (reachability with a hop count)
     "reach<=4": Spec(forward=False, hops=True, max_hops=4),
     "reach<=5": Spec(forward=False, hops=True, max_hops=5),
-    # paths with cost and length from 10 sources (Query 2 with a hop bound), the view MIN(cost) reads
+    # paths with cost and length from 10 sources, the view a cheapest-path query reads
     "paths<=4 from 10": Spec(forward=True, cost=True, hops=True, max_hops=4),
 }
 
