@@ -207,3 +207,10 @@ def test_z3_proves_the_arg_extreme_rule_and_refutes_its_weaker_forms(func):
     refuted = [d for d in v.details if "refuted" in d]
     assert len(proved) == 2 and len(refuted) == 3
     assert any("any one kept tuple" in d for d in refuted) and any("COUNT" in d for d in refuted)
+
+
+def test_the_non_recursive_planner_names_a_recursive_query_unsupported_instead_of_looping():
+    from advisor.plan.parse import parse_sql
+
+    with pytest.raises(Unsupported, match="recursive CTE"):
+        parse_sql(q(f"{BASE} UNION {STEP}"), {"link": [("src", "bigint"), ("dst", "bigint")]}.get)
