@@ -46,7 +46,7 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
             shape.template,
             {
                 "action": "plain",
-                "reason": f"plain run asked for (--no-use); {shape.describe()}; {run.how}, "
+                "reason": f"plain run (no sketch asked for); {shape.describe()}; {run.how}, "
                 f"{run.rounds} rounds",
             },
         )
