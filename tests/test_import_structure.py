@@ -27,6 +27,7 @@ LAYERS = [
     ("advisor.maintain", "advisor.maintain.operators"),
     ("advisor.maintain.spark",),
     ("advisor.maintain.policy",),
+    ("advisor.recursive",),
     ("advisor.estimation",),
     ("advisor.selection",),
     ("advisor.serve",),

@@ -120,3 +120,24 @@ def bench_store_cmd(sf: float = typer.Option(0.1, "--sf"), batches: int = typer.
     render(out, res)
     if out_json:
         out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
+@bench_app.command("recursive")
+def bench_recursive_cmd(nodes: int = typer.Option(100, "--nodes", help="Topology size for the maintenance part."),
+                        seed: int = typer.Option(7, "--seed"),
+                        batches: int = typer.Option(3, "--batches", min=1, help="Deletion batches (then as many "
+                                                    "recovery batches)."),
+                        per_batch: int = typer.Option(2, "--links", min=1, help="Bidirectional links per batch."),
+                        spark_nodes: int = typer.Option(1000, "--spark-nodes", help="Topology size for plain vs "
+                                                        "sketched on Spark (0: skip)."),
+                        reps: int = typer.Option(2, "--reps", min=1),
+                        out_json: Optional[Path] = typer.Option(None, "--out")):
+    """Recursive views under link failures and recoveries: absorption vs DRed vs recomputation per
+    batch on sparse and dense topologies; a recursive query plain vs sketched on Spark."""
+    from advisor.cli.common import ctx, out
+    from workloads.bench.recursive import bench_recursive
+
+    res = bench_recursive(ctx() if spark_nodes else None, out, nodes=nodes, seed=seed, batches=batches,
+                          per_batch=per_batch, spark_nodes=spark_nodes, reps=reps)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))

@@ -4,17 +4,21 @@ and which stored sketches could serve the query (and why the others cannot)."""
 from __future__ import annotations
 
 from advisor.errors import Unsupported
+from advisor.recursive.advise import explain_recursive
+from advisor.recursive.shape import looks_recursive
 from advisor.selection.candidates import candidate_columns
 
 
 def explain(ctx, sql: str) -> dict:
     from advisor.engine.execute import versions_now
-    from advisor.sketch.lookup import usable_sketches
     from advisor.plan.parse import parse_sql
     from advisor.plan.show import tree_lines
     from advisor.safety.static_check import check_safety
+    from advisor.sketch.lookup import usable_sketches
     from advisor.warehouse.column_stats import stats_for_query
 
+    if looks_recursive(sql):
+        return explain_recursive(sql)
     try:
         q = parse_sql(sql, ctx.schema_lookup())
     except Unsupported as e:
@@ -50,8 +54,8 @@ def render(console, info: dict) -> None:
     for line in info["plan"]:
         console.print("  " + line, markup=False)
     for t in info["tables"]:
-        tab = Table("attribute", "safe", "reason", title=f"{t['table']} (version {t['version']}, "
-                                                         f"{t['accesses']} access(es))")
+        where = f"version {t['version']}, " if t["version"] is not None else ""
+        tab = Table("attribute", "safe", "reason", title=f"{t['table']} ({where}{t['accesses']} access(es))")
         for c in t["candidates"]:
             tab.add_row(c["attr"], "yes" if c["safe"] else "no", c["reason"])
         console.print(tab)

@@ -45,11 +45,14 @@ def emit_json(obj) -> None:
 
 # ---------------- data ----------------
 @data_app.command("load")
-def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes"),
+def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes | topology | airports"),
               sf: float = typer.Option(0.1, "--sf", help="TPC-H scale factor (0.01 to 10)."),
               rows: int = typer.Option(100_000, "--rows", help="crimes: number of rows."),
-              seed: int = typer.Option(7, "--seed", help="crimes: generator seed.")):
-    """Generate a dataset and store its tables as version 1."""
+              seed: int = typer.Option(7, "--seed", help="crimes, topology: generator seed."),
+              nodes: int = typer.Option(100, "--nodes", help="topology: nodes (transit-stub, 100 per domain)."),
+              density: float = typer.Option(2.0, "--density", help="topology: bidirectional links per node (1-8)."),
+              radius_km: float = typer.Option(100.0, "--radius-km", help="airports: link airports this close.")):
+    """Generate a dataset and store its tables as version 1 (topology: table link; airports: route)."""
     from workloads.data.datasets import DATASETS, load_dataset
 
     if dataset.lower() not in DATASETS:
@@ -58,7 +61,8 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes")
         raise BadInput(f"--sf must be between 0.01 and 10, got {sf}")
     if dataset.lower() == "crimes" and (rows < 1 or seed < 0):
         raise BadInput("--rows must be >= 1 and --seed >= 0")
-    counts = load_dataset(ctx().catalog, dataset, sf=sf, rows=rows, seed=seed)
+    counts = load_dataset(ctx().catalog, dataset, sf=sf, rows=rows, seed=seed, nodes=nodes, density=density,
+                          radius_km=radius_km)
     for t, n in counts.items():
         out.print(f"loaded {t}: {n:,} rows")
 

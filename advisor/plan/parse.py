@@ -144,6 +144,10 @@ class _Builder:
     # ---------------- queries ----------------
     def plan_query(self, tree: exp.Expression, ctes: dict) -> _Rel:
         with_ = tree.args.get("with_") or tree.args.get("with")
+        if with_ is not None and with_.args.get("recursive"):
+            # planned by ``advisor.recursive`` (the advise path routes it there); here it would
+            # expand the CTE into itself without end
+            raise Unsupported("recursive CTE (WITH RECURSIVE): planned by the recursive-query path")
         if with_ is not None:
             ctes = dict(ctes)
             for cte in with_.expressions:

@@ -18,6 +18,8 @@ from advisor.engine.execute import RunResult, run_plain_sql, versions_now
 from advisor.errors import BadInput, Unsupported, spark_rejected
 from advisor.maintain.policy.triggers import after_apply, before_use
 from advisor.plan.parse import parse_sql
+from advisor.recursive.advise import serve_recursive
+from advisor.recursive.shape import looks_recursive
 from advisor.selection.attribute_pairs import catch_up, combine
 from advisor.selection.decision_memory import all_memos, restore_memos, revisit
 from advisor.serve.decide import decide
@@ -97,6 +99,14 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
     rec = new_record(sql, s.strategy, step, bindings=bindings)
     dd = Decided(sql, None, rec, secs, versions, versions is not None, t_start=time.perf_counter())
     where = str(step) if step is not None else "run"
+    if looks_recursive(sql):  # recursive queries have their own planner, sketches and maintenance
+        res, rec["template"], decision = serve_recursive(cat, sql, use=s.use and s.strategy != "NO-PS")
+        rec["decision"].update(decision)
+        if res.sketch is not None:
+            rec["sketch_id"] = f"recursive:{res.sketch['partition']}"
+            rec["selectivity"]["real"] = res.sketch["selectivity"]
+        dd.answers.append(res)
+        return dd
     try:
         q = dd.q = parse_sql(sql, ctx.schema_lookup())
     except Unsupported as e:

@@ -129,7 +129,8 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
             continue
         progress(f"loading {d['name']}")
         counts = load_dataset(cat, d["name"], sf=float(d.get("sf", 0.1)), rows=int(d.get("rows", 100_000)),
-                              seed=int(d.get("seed", 7)))
+                              seed=int(d.get("seed", 7)), nodes=int(d.get("nodes", 100)),
+                              density=float(d.get("density", 2.0)), radius_km=float(d.get("radius_km", 100.0)))
         datasets.append({"name": d["name"], "sf": d.get("sf"), "tables": counts})
     secs["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@ and update batches interleave, the seed, the strategies to compare and the maint
     description: free text
     seed: 7                           # every draw (bindings, batches, RAND-* picks) derives from it
     datasets:                         # loaded into the run's own warehouse
-      - {name: tpch, sf: 0.1}         # tpch (sf), flights, crimes (rows)
+      - {name: tpch, sf: 0.1}         # tpch (sf), flights, crimes (rows), topology (nodes, density), airports (radius_km)
       - {name: flights}
     layouts: [lineitem.l_orderkey]    # optional clustered copies (TABLE.ATTR) built before replay
     layout_rows_per_file: 1000000     # rows per file of those copies (row groups stay small)
@@ -94,7 +94,8 @@ from advisor.maintain.policy.policies import make_policy
 from advisor.plan.parse import templatize
 from advisor.selection.strategies import strategy_draw, unknown_strategy
 
-DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}}
+DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}, "topology": {"nodes", "density", "seed"},
+            "airports": {"radius_km"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
             "fragments", "measure_recapture", "measured_costs", "queries", "templates", "updates", "sequence", "method",
             "layout_rows_per_file", "warmup", "query_log"}
