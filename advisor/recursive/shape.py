@@ -23,6 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from advisor.errors import BadInput, Unsupported
+from advisor.plan.read_only import check_read_only
 
 RECURSIVE = re.compile(r"\bwith\s+recursive\b", re.IGNORECASE)
 
@@ -99,11 +100,12 @@ def recognise(sql: str) -> RecursiveShape:
     """The shape of a recursive query, or ``Unsupported``/``BadInput`` (module docstring)."""
     try:
         stmts = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
-    except sqlglot.errors.ParseError as e:
+    except sqlglot.errors.SqlglotError as e:  # parser and tokenizer errors
         raise BadInput(f"malformed SQL: {str(e).splitlines()[0]}") from None
     if len(stmts) != 1 or not isinstance(stmts[0], exp.Select):
         raise BadInput("expected exactly one SELECT statement")
     tree = stmts[0]
+    check_read_only(tree)  # before anything runs it, sketched or plainly
     with_ = tree.args.get("with_") or tree.args.get("with")
     if with_ is None or not with_.args.get("recursive"):
         raise Unsupported("not a recursive query")

@@ -222,6 +222,7 @@ class Catalog:
         written = self.spark.read.parquet(str(tmp))
         rows = written.count()
         max_rid = written.agg(F.max(RID)).first()[0]
+        next_rid = 0 if max_rid is None else int(max_rid) + 1  # a one-row table's max is 0, not "none"
         schema = [(f.name, f.dataType.simpleString()) for f in written.schema.fields if f.name != RID]
         if self.exists(name):
             if not replace:
@@ -233,7 +234,7 @@ class Catalog:
         tmp.rename(final)
         with self.store.tx() as c:
             c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) VALUES (?,?,?,?,?)",
-                      (name, dataset, time.time(), int(max_rid or -1) + 1, json.dumps(schema)))
+                      (name, dataset, time.time(), next_rid, json.dumps(schema)))
             c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                       (name, 1, "base", str(final), None, None, rows, _dir_bytes(final), rows, 0, time.time()))
         return self.version(name, 1)

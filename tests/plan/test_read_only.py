@@ -89,3 +89,11 @@ def test_the_allow_list_is_spark_s_builtins():
 def test_the_allow_list_matches_the_running_spark(spark):
     running = {r[0] for r in spark.sql("SHOW SYSTEM FUNCTIONS").collect()}
     assert spark_builtins() == frozenset(running)
+
+
+def test_recursive_queries_are_checked_before_they_run():
+    from advisor.recursive.shape import recognise
+
+    with pytest.raises(BadInput, match="reflect"):
+        recognise("WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT r.src, l.dst FROM r "
+                  "JOIN link l ON r.dst = l.src) SELECT src, dst, reflect('java.lang.System', 'exit', '0') FROM r")
