@@ -8,8 +8,8 @@ other's files, and a rebuilt artefact never replaces one an older row still name
 
 ``crash_point(name)`` marks the moments between those steps.  With ``ADVISOR_CRASH_AT=NAME:N``
 (NAME ``*`` for any) the process kills itself with SIGKILL at the N-th such moment; with
-``ADVISOR_PAUSE_AT=NAME`` it creates the file ``ADVISOR_PAUSE_FILE`` and waits there to be killed:
-crash tests use both to stop a real command at a chosen moment.
+``ADVISOR_PAUSE_AT=NAME`` it creates the file ``ADVISOR_PAUSE_FILE`` and waits there until the file
+is removed (or the process killed): crash tests use both to stop a real command at a chosen moment.
 """
 
 from __future__ import annotations
@@ -168,9 +168,8 @@ def crash_point(name: str) -> None:
             _counts[want] = _counts.get(want, 0) + 1
             if _counts[want] == int(n or 1):
                 os.kill(os.getpid(), signal.SIGKILL)
-    if os.environ.get("ADVISOR_PAUSE_AT") == name:
-        marker = os.environ.get("ADVISOR_PAUSE_FILE")
-        if marker:
-            Path(marker).write_text(str(os.getpid()))
-        while True:
-            time.sleep(0.1)
+    if os.environ.get("ADVISOR_PAUSE_AT") == name and os.environ.get("ADVISOR_PAUSE_FILE"):
+        marker = Path(os.environ["ADVISOR_PAUSE_FILE"])
+        marker.write_text(str(os.getpid()))
+        while marker.exists():
+            time.sleep(0.05)

@@ -149,11 +149,6 @@ def reconcile(store: Store) -> list[str]:
     with try_writer_lock(wh) as got:
         if not got:
             return notes
-        orphans = _orphans(store, dirs)
-        for p in orphans:
-            atomic.remove(p)
-        if orphans:
-            notes.append(f"removed {len(orphans)} file(s) no store row names")
         c = store.conn
         c.execute("BEGIN IMMEDIATE")
         try:
@@ -162,6 +157,11 @@ def reconcile(store: Store) -> list[str]:
             c.execute("ROLLBACK")
             raise
         c.execute("COMMIT")
+        orphans = _orphans(store, dirs)  # after the rows: a dropped layout's remaining files go too
+        for p in orphans:
+            atomic.remove(p)
+        if orphans:
+            notes.append(f"removed {len(orphans)} file(s) no store row names")
         if fixed:
             notes.append(f"dropped {len(fixed)} store row(s) whose files were missing ({', '.join(fixed[:3])}"
                          f"{', ...' if len(fixed) > 3 else ''})")

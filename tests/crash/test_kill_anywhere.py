@@ -1,0 +1,189 @@
+"""Crash consistency: each writing command, killed with SIGKILL at eight of its commit moments
+(``advisor.warehouse.atomic.crash_point``), leaves a store whose rows all name existing files and
+whose versions hold the rows they say; the next command succeeds and leaves no temporary behind; a
+replay killed eight times and resumed finishes with identical answers and passes the gate against
+an uninterrupted replay of the same workload."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from crash_helpers import KILLED, raw_problems, run_child, temporaries, version_problems
+
+from advisor.context import Context
+from workloads.data.datasets import load_dataset
+from workloads.data.update_batches import make_batch
+
+pytestmark = pytest.mark.crash
+
+KILLS = 8
+QUERY = "SELECT beat, count(*) AS n FROM crimes GROUP BY beat HAVING count(*) > 25"
+
+
+@pytest.fixture(scope="module")
+def wh(spark, tmp_path_factory):
+    d = tmp_path_factory.mktemp("crash") / "wh"
+    ctx = Context(d, spark=spark)
+    load_dataset(ctx.catalog, "crimes", rows=3000, seed=5)
+    ctx.store.close()
+    return d
+
+
+def _batch(wh: Path, spark, seed: int) -> str:
+    ctx = Context(wh, spark=spark)
+    out = str(wh.parent / f"batch{seed}.parquet")
+    make_batch(ctx.catalog, "crimes", 40, 8, out, seed)
+    ctx.store.close()
+    return out
+
+
+def _moments(wh: Path, argv: list[str], tmp: Path) -> int:
+    """Crash points an uninterrupted run of ``argv`` passes (it runs, and must succeed)."""
+    f = tmp / "moments"
+    assert run_child(["--warehouse", str(wh), *argv], moments_file=f) == 0
+    return int(f.read_text())
+
+
+def _after_kill(wh: Path) -> None:
+    assert raw_problems(wh) == []
+    assert version_problems(wh) == []
+
+
+def _recovered(wh: Path) -> None:
+    """The next command opens the store (and repairs) and succeeds; nothing temporary is left."""
+    assert run_child(["--warehouse", str(wh), "data", "list"]) == 0
+    assert temporaries(wh) == []
+    assert raw_problems(wh) == [] and version_problems(wh) == []
+
+
+def _kill_loop(wh: Path, argv_for, tmp: Path, before=None) -> int:
+    """Run ``argv_for(i)`` with a kill at moment 1, 2, ... of an uninterrupted run's count (cycling),
+    until ``KILLS`` runs were killed; each kill is checked, then the next command must succeed."""
+    if before:
+        before(-1)
+    n_moments = _moments(wh, argv_for(-1), tmp)
+    assert n_moments >= 3
+    kills, i = 0, 0
+    while kills < KILLS:
+        assert i < 3 * KILLS, "runs stopped reaching their crash moments"
+        if before:
+            before(i)
+        rc = run_child(["--warehouse", str(wh), *argv_for(i)],
+                       env={"ADVISOR_CRASH_AT": f"*:{1 + i % n_moments}"})
+        assert rc in (0, KILLED), rc
+        if rc == KILLED:
+            kills += 1
+            _after_kill(wh)
+        _recovered(wh)
+        i += 1
+    rc = run_child(["--warehouse", str(wh), *argv_for(i)])
+    assert rc == 0
+    _recovered(wh)
+    return kills
+
+
+def _answers_equal(wh: Path, spark) -> None:
+    """The query through the advise path (sketches, layouts, maintained states) equals plain Spark."""
+    from advisor.serve.query_path import serve_query
+    from advisor.serve.settings import AdviseSettings
+
+    ctx = Context(wh, spark=spark)
+    served = serve_query(ctx, QUERY, AdviseSettings(strategy="CB-OPT-GB"))
+    ctx.catalog.read("crimes").createOrReplaceTempView("crash_crimes")
+    plain = sorted(tuple(r) for r in spark.sql(QUERY.replace("FROM crimes", "FROM crash_crimes")).collect())
+    got = sorted(tuple(r) for r in served.rows)
+    ctx.store.close()
+    assert got == plain
+
+
+def test_data_apply_killed(wh, spark, tmp_path):
+    batches = {}
+
+    def fresh(i):  # a batch against the current version (an earlier one may have deleted its rows)
+        batches[i] = _batch(wh, spark, 100 + i)
+
+    assert _kill_loop(wh, lambda i: ["data", "apply", batches[i], "--table", "crimes"], tmp_path,
+                      before=fresh) == KILLS
+
+
+def test_capture_killed(wh, spark, tmp_path):
+    assert _kill_loop(wh, lambda i: ["capture", QUERY, "--on", "crimes.beat", "--fragments", "40"], tmp_path) == KILLS
+    _answers_equal(wh, spark)
+
+
+def test_maintain_killed(wh, spark, tmp_path):
+    def stale(i):  # a new version, so the captured sketches have something to maintain
+        batch = _batch(wh, spark, 200 + i)
+        assert run_child(["--warehouse", str(wh), "data", "apply", batch, "--table", "crimes"]) == 0
+
+    assert _kill_loop(wh, lambda i: ["maintain", "--policy", "lazy"], tmp_path, before=stale) == KILLS
+    _answers_equal(wh, spark)
+
+
+def test_layout_killed(wh, spark, tmp_path):
+    assert _kill_loop(wh, lambda i: ["layout", "crimes", "beat", "--rows-per-file", "700"], tmp_path) == KILLS
+    _answers_equal(wh, spark)
+
+
+def test_compact_killed(wh, spark, tmp_path):
+    def change(i):
+        batch = _batch(wh, spark, 300 + i)
+        assert run_child(["--warehouse", str(wh), "data", "apply", batch, "--table", "crimes"]) == 0
+
+    assert _kill_loop(wh, lambda i: ["data", "compact", "crimes"], tmp_path, before=change) == KILLS
+    _answers_equal(wh, spark)
+
+
+TINY = """name: tiny
+seed: 3
+datasets: [{name: crimes, rows: 3000}]
+layouts: [crimes.beat]
+layout_rows_per_file: 700
+strategies: [NO-PS, CB-OPT-GB]
+measured_costs: false
+templates:
+  t:
+    sql: SELECT district, count(*) AS n FROM crimes GROUP BY district HAVING count(*) > {c}
+    params: {c: {uniform: [110, 190], integer: true}}
+  b:
+    sql: SELECT beat, count(*) AS n FROM crimes GROUP BY beat HAVING count(*) > {c}
+    params: {c: {uniform: [20, 30], integer: true}}
+sequence:
+  - {query: t}
+  - {query: b}
+  - {update: {table: crimes, inserts: 50, deletes: 10}}
+  - {query: t}
+  - {query: b}
+  - {query: b}
+"""
+
+
+def test_replay_killed_and_resumed_passes_the_gate(tmp_path):
+    from advisor.cli.main import main
+
+    wl = tmp_path / "tiny.yaml"
+    wl.write_text(TINY)
+    base = ["--warehouse", str(tmp_path / "wh"), "replay", str(wl), "--no-report"]
+    n = _moments(tmp_path / "wh", base[2:] + ["--out", str(tmp_path / "plain")], tmp_path)
+    run = tmp_path / "resumed"
+    kills = 0
+    for i in range(KILLS):  # each process resumes the run and is killed further on
+        rc = run_child(base + ["--out", str(run)], env={"ADVISOR_CRASH_AT": f"*:{max(1, n * (i + 1) // (KILLS + 2))}"})
+        assert rc in (0, KILLED), rc
+        kills += rc == KILLED
+        for s in (run / "strategies").glob("*") if (run / "strategies").exists() else []:
+            if (s / "advisor.db").exists():
+                assert raw_problems(s) == []
+    assert kills >= 5
+    assert run_child(base + ["--out", str(run)]) == 0
+    doc = json.loads((run / "run.json").read_text())
+    assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
+    assert any(q.get("resumed") for q in doc["queries"])
+    with pytest.raises(SystemExit) as e:
+        main(["gate", str(run), "--baseline", str(tmp_path / "plain"), "--max-regression", "0%"])
+    assert e.value.code == 0
+    plain = json.loads((tmp_path / "plain" / "run.json").read_text())
+    key = lambda d: [(q["strategy"], q["step"], q["decision"]["action"], q["scan"]) for q in d["queries"]]  # noqa: E731
+    assert key(doc) == key(plain)
