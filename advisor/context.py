@@ -18,10 +18,11 @@ def default_warehouse() -> Path:
 class Context:
     """Holds what a command needs; Spark starts only when something asks for it."""
     def __init__(self, warehouse: Optional[Path | str] = None, master: Optional[str] = None,
-                 conf: Optional[dict] = None, spark=None):
+                 conf: Optional[dict] = None, spark=None, log_file: Optional[Path | str] = None):
         self.warehouse = Path(warehouse) if warehouse else default_warehouse()
         self.master = master
         self.conf = conf or {}
+        self.log_file = log_file  # where the Spark JVM's own output goes (None: the terminal)
         self._spark = spark
         self.store = Store(self.warehouse)
         self._catalog = None
@@ -30,7 +31,7 @@ class Context:
     def spark(self):
         if self._spark is None:
 
-            self._spark = build_session(self.master, self.conf)
+            self._spark = build_session(self.master, self.conf, log_file=self.log_file)
         return self._spark
 
     @property

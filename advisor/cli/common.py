@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
 from rich.console import Console
 
 
@@ -16,5 +18,14 @@ def ctx():
     from advisor.context import Context
 
     if "ctx" not in STATE:
-        STATE["ctx"] = Context(STATE.get("warehouse"), STATE.get("master"), STATE.get("conf"))
+        STATE["ctx"] = Context(STATE.get("warehouse"), STATE.get("master"), STATE.get("conf"),
+                               log_file=None if STATE.get("verbose") else log_path())
     return STATE["ctx"]
+
+
+def log_path():
+    """The command log: the Spark JVM's output and tracebacks of unexpected errors (``--verbose``
+    shows them on the terminal instead)."""
+    from advisor.context import default_warehouse
+
+    return Path(STATE.get("warehouse") or default_warehouse()) / "logs" / "advisor.log"

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli.bench import bench_app
-from advisor.cli.common import STATE, ctx, out
+from advisor.cli.common import STATE, ctx, log_path, out
 from advisor.errors import BadInput, CheckFailed
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -28,12 +28,14 @@ app.add_typer(bench_app, name="bench")
 @app.callback()
 def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="Warehouse directory (default ./.advisor or $ADVISOR_HOME)."),
              master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default $SPARK_MASTER or local[*])."),
-             conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable).")):
+             conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable)."),
+             verbose: bool = typer.Option(False, "--verbose", help="Show Spark's own output and full error "
+                                          "traces on the terminal (default: WAREHOUSE/logs/advisor.log).")):
     from advisor.engine.session import parse_conf
     from advisor.memory import budget_bytes
 
     STATE.clear()  # in-process callers (tests) may invoke the app several times
-    STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf))
+    STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf), verbose=verbose)
     budget_bytes()  # a malformed $ADVISOR_DRIVER_CACHE_MB fails here, before any work
 
 
@@ -480,8 +482,40 @@ def main(argv: Optional[List[str]] = None) -> None:
                                 "BadArgumentUsage", "BadOptionUsage") and hasattr(e, "show"):
             e.show()
             sys.exit(2)
-        raise
+        if STATE.get("verbose") or isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        print(f"error: {failure_line(e)} (details: {log_failure(e)})", file=sys.stderr)
+        sys.exit(1)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def failure_line(e: BaseException) -> str:
+    """One line for an unexpected failure: Spark's own message when the JVM raised it, else the
+    exception's type and first line.
+
+    >>> failure_line(ValueError("bad value\\nmore"))
+    'ValueError: bad value'
+    """
+    java = getattr(e, "java_exception", None)
+    text = str(java.toString()) if java is not None else (str(e) or type(e).__name__)
+    first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    return first if java is not None or first.startswith(type(e).__name__) else f"{type(e).__name__}: {first}"
+
+
+def log_failure(e: BaseException) -> str:
+    """Append the failure's traceback to the command log; return the log's path."""
+    import traceback
+    from datetime import datetime, timezone
+
+    path = log_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write(f"--- {datetime.now(timezone.utc).isoformat()} advisor {' '.join(sys.argv[1:])}\n")
+            f.write("".join(traceback.format_exception(e)))
+    except OSError:
+        return "not written: the log directory is not writable"
+    return str(path)
 
 
 if __name__ == "__main__":

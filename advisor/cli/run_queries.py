@@ -47,8 +47,8 @@ def run_one(c, out, sql: str, s: AdviseSettings, as_of: list[str], as_json: bool
         tab.add_row(*[str(x) for x in r])
     out.print(tab)
     m = res.metrics
-    out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s; read {m.files_read} files, "
-              f"{m.bytes_read / 1e6:.1f} MB, {m.rows_read:,} rows")
+    out.print(f"{len(res.rows)} row(s) in {res.seconds:.2f}s; read {m.rows_read:,} rows from {m.files_read} files "
+              f"of {m.bytes_read / 1e6:.1f} MB")
     out.print(one_line(rec), highlight=False, markup=False, soft_wrap=True)
 
 

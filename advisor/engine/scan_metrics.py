@@ -6,6 +6,14 @@ With record-level Parquet filtering off (Spark's default), `numOutputRows` count
 row groups and pages that survived min/max pruning (footer statistics and the column index), i.e.
 rows actually read.  The final aggregations' output rows are the groups the query formed
 (``groups``): on a plain run, what operator state for it would hold (``maintain.rent``).
+
+``bytes_read`` is Spark's ``filesSize``: the size of the files the scans opened, not the bytes read
+within them (column pruning and page skipping read less); Spark's task input metrics do not count
+the Parquet reader's reads on the local file system, so no truer figure is available.
+
+A sort without LIMIT runs the plan below its range exchange twice: once to sample the sort keys
+(Spark's ``RangePartitioner``), once to write the shuffle.  Rows read there are counted twice (they
+were read twice); groups are counted once, by dividing by the passes the exchange's records show.
 """
 
 from __future__ import annotations
@@ -58,9 +66,9 @@ def collect_scan_metrics(df) -> ScanMetrics:
     plan = df._jdf.queryExecution().executedPlan()
     identity = df.sparkSession._jvm.java.lang.System.identityHashCode
     res = ScanMetrics()
-    stack, seen = [plan], set()
+    stack, seen = [(plan, 1.0)], set()
     while stack:
-        node = stack.pop()
+        node, passes = stack.pop()
         ident = identity(node)
         if ident in seen:
             continue
@@ -74,9 +82,28 @@ def collect_scan_metrics(df) -> ScanMetrics:
             res.scans.append({"relation": str(node.relation().location().rootPaths().head().getName()),
                               "files": f, "bytes": b, "rows": r})
         elif cls in _AGGREGATES and node.requiredChildDistributionExpressions().isDefined():
-            res.groups += _metric(node, "numOutputRows")  # a partial aggregation has no required distribution
-        stack.extend(_children(node))
+            # a partial aggregation has no required distribution
+            res.groups += round(_metric(node, "numOutputRows") / passes)
+        if cls.endswith("QueryStageExec"):  # a materialized stage ran once
+            passes = 1.0
+        elif cls == "ShuffleExchangeExec":
+            passes = _sampling_passes(node)
+        stack.extend((c, passes) for c in _children(node))
     return res
+
+
+def _sampling_passes(exchange) -> float:
+    """How many times the plan below a shuffle exchange ran: 1, or about 2 for a range exchange that
+    sampled its input first (its child's output rows over the records it wrote)."""
+    part = exchange.outputPartitioning()
+    if part.getClass().getSimpleName() != "RangePartitioning" or part.numPartitions() <= 1:
+        return 1.0
+    written = _metric(exchange, "shuffleRecordsWritten")
+    node = exchange.child()
+    while not node.metrics().get("numOutputRows").isDefined() and node.children().size() == 1:
+        node = node.children().head()
+    produced = _metric(node, "numOutputRows")
+    return produced / written if written and produced >= written else 1.0
 
 
 _AGGREGATES = ("HashAggregateExec", "ObjectHashAggregateExec", "SortAggregateExec")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -13,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from advisor.engine import packages
 from advisor.errors import BadInput
+from advisor.plan.to_sql import IN_PUSHDOWN_MAX
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -36,9 +40,10 @@ DEFAULT_CONF: dict[str, str] = {
     # layout's 1,035 row groups that was 1.0-1.2 s of a 1.6-1.8 s scan (0.6-1.0 s without; SF1,
     # BENCHMARKS.md).  Range filters on a sorted column gain nothing from it.
     "spark.hadoop.parquet.filter.dictionary.enabled": "false",
-    # A sketch filter's IN list of one-value runs (``advisor.sketch.apply.MAX_POINTS``) reaches Parquet as a
-    # value set; above this many values Spark would push only its [min, max] and skip nothing.
-    "spark.sql.parquet.pushdown.inFilterThreshold": "1024",
+    # A sketch filter's IN lists (``advisor.plan.to_sql.in_lists``) reach Parquet as value sets; above
+    # this many values Spark would push only their [min, max], and far above it (about 700) the
+    # pushed filter overflows an executor's stack.
+    "spark.sql.parquet.pushdown.inFilterThreshold": str(IN_PUSHDOWN_MAX),
     # Local files without Hadoop's .crc side files: a sketched layout scan skips pages by the column
     # index, so it makes many small reads (footer, column and offset indexes, pages), and through
     # the checksummed local file system each also opens and verifies the .crc file.  Measured on
@@ -69,8 +74,10 @@ def resolve_master(master: str | None) -> str:
 
 
 def build_session(master: str | None = None, conf: Mapping[str, str] | None = None,
-                  app_name: str = "advisor"):
-    """Create (or return the active) SparkSession with the advisor's defaults and overrides."""
+                  app_name: str = "advisor", log_file: str | Path | None = None):
+    """Create (or return the active) SparkSession with the advisor's defaults and overrides.  With
+    ``log_file``, everything the JVM and its Python workers print (start-up lines, Spark's log
+    records, stack traces) is appended to that file instead of the terminal (``quiet_gateway``)."""
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", _python())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -89,14 +96,57 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
     merged.update(conf or {})
     for k, v in merged.items():
         builder = builder.config(k, v)
+    if log_file is not None:
+        quiet_gateway(merged, resolve_master(master), app_name, Path(log_file))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     packages.remember(spark)
 
     # PySpark logs every captured JVM error as a JSON blob; errors reach the user through our own messages.
-    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     logging.getLogger("pyspark").setLevel(logging.CRITICAL)
     return spark
+
+
+def quiet_gateway(conf: Mapping[str, str], master: str, app_name: str, log_file: Path) -> None:
+    """Start the Spark JVM (unless running) with its stdout and stderr on ``log_file``, so that a
+    command's terminal shows only the command's own output, and the JVM dies with this process: the
+    kernel sends it SIGTERM when the thread that started it ends, even by SIGKILL (``prctl``
+    PR_SET_PDEATHSIG, kept across the launcher's ``exec`` of java), so no JVM outlives a killed CLI."""
+    from pyspark import SparkConf, SparkContext, java_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    sc_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name).setAll(list(conf.items()))
+    popen = java_gateway.Popen
+
+    def dies_with_parent(command, **kw):
+        pyspark_pre = kw.get("preexec_fn")
+
+        def pre():
+            if pyspark_pre is not None:
+                pyspark_pre()
+            _die_with_parent()
+        return popen(command, **(kw | {"preexec_fn": pre}))
+
+    java_gateway.Popen = dies_with_parent
+    try:
+        with open(log_file, "ab") as log:
+            SparkContext._ensure_initialized(gateway=java_gateway.launch_gateway(
+                sc_conf, {"stdout": log, "stderr": log}))
+    finally:
+        java_gateway.Popen = popen
+
+
+def _die_with_parent() -> None:
+    """In a child before exec: SIGTERM when the parent goes (Linux; elsewhere nothing)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the gateway's stdin EOF still stops the JVM
+        return
 
 
 def _python() -> str:

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from advisor.caches import IdentityMemo, memoize
 from advisor.layout.skip_prediction import read_fraction_of
 from advisor.partition.fragment_runs import runs
+from advisor.plan.to_sql import in_lists
 from advisor.warehouse.value_kinds import kind_of
 
 BLK = "__blk"
@@ -105,11 +106,12 @@ def sketch_blocks(starts: np.ndarray, part, fragments) -> list[int]:
 
 
 def condition(starts: np.ndarray, part, fragments) -> str | None:
-    """``__blk IN (...)`` for the sketch, ``false`` when it holds no row, None above ``MAX_IDS`` ids."""
+    """``__blk IN (...)`` for the sketch (``in_lists``: lists Parquet can take), ``false`` when it holds
+    no row, None above ``MAX_IDS`` ids."""
     ids = sketch_blocks(starts, part, fragments)
     if len(ids) > MAX_IDS:
         return None
-    return f"{BLK} IN ({', '.join(map(str, ids))})" if ids else "false"
+    return in_lists(BLK, list(map(str, ids))) if ids else "false"
 
 
 def typed_starts(starts: np.ndarray, dtype: str) -> list:

@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from advisor.errors import BadInput, Unsupported
 from advisor.plan import ir
+from advisor.plan.read_only import check_read_only
 from advisor.plan.expr_types import infer
 
 SchemaLookup = Callable[[str], list[tuple[str, str]]]  # table -> [(column, type)]; raises BadInput
@@ -53,7 +54,7 @@ def parse_sql(sql: str, schema: SchemaLookup) -> ir.Query:
     ('select a, sum(b) as s from t group by a having sum(b) > ?', (3,), ['a', 's'])"""
     try:
         stmts = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
-    except sqlglot.errors.ParseError as e:
+    except sqlglot.errors.SqlglotError as e:  # parser and tokenizer errors
         msg = str(e).splitlines()[0]
         raise BadInput(f"malformed SQL: {msg}") from None
     if len(stmts) != 1:
@@ -63,6 +64,7 @@ def parse_sql(sql: str, schema: SchemaLookup) -> ir.Query:
         if isinstance(tree, (exp.Intersect, exp.Except)):
             raise Unsupported(f"{type(tree).__name__.upper()} is not supported")
         raise BadInput(f"only SELECT queries are supported, got {type(tree).__name__.upper()}")
+    check_read_only(tree)
     _reject_unsupported(tree)
     b = _Builder(schema)
     rel = b.plan_query(tree, {})

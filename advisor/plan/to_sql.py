@@ -30,6 +30,28 @@ def esql(e) -> str:
     return e.sql(dialect="spark")
 
 
+# Spark pushes ``a IN (v1, ..., vn)`` to Parquet as ``a = v1 OR (... OR a = vn)``, nested n deep,
+# when n is at most ``spark.sql.parquet.pushdown.inFilterThreshold`` (``advisor.engine.session`` sets
+# it to this).  Executors deserialize that filter recursively: at about 700 values a task's stack
+# overflows and the executor dies (StackOverflowError, reported as "Connection refused"; 600 passed).
+IN_PUSHDOWN_MAX = 256
+
+
+def in_lists(column: str, literals: list[str]) -> str:
+    """``column IN (...)`` over ``literals``, as an OR of lists of at most ``IN_PUSHDOWN_MAX`` values
+    each, so every list is pushed to Parquet whole and no pushed filter nests deeper than about
+    ``IN_PUSHDOWN_MAX`` plus the number of lists.
+
+    >>> in_lists("b", ["1", "2"])
+    'b IN (1, 2)'
+    >>> in_lists("b", [str(i) for i in range(300)]).count(" IN (")
+    2
+    """
+    chunks = [literals[i:i + IN_PUSHDOWN_MAX] for i in range(0, len(literals), IN_PUSHDOWN_MAX)]
+    lists = [f"{column} IN ({', '.join(c)})" for c in chunks]
+    return lists[0] if len(lists) == 1 else "(" + " OR ".join(lists) + ")"
+
+
 @dataclass
 class Source:
     """How a scan reads its table: a FROM-able SQL fragment and, when instrumented, its fragment column."""

@@ -101,6 +101,19 @@ def pays_after(T: float, w, p, advice_rows: float | None, limit: int = 64) -> in
     return None
 
 
+def all_memos(store: Store) -> list[dict]:
+    """Every stored decision as its raw row (``restore_memos`` puts them back)."""
+    return [dict(r) for r in store.query("SELECT * FROM decisions")]
+
+
+def restore_memos(store: Store, rows: list[dict]) -> None:
+    """Make the stored decisions exactly ``rows`` again: a query that failed leaves no decision."""
+    with store.tx() as c:
+        c.execute("DELETE FROM decisions")
+        for r in rows:
+            c.execute(f"INSERT INTO decisions({', '.join(r)}) VALUES ({', '.join('?' * len(r))})", tuple(r.values()))
+
+
 def forget(store: Store, template: str, strategy: str) -> None:
     with store.tx() as c:
         c.execute("DELETE FROM decisions WHERE template=? AND strategy=?", (template, strategy))

@@ -19,7 +19,7 @@ from advisor.errors import BadInput, Unsupported, spark_rejected
 from advisor.maintain.policy.triggers import after_apply, before_use
 from advisor.plan.parse import parse_sql
 from advisor.selection.attribute_pairs import catch_up, combine
-from advisor.selection.decision_memory import revisit
+from advisor.selection.decision_memory import all_memos, restore_memos, revisit
 from advisor.serve.decide import decide
 from advisor.serve.decision_record import finish_record, new_record
 from advisor.serve.layout_repair import layout_bound, repair
@@ -77,8 +77,16 @@ def serve_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, 
                 versions: dict | None = None) -> Served:
     """Answer ``sql`` the advise path's way (module docstring).  ``versions`` pins tables to older
     versions (``--as-of``): then stored sketches are only looked up, never maintained or captured.
-    ``step`` labels the record (a replay step, or a statement's position in a file)."""
-    return run_decided(ctx, decide_query(ctx, sql, s, step, bindings, versions), step)
+    ``step`` labels the record (a replay step, or a statement's position in a file).  A query Spark
+    fails (bad input at run time: a cast of malformed text, a division by zero) leaves the stored
+    decisions as they were."""
+    memos = all_memos(ctx.store)
+    try:
+        return run_decided(ctx, decide_query(ctx, sql, s, step, bindings, versions), step)
+    except BadInput:
+        if all_memos(ctx.store) != memos:
+            restore_memos(ctx.store, memos)
+        raise
 
 
 def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None, bindings=None,

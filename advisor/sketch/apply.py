@@ -18,7 +18,7 @@ from advisor.layout.registry import find_layout
 from advisor.layout.skip_prediction import boundary_values, read_fraction_of, read_units
 from advisor.partition.fragment_runs import MAX_RUNS, capped_runs, read_set
 from advisor.partition.range_partition import RangePartition, load_partition
-from advisor.plan.to_sql import Source, q
+from advisor.plan.to_sql import Source, in_lists, q
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of, sql_literal
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ TREE_LEAF = 4
 # A bounded run over an integer or date column holding at most POINT_WIDTH values is written as those
 # values, all such runs in one IN list (at most MAX_POINTS values; the rest stay ranges).  Spark
 # tests an IN list per row in a hash set, and pushes it to Parquet as a value set when it holds at
-# most ``spark.sql.parquet.pushdown.inFilterThreshold`` values (``advisor.engine.session`` sets it to
-# MAX_POINTS).  A sketch on l_suppkey at 10,002 fragments is mostly one-value runs: at SF1, 216 of
+# most ``spark.sql.parquet.pushdown.inFilterThreshold`` values; longer lists are cut into such
+# lists (``in_lists``).  A sketch on l_suppkey at 10,002 fragments is mostly one-value runs: at SF1, 216 of
 # them as a search tree took 0.73-1.5 s per sketched run, as one IN list 0.64-0.75 s, and counting
 # the layout's rows 0.34-0.50 s against 0.17-0.22 s (BENCHMARKS.md).
 POINT_WIDTH = 4
@@ -81,7 +81,7 @@ def range_condition(part: RangePartition, fragments: frozenset, column: str, max
             points += vals
         else:
             ranged.append((i, j))
-    terms = [f"{col} IN ({', '.join(sql_literal(v, part.dtype) for v in points)})"] if points else []
+    terms = [in_lists(col, [sql_literal(v, part.dtype) for v in points])] if points else []
     terms += [branch(ranged)] if ranged else []
     if part.null_id in fragments:
         nulls = f"{col} IS NULL"

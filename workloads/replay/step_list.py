@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from advisor.errors import BadInput, spark_rejected
+from advisor.plan.read_only import check_query_text
 
 if TYPE_CHECKING:
     from advisor.warehouse.catalog import Catalog
@@ -100,6 +101,10 @@ def _quantile_grid(spark, catalog: Catalog, wl, tname: str, p) -> list:
         catalog.column_type(t, col)  # BadInput for an unknown column
         src, col_expr = t, f"`{col}`"
     else:
+        try:
+            check_query_text(spec["sql"], "the quantile sql")
+        except BadInput as e:
+            raise BadInput(f"{wl.path}: template {tname}, param {p.name}: {e}") from None
         try:
             cols = spark.sql(spec["sql"]).columns
         except Exception as e:
