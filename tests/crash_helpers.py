@@ -2,8 +2,10 @@
 each child inherits the test's Spark session, runs one command, and is killed by the command's own
 crash hook (``advisor.warehouse.atomic.crash_point``: SIGKILL at its N-th commit moment) or exits.
 Children never use the JVM at the same time (the parent waits), so they share its connection in
-turn.  What a crash test checks afterwards reads the store's SQLite file directly, before any
-store is opened (opening one repairs)."""
+turn; a child drops the operator states the parent holds in memory (the parent writes them to their
+files first, ``state_store.flush``), so it starts as a new process would.  What a crash test checks
+afterwards reads the store's SQLite file directly, before any store is opened (opening one
+repairs)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def run_child(argv: list[str], env: dict | None = None, moments_file: Path | Non
             from advisor.maintain.spark import state_store
             from advisor.warehouse import atomic
 
+            state_store._cache.clear()  # a CLI process starts with no operator state in memory
+            atomic._counts.clear()  # ... and has passed no crash moment yet
             try:
                 main(argv)
                 code = 0
@@ -59,10 +63,12 @@ def raw_problems(wh: Path) -> list[str]:
     conn = sqlite3.connect(wh / "advisor.db")
     out = []
     try:
-        for t, v, *paths in conn.execute("SELECT table_name, version, base_path, ins_path, del_path FROM versions"):
+        sql = "SELECT table_name, version, base_path, ins_path, del_path FROM versions"
+        for t, v, *paths in conn.execute(sql):
             out += [f"{t} v{v}: {p} missing" for p in paths if p and not _files(p)]
         for i, path, man in conn.execute("SELECT id, path, manifest_json FROM layouts"):
-            missing = [m["path"] for m in json.loads(man) if not Path(m["path"].removeprefix("file:")).exists()]
+            missing = [m["path"] for m in json.loads(man)
+                       if not Path(m["path"].removeprefix("file:")).exists()]
             if not Path(path).is_dir() or missing:
                 out.append(f"layout {i}: {len(missing)} manifest file(s) missing")
         out += [f"sample {i}: {p} missing" for i, p in conn.execute("SELECT id, path FROM samples")
@@ -74,6 +80,10 @@ def raw_problems(wh: Path) -> list[str]:
     finally:
         conn.close()
     return out
+
+
+def _rids(p: str) -> set:
+    return set(ds.dataset(_files(p)).to_table(columns=["_rid"]).column(0).to_pylist())
 
 
 def version_problems(wh: Path) -> list[str]:
@@ -90,12 +100,12 @@ def version_problems(wh: Path) -> list[str]:
     for r in rows:
         t = r["table_name"]
         if r["kind"] == "base":
-            ids[t] = set(ds.dataset(_files(r["base_path"])).to_table(columns=["_rid"]).column(0).to_pylist())
+            ids[t] = _rids(r["base_path"])
         else:
             if r["ins_path"]:
-                ids[t] |= set(ds.dataset(_files(r["ins_path"])).to_table(columns=["_rid"]).column(0).to_pylist())
+                ids[t] |= _rids(r["ins_path"])
             if r["del_path"]:
-                ids[t] -= set(ds.dataset(_files(r["del_path"])).to_table(columns=["_rid"]).column(0).to_pylist())
+                ids[t] -= _rids(r["del_path"])
         if len(ids[t]) != r["rows"]:
             out.append(f"{t} v{r['version']}: {len(ids[t])} rows in its files, {r['rows']} in the store")
     return out

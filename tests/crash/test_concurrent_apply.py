@@ -68,7 +68,8 @@ def test_a_writer_refused_after_the_lock_wait_exits_2(spark, tmp_path, capfd):
     load_dataset(ctx.catalog, "crimes", rows=1000, seed=3)
     ctx.store.close()
     held = tmp_path / "held"
-    holder = run_child(["--warehouse", str(wh), "layout", "crimes", "beat", "--rows-per-file", "400"], wait=False,
+    holder = run_child(["--warehouse", str(wh), "layout", "crimes", "beat", "--rows-per-file", "400"],
+                       wait=False,
                        env={"ADVISOR_PAUSE_AT": "layout.renamed", "ADVISOR_PAUSE_FILE": str(held)})
     _wait_for(held)  # inside the commit section, holding the lock
     capfd.readouterr()

@@ -1,8 +1,10 @@
 """Crash consistency: each writing command, killed with SIGKILL at eight of its commit moments
-(``advisor.warehouse.atomic.crash_point``), leaves a store whose rows all name existing files and
-whose versions hold the rows they say; the next command succeeds and leaves no temporary behind; a
-replay killed eight times and resumed finishes with identical answers and passes the gate against
-an uninterrupted replay of the same workload."""
+(``advisor.warehouse.atomic.crash_point``: the N-th moment of a run, N = 1..8), leaves a store whose
+rows all name existing files and whose versions hold the rows they say; after every kill the next
+command succeeds and leaves no temporary behind, and the query answered the advise way (sketches,
+layouts, maintained states) equals the plain answer; a replay killed eight times and resumed
+finishes with identical answers and passes the gate against an uninterrupted replay of the same
+workload."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from crash_helpers import KILLED, raw_problems, run_child, temporaries, version_
 
 from advisor.context import Context
 from workloads.data.datasets import load_dataset
-from workloads.data.update_batches import make_batch
+from workloads.data.update_batches import batch_frames, make_batch
 
 pytestmark = pytest.mark.crash
 
@@ -39,6 +41,14 @@ def _batch(wh: Path, spark, seed: int) -> str:
     return out
 
 
+def _apply(wh: Path, spark, seed: int) -> None:
+    """A new version of crimes, applied by the test itself (a batch the crash test does not kill)."""
+    ctx = Context(wh, spark=spark)
+    ins, dels = batch_frames(ctx.catalog, "crimes", 40, 8, seed)
+    ctx.catalog.apply_frames("crimes", ins, dels)
+    ctx.store.close()
+
+
 def _moments(wh: Path, argv: list[str], tmp: Path) -> int:
     """Crash points an uninterrupted run of ``argv`` passes (it runs, and must succeed)."""
     f = tmp / "moments"
@@ -58,26 +68,38 @@ def _recovered(wh: Path) -> None:
     assert raw_problems(wh) == [] and version_problems(wh) == []
 
 
-def _kill_loop(wh: Path, argv_for, tmp: Path, before=None) -> int:
-    """Run ``argv_for(i)`` with a kill at moment 1, 2, ... of an uninterrupted run's count (cycling),
-    until ``KILLS`` runs were killed; each kill is checked, then the next command must succeed."""
+def _kill_loop(wh: Path, spark, argv_for, tmp: Path, before=None) -> int:
+    """Run ``argv_for(i)`` killed at its moment 1, 2, 3, ... in turn until ``KILLS`` runs were
+    killed; after each kill the store is checked, the next command must succeed and the advise
+    path's answer must equal the plain one.  A run that passes fewer moments than asked for (a
+    repeated command finds some of its work done) finishes; its count then bounds the next kills."""
     if before:
         before(-1)
-    n_moments = _moments(wh, argv_for(-1), tmp)
-    assert n_moments >= 3
-    kills, i = 0, 0
+    moments = tmp / "moments"
+    n = _moments(wh, argv_for(-1), tmp)
+    assert n >= 3
+    kills, i, at = 0, 0, 1
     while kills < KILLS:
-        assert i < 3 * KILLS, "runs stopped reaching their crash moments"
+        assert i < 2 * KILLS, "runs stopped reaching their crash moments"
         if before:
             before(i)
-        rc = run_child(["--warehouse", str(wh), *argv_for(i)],
-                       env={"ADVISOR_CRASH_AT": f"*:{1 + i % n_moments}"})
+        moments.unlink(missing_ok=True)
+        rc = run_child(["--warehouse", str(wh), *argv_for(i)], env={"ADVISOR_CRASH_AT": f"*:{at}"},
+                       moments_file=moments)
         assert rc in (0, KILLED), rc
         if rc == KILLED:
             kills += 1
             _after_kill(wh)
+        else:
+            n = int(moments.read_text())
+            assert n < at
         _recovered(wh)
+        if rc == KILLED:
+            _answers_equal(wh, spark)
+        at = at % n + 1
         i += 1
+    if before:
+        before(i)
     rc = run_child(["--warehouse", str(wh), *argv_for(i)])
     assert rc == 0
     _recovered(wh)
@@ -86,6 +108,7 @@ def _kill_loop(wh: Path, argv_for, tmp: Path, before=None) -> int:
 
 def _answers_equal(wh: Path, spark) -> None:
     """The query through the advise path (sketches, layouts, maintained states) equals plain Spark."""
+    from advisor.maintain.spark import state_store
     from advisor.serve.query_path import serve_query
     from advisor.serve.settings import AdviseSettings
 
@@ -94,6 +117,7 @@ def _answers_equal(wh: Path, spark) -> None:
     ctx.catalog.read("crimes").createOrReplaceTempView("crash_crimes")
     plain = sorted(tuple(r) for r in spark.sql(QUERY.replace("FROM crimes", "FROM crash_crimes")).collect())
     got = sorted(tuple(r) for r in served.rows)
+    state_store.flush()  # what the CLI's exit does: the children start from the files
     ctx.store.close()
     assert got == plain
 
@@ -104,36 +128,33 @@ def test_data_apply_killed(wh, spark, tmp_path):
     def fresh(i):  # a batch against the current version (an earlier one may have deleted its rows)
         batches[i] = _batch(wh, spark, 100 + i)
 
-    assert _kill_loop(wh, lambda i: ["data", "apply", batches[i], "--table", "crimes"], tmp_path,
+    assert _kill_loop(wh, spark, lambda i: ["data", "apply", batches[i], "--table", "crimes"], tmp_path,
                       before=fresh) == KILLS
 
 
 def test_capture_killed(wh, spark, tmp_path):
-    assert _kill_loop(wh, lambda i: ["capture", QUERY, "--on", "crimes.beat", "--fragments", "40"], tmp_path) == KILLS
-    _answers_equal(wh, spark)
+    argv = ["capture", QUERY, "--on", "crimes.beat", "--fragments", "40"]
+    assert _kill_loop(wh, spark, lambda i: argv, tmp_path) == KILLS
 
 
 def test_maintain_killed(wh, spark, tmp_path):
     def stale(i):  # a new version, so the captured sketches have something to maintain
-        batch = _batch(wh, spark, 200 + i)
-        assert run_child(["--warehouse", str(wh), "data", "apply", batch, "--table", "crimes"]) == 0
+        _apply(wh, spark, 200 + i)
 
-    assert _kill_loop(wh, lambda i: ["maintain", "--policy", "lazy"], tmp_path, before=stale) == KILLS
-    _answers_equal(wh, spark)
+    assert _kill_loop(wh, spark, lambda i: ["maintain", "--policy", "lazy"], tmp_path, before=stale) == KILLS
 
 
 def test_layout_killed(wh, spark, tmp_path):
-    assert _kill_loop(wh, lambda i: ["layout", "crimes", "beat", "--rows-per-file", "700"], tmp_path) == KILLS
-    _answers_equal(wh, spark)
+    argv = ["layout", "crimes", "beat", "--rows-per-file", "700"]
+    assert _kill_loop(wh, spark, lambda i: argv, tmp_path) == KILLS
 
 
 def test_compact_killed(wh, spark, tmp_path):
-    def change(i):
-        batch = _batch(wh, spark, 300 + i)
-        assert run_child(["--warehouse", str(wh), "data", "apply", batch, "--table", "crimes"]) == 0
+    def change(i):  # batches for the first compaction to fold; later ones rewrite the base
+        if i < 0:
+            _apply(wh, spark, 300)
 
-    assert _kill_loop(wh, lambda i: ["data", "compact", "crimes"], tmp_path, before=change) == KILLS
-    _answers_equal(wh, spark)
+    assert _kill_loop(wh, spark, lambda i: ["data", "compact", "crimes"], tmp_path, before=change) == KILLS
 
 
 TINY = """name: tiny
@@ -169,14 +190,15 @@ def test_replay_killed_and_resumed_passes_the_gate(tmp_path):
     n = _moments(tmp_path / "wh", base[2:] + ["--out", str(tmp_path / "plain")], tmp_path)
     run = tmp_path / "resumed"
     kills = 0
-    for i in range(KILLS):  # each process resumes the run and is killed further on
-        rc = run_child(base + ["--out", str(run)], env={"ADVISOR_CRASH_AT": f"*:{max(1, n * (i + 1) // (KILLS + 2))}"})
-        assert rc in (0, KILLED), rc
-        kills += rc == KILLED
-        for s in (run / "strategies").glob("*") if (run / "strategies").exists() else []:
+    at = max(1, n // (KILLS + 2))  # each process gets a tenth of a run's moments, then is killed
+    for i in range(KILLS):  # each process resumes the run where the last one's log ends
+        rc = run_child(base + ["--out", str(run)], env={"ADVISOR_CRASH_AT": f"*:{at}"})
+        assert rc == KILLED, rc
+        kills += 1
+        for s in [run / "warehouse", *(run / "strategies").glob("*")]:
             if (s / "advisor.db").exists():
                 assert raw_problems(s) == []
-    assert kills >= 5
+    assert kills == KILLS
     assert run_child(base + ["--out", str(run)]) == 0
     doc = json.loads((run / "run.json").read_text())
     assert doc["status"] == "complete" and doc["summary"]["answers_identical"]
@@ -184,6 +206,10 @@ def test_replay_killed_and_resumed_passes_the_gate(tmp_path):
     with pytest.raises(SystemExit) as e:
         main(["gate", str(run), "--baseline", str(tmp_path / "plain"), "--max-regression", "0%"])
     assert e.value.code == 0
+    assert temporaries(run) == []
     plain = json.loads((tmp_path / "plain" / "run.json").read_text())
-    key = lambda d: [(q["strategy"], q["step"], q["decision"]["action"], q["scan"]) for q in d["queries"]]  # noqa: E731
+
+    def key(d):
+        return [(q["strategy"], q["step"], q["decision"]["action"], q["scan"]) for q in d["queries"]]
+
     assert key(doc) == key(plain)
