@@ -6,6 +6,8 @@ written before this ordering, or files removed by hand -- (c) rows whose files a
 the store removes (a) of processes that are gone, and, holding the writer lock (so no live writer
 is between its rename and its commit), removes (b) and drops or empties (c).  Table versions are
 never dropped: a version whose files are missing is reported, since later versions build on it.
+The lock is taken only when something looks repairable: opening a clean store (every read-only
+command) neither waits for a writer nor touches ``advisor.lock``.
 """
 
 from __future__ import annotations
@@ -85,27 +87,30 @@ def _referenced(store: Store) -> set[tuple[str, ...]]:
     return out
 
 
-def _dangling(store: Store) -> tuple[list[str], list[str]]:
-    """Repair rows whose files are gone; returns (what was repaired, versions that cannot be)."""
+def _dangling(store: Store, repair: bool = True) -> tuple[list[str], list[str]]:
+    """Repair rows whose files are gone (``repair=False``: only find them); returns (what was or
+    would be repaired, versions that cannot be)."""
     fixed, broken = [], []
     c = store.conn
+    fix = c.execute if repair else (lambda *a: None)
     for r in c.execute("SELECT id, table_name, attr, path, manifest_json FROM layouts").fetchall():
         files = [m["path"] for m in json.loads(r[4])]
         if not Path(r[3]).is_dir() or not all(Path(_local(f)).exists() for f in files):
-            c.execute("DELETE FROM layouts WHERE id=?", (r[0],))
+            fix("DELETE FROM layouts WHERE id=?", (r[0],))
             fixed.append(f"layout {r[0]} ({r[1]}.{r[2]})")
     for r in c.execute("SELECT id, table_name, path FROM samples").fetchall():
         if not Path(r[2]).exists():
-            c.execute("DELETE FROM samples WHERE id=?", (r[0],))
+            fix("DELETE FROM samples WHERE id=?", (r[0],))
             fixed.append(f"sample {r[0]} of {r[1]}")
     for r in c.execute("SELECT sketch_id, path FROM states WHERE path != ''").fetchall():
         if not Path(r[1]).is_file():
-            c.execute("UPDATE states SET path='' WHERE sketch_id=?", (r[0],))
+            fix("UPDATE states SET path='' WHERE sketch_id=?", (r[0],))
             fixed.append(f"state of sketch {r[0]}")
-    nets = c.execute("SELECT table_name, from_version, to_version, ins_path, del_path FROM net_deltas").fetchall()
+    nets = c.execute("SELECT table_name, from_version, to_version, ins_path, del_path "
+                     "FROM net_deltas").fetchall()
     for r in nets:
         if not all(Path(p).exists() for p in r[3:] if p):
-            c.execute("DELETE FROM net_deltas WHERE table_name=? AND from_version=? AND to_version=?", r[:3])
+            fix("DELETE FROM net_deltas WHERE table_name=? AND from_version=? AND to_version=?", r[:3])
             fixed.append(f"net delta {r[0]} {r[1]}-{r[2]}")
     for r in c.execute("SELECT table_name, version, base_path, ins_path, del_path FROM versions "
                        "WHERE kind != 'delta'").fetchall():
@@ -136,6 +141,13 @@ def _orphans(store: Store, dirs: list[Path]) -> list[Path]:
     return out
 
 
+def _repairs_due(store: Store, dirs: list[Path]) -> bool:
+    """Whether anything looks repairable, judged without the lock (``reconcile`` judges again
+    holding it): a row whose files are gone, or a file no row names."""
+    fixed, broken = _dangling(store, repair=False)
+    return bool(fixed or broken) or bool(_orphans(store, dirs))
+
+
 def reconcile(store: Store) -> list[str]:
     """Repair what an interrupted command left (module docstring); returns one phrase per kind of
     repair (empty when there was nothing to do)."""
@@ -146,6 +158,8 @@ def reconcile(store: Store) -> list[str]:
         atomic.remove(p)
         atomic.crash_point("reconcile.removed")
     notes = [f"removed {len(temps)} temporary file(s) of interrupted commands"] if temps else []
+    if not _repairs_due(store, dirs):  # the common case: a read-only command leaves the lock alone
+        return notes
     with try_writer_lock(wh) as got:
         if not got:
             return notes
