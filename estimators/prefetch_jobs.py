@@ -8,6 +8,7 @@ that schedules the drawing.
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
@@ -26,6 +27,17 @@ def helper_pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(1, thread_name_prefix="advisor-helper")
         return _POOL
+
+
+def _forget_in_child() -> None:
+    """A forked child has none of its parent's threads: work submitted to the parent's pool would
+    wait for a thread that is not there, so the child starts a pool (and a job list) of its own."""
+    global _POOL, _LOCK
+    _POOL, _LOCK = None, threading.Lock()
+    _JOBS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class Job:

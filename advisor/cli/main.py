@@ -51,9 +51,11 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes |
               seed: int = typer.Option(7, "--seed", help="crimes, topology: generator seed."),
               nodes: int = typer.Option(100, "--nodes", help="topology: nodes (transit-stub, 100 per domain)."),
               density: float = typer.Option(2.0, "--density", help="topology: bidirectional links per node (1-8)."),
-              radius_km: float = typer.Option(100.0, "--radius-km", help="airports: link airports this close.")):
+              radius_km: float = typer.Option(100.0, "--radius-km", help="airports: link airports this close."),
+              replace: bool = typer.Option(False, "--replace", help="Drop existing tables of the dataset "
+                                           "first (their versions, layouts and sketches).")):
     """Generate a dataset and store its tables as version 1 (topology: table link; airports: route)."""
-    from workloads.data.datasets import DATASETS, load_dataset
+    from workloads.data.datasets import DATASETS, load_dataset, replaced
 
     if dataset.lower() not in DATASETS:
         raise BadInput(f"unknown dataset {dataset!r} (choose one of: {', '.join(DATASETS)})")
@@ -61,10 +63,32 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes |
         raise BadInput(f"--sf must be between 0.01 and 10, got {sf}")
     if dataset.lower() == "crimes" and (rows < 1 or seed < 0):
         raise BadInput("--rows must be >= 1 and --seed >= 0")
+    from advisor.warehouse.catalog import Catalog
+
+    drops = replaced(Catalog.offline(ctx().store), dataset)
+    if drops and not replace:
+        raise BadInput(f"the warehouse already holds {'; '.join(drops)}: loading {dataset} again drops them; "
+                       "pass --replace to do so")
+    for d in drops:
+        out.print(f"replacing {d}")
     counts = load_dataset(ctx().catalog, dataset, sf=sf, rows=rows, seed=seed, nodes=nodes, density=density,
                           radius_km=radius_km)
     for t, n in counts.items():
         out.print(f"loaded {t}: {n:,} rows")
+
+
+@data_app.command("init")
+def data_init(force: bool = typer.Option(False, "--force", help="Start a new store even over existing "
+                                         "warehouse data or a damaged advisor.db (kept aside).")):
+    """Create an empty store in the warehouse directory."""
+    from advisor.warehouse.store import Store
+
+    wh = STATE.get("warehouse")
+    from advisor.context import default_warehouse
+
+    s = Store(wh or default_warehouse(), initialise=force)
+    s.close()
+    out.print(f"store ready: {s.path}")
 
 
 @data_app.command("list")
@@ -187,6 +211,8 @@ def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(1_000_00
     """Write a copy of TABLE clustered on ATTR (then --then) with a per-file min/max manifest."""
     from advisor.layout.clustered_copy import build_layout
 
+    if rows_per_file < 1:
+        raise BadInput(f"--rows-per-file must be >= 1, got {rows_per_file}")
     lay = build_layout(ctx().catalog, table, attr, rows_per_file=rows_per_file, then=then)
     out.print(f"layout {lay['id']}: {lay['table']} clustered on {lay['attr']}, {len(lay['manifest'])} files")
 
@@ -395,6 +421,10 @@ def _print_run(run_dir: Path, report: bool) -> None:
     if released:
         out.print("memory ran short: query steps timed after the JVM gave heap back (they include its "
                   "regrowth, ~2-4 s each at SF1): " + ", ".join(f"{s} {n}" for s, n in released.items()))
+    resumed = sum(1 for q in doc["queries"] if q.get("resumed"))
+    if resumed:
+        out.print(f"warning: {resumed} query step(s) were timed in a resumed process (another JVM): their "
+                  "seconds and the time ratios compare runs of different processes; counters are unaffected")
     out.print(f"answers identical across strategies: {'yes' if sm['answers_identical'] else 'NO'}; "
               f"maintained sketches equal to recapture: {'yes' if sm['maintained_equal_to_recapture'] else 'NO'}")
     out.print(f"run directory: {run_dir}")

@@ -23,6 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from advisor.estimation import sample_eval
+from advisor.warehouse import atomic
+from advisor.warehouse.lock import writer_lock
 from estimators.sampling import reservoir_local
 from estimators.sampling.reservoir_spark import stratified_sample
 from estimators.sampling.sample_delta import maintain
@@ -69,15 +71,15 @@ def _draw_locally(catalog: Catalog, table: str, strata: list, version: int) -> b
 def _draw(catalog: Catalog, table: str, strata: list, theta: float, seed: int, version: int, path,
           columns: Optional[list], on_layout=None) -> dict:
     """Draw the sample afresh with the table ``columns`` (None: all), write it to ``path`` and return
-    its meta.  ``on_layout(labels, k_g, n_g)`` learns each stratum's label, sample and population
-    size once a stratified sample drawn on the driver is written (``LocalSample.strata_layout``)."""
+    (the rows drawn on the driver or None, its meta).  ``on_layout(labels, k_g, n_g)`` learns each
+    stratum's label, sample and population size once a stratified sample drawn on the driver is written (``LocalSample.strata_layout``)."""
 
     if _draw_locally(catalog, table, strata, version):
 
         s = reservoir_local.draw(catalog.read_arrow(table, version, columns, with_rid=True), strata, theta, seed,
                                 id_col="_rid", reserve=True)
         reservoir_local.write(s.table, str(path))
-        sample_eval.prime(str(path), s.table)  # the estimate reads its rows from memory
+        drawn = s.table
         if on_layout is not None and s.strata_layout is not None:
             # only now: work started during the draw competed with it for memory bandwidth (TPC-H
             # SF1 draws took 14 % longer and the cold ratio rose 0.194 -> 0.203)
@@ -95,7 +97,8 @@ def _draw(catalog: Catalog, table: str, strata: list, theta: float, seed: int, v
             s = stratified_sample(rows(), strata, theta, seed, id_col="_rid", prefilter=False, reserve=True)
             s.df.write.mode("overwrite").parquet(str(path))
         where = "spark"
-    return {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata,
+        drawn = None
+    return drawn, {"sampler": SAMPLER, "population": s.population, "n_strata": s.n_strata,
             "uniform_fallback": s.uniform_fallback, "sample_size": s.sample_size,
             "reserve": bool(strata) and not s.uniform_fallback, "drawn_on": where, "columns": columns}
 
@@ -160,22 +163,37 @@ def get_sample(catalog: Catalog, table: str, strata: list, theta: float, seed: i
             return SampleInfo(table, strata, theta, seed, version, r["path"], meta, True,
                               time.perf_counter() - t0 if widened else 0.0)
     key = hashlib.sha1(f"{sj}|{theta}|{seed}".encode()).hexdigest()[:12]
-    path = catalog.root / table / "samples" / f"v{version:06d}_{key}"
-    meta = _maintained(catalog, table, strata, sj, theta, seed, version, path)
-    if meta is not None:
-        widen_sample(catalog, table, version, str(path), meta, need)
-    else:
-        meta = _draw(catalog, table, strata, theta, seed, version, path, need, on_layout)
-    secs = time.perf_counter() - t0
-    meta["seconds"] = round(secs, 3)
-    with catalog.store.tx() as c:
-        same_key = "table_name=? AND strata_json=? AND theta=? AND seed=? AND table_version<?"
-        args = (table, sj, theta, seed, version)
-        old = c.execute(f"SELECT path FROM samples WHERE {same_key}", args).fetchall()
-        c.execute(f"DELETE FROM samples WHERE {same_key}", args)
-        c.execute("INSERT INTO samples(table_name, strata_json, theta, seed, table_version, path, meta_json,"
-                  " created) VALUES (?,?,?,?,?,?,?,?)", (table, sj, theta, seed, version, str(path),
-                                                         json.dumps(meta), time.time()))
+    sdir = catalog.root / table / "samples"
+    sdir.mkdir(parents=True, exist_ok=True)
+    path = sdir / atomic.unique(f"v{version:06d}_{key}")
+    tmp = sdir / atomic.tmp_name("sample")
+    drawn = None
+    try:
+        meta = _maintained(catalog, table, strata, sj, theta, seed, version, tmp)
+        if meta is not None:
+            widen_sample(catalog, table, version, str(tmp), meta, need)
+        else:
+            drawn, meta = _draw(catalog, table, strata, theta, seed, version, tmp, need, on_layout)
+        secs = time.perf_counter() - t0
+        meta["seconds"] = round(secs, 3)
+        with writer_lock(catalog.store.warehouse):
+            atomic.publish(tmp, path)
+            atomic.crash_point("sample.renamed")
+            with catalog.store.tx() as c:
+                same_key = "table_name=? AND strata_json=? AND theta=? AND seed=? AND table_version<?"
+                args = (table, sj, theta, seed, version)
+                old = c.execute(f"SELECT path FROM samples WHERE {same_key}", args).fetchall()
+                c.execute(f"DELETE FROM samples WHERE {same_key}", args)
+                c.execute("INSERT INTO samples(table_name, strata_json, theta, seed, table_version, path, "
+                          "meta_json, created) VALUES (?,?,?,?,?,?,?,?)",
+                          (table, sj, theta, seed, version, str(path), json.dumps(meta), time.time()))
+    except BaseException:
+        atomic.remove(tmp)
+        if catalog.store.one("SELECT 1 FROM samples WHERE path=?", (str(path),)) is None:
+            atomic.remove(path)
+        raise
+    if drawn is not None:
+        sample_eval.prime(str(path), drawn)  # the estimate reads its rows from memory
     for o in old:
         shutil.rmtree(o["path"], ignore_errors=True)
     return SampleInfo(table, strata, theta, seed, version, str(path), meta, False, secs)

@@ -5,22 +5,27 @@ index), with a per-file min/max manifest.  Few files because opening one costs ~
 BENCHMARKS.md).
 
 A layout is a snapshot at one table version; reads at a later version add that version's
-insert/delete batches on top (catalog.read_on_top), so a layout never serves stale rows.
+insert/delete batches on top (catalog.read_on_top), so a layout never serves stale rows.  Each build
+writes a directory of its own (``advisor.warehouse.atomic``): a rebuild never touches the files an
+older layout row names, and once the new row is committed the older rows of the same table,
+attribute and version are dropped, then their files.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
-import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
 
 import pandas as pd  # module level: pandas_udf reads the type hints from the module's globals
 from pyspark.sql import functions as F
 
 from advisor.errors import BadInput
 from advisor.layout import blocks
+from advisor.warehouse import atomic
+from advisor.warehouse.lock import writer_lock
 from advisor.warehouse.table_files import RID
 from advisor.warehouse.value_kinds import encode_value, kind_of
 
@@ -50,6 +55,8 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
     both columns' min/max; ``advisor.selection.attribute_pairs``)."""
 
     table = catalog.require(table)
+    if rows_per_file < 1:
+        raise BadInput(f"--rows-per-file must be >= 1, got {rows_per_file}")
     if catalog.is_delta(table):
         raise BadInput(f"table {table!r} is a Delta table read in place: the advisor builds no clustered copy of it "
                        "(a sketch filters its files by Delta's statistics)")
@@ -58,8 +65,40 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
     v = catalog.version(table, version)
     df = catalog.read(table, v.version, with_rid=True)
     rows_per_file = max(rows_per_file, -(-v.rows // 200))  # at most ~200 files
-    out = catalog.root / table / f"layout_{attr}_v{v.version:06d}"
-    tmp = catalog.root / table / f".tmp-{uuid.uuid4().hex}"
+    out = catalog.root / table / atomic.unique(f"layout_{attr}_v{v.version:06d}")
+    tmp = catalog.root / table / atomic.tmp_name("layout")
+    try:
+        manifest = _write_copy(catalog, df, table, attr, dtype, rows_per_file, then, tmp)
+        atomic.crash_point("layout.written")
+        with writer_lock(catalog.store.warehouse):
+            atomic.publish(tmp, out)
+            atomic.crash_point("layout.renamed")
+            manifest = [dict(m, path=str(out / m["path"])) for m in manifest]
+            with catalog.store.tx() as c:
+                same = "table_name=? AND attr=? AND table_version=?"
+                key = (table, attr, v.version)
+                older = c.execute(f"SELECT path FROM layouts WHERE {same}", key).fetchall()
+                c.execute(f"DELETE FROM layouts WHERE {same}", key)
+                cur = c.execute("INSERT INTO layouts(table_name, attr, table_version, path, manifest_json, "
+                                "created) VALUES (?,?,?,?,?,?)", (*key, str(out), json.dumps(manifest), time.time()))
+                lid = cur.lastrowid
+            atomic.crash_point("layout.committed")
+            for r in older:  # a copied store's rows may name another warehouse's files: those stay
+                if Path(r["path"]).resolve().parent == out.resolve().parent:
+                    atomic.remove(r["path"])
+    except BaseException:
+        atomic.remove(tmp)
+        if catalog.store.one("SELECT 1 FROM layouts WHERE path=?", (str(out),)) is None:
+            atomic.remove(out)
+        raise
+    return {"id": lid, "table": table, "attr": attr, "table_version": v.version, "path": str(out),
+            "manifest": manifest}
+
+
+def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_per_file: int, then: str | None,
+                tmp) -> list[dict]:
+    """Write the sorted copy of ``df`` into the directory ``tmp``; returns its manifest with each
+    file's name relative to the directory."""
     # One sorted stream cut every `rows_per_file` rows: the files are a function of the data alone.
     # (repartitionByRange draws its bounds from a sample seeded by the RDD id, so two builds of the
     # same table gave different files -- and different bytes/rows read for the same sketch.)
@@ -75,10 +114,7 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
        .options(**({"parquet.page.row.count.limit": PAGE_ROWS} if PAGE_ROWS else {})).parquet(str(tmp)))
     if starts is not None:
         blocks.save_starts(tmp, starts)
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
-    back = catalog.spark.read.parquet(str(out)).withColumn("__file", F.input_file_name())
+    back = catalog.spark.read.parquet(str(tmp)).withColumn("__file", F.input_file_name())
     col = F.col(attr)
     valid = col.isNotNull()
     if kind_of(dtype) == "float":
@@ -86,17 +122,11 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
     stats = back.groupBy("__file").agg(
         F.min(F.when(valid, col)).alias("mn"), F.max(F.when(valid, col)).alias("mx"),
         F.sum(F.when(valid, 0).otherwise(1)).alias("nulls"), F.count(F.lit(1)).alias("rows")).collect()
-    manifest = [{"path": r["__file"], "min": encode_value(r["mn"]), "max": encode_value(r["mx"]),
-                 "nulls": int(r["nulls"]), "rows": int(r["rows"]), **({"page_rows": PAGE_ROWS} if PAGE_ROWS else {})}
-                for r in stats]
+    manifest = [{"path": unquote(urlparse(r["__file"]).path).rsplit("/", 1)[-1], "min": encode_value(r["mn"]),
+                 "max": encode_value(r["mx"]), "nulls": int(r["nulls"]), "rows": int(r["rows"]),
+                 **({"page_rows": PAGE_ROWS} if PAGE_ROWS else {})} for r in stats]
     manifest.sort(key=lambda m: m["path"])
-    with catalog.store.tx() as c:
-        cur = c.execute("INSERT INTO layouts(table_name, attr, table_version, path, manifest_json, created)"
-                        " VALUES (?,?,?,?,?,?)", (table, attr, v.version, str(out), json.dumps(manifest),
-                                                  time.time()))
-        lid = cur.lastrowid
-    return {"id": lid, "table": table, "attr": attr, "table_version": v.version, "path": str(out),
-            "manifest": manifest}
+    return manifest
 
 
 def with_blocks(df, attr: str, dtype: str, rows: int):

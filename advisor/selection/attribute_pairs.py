@@ -157,13 +157,14 @@ def combine(cat: Catalog, q, versions: dict, good: list):
     return best
 
 
-def catch_up(cat: Catalog, q) -> list:
+def catch_up(cat: Catalog, q, measured: bool = True) -> list:
     """Maintain the stale sketches that would join the query's best one (``combine``): a pair's two
-    sketches are maintained together, while ``hooks.before_use`` maintains only the best."""
+    sketches are maintained together, while ``hooks.before_use`` maintains only the best
+    (``measured``: as ``maintain_sketch``'s)."""
 
     versions = versions_now(cat, q)
     good, _ = usable_sketches(cat, q, versions, allow_stale=True)
     if not good:
         return []
-    return [maintain_sketch(cat, o.id) for o in companions(good[0], good[1:], q.bindings)
+    return [maintain_sketch(cat, o.id, measured=measured) for o in companions(good[0], good[1:], q.bindings)
             if any(versions.get(t) != v for t, v in o.data_versions.items())]

@@ -128,8 +128,9 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
         declined: list[str] = []
         if not pinned:
             t0 = time.perf_counter()
-            done = before_use(cat, q, declined if s.measured_costs else None, answer=True)
-            done += catch_up(cat, q)
+            done = before_use(cat, q, declined if s.measured_costs else None, answer=True,
+                              measured=s.measured_costs)
+            done += catch_up(cat, q, s.measured_costs)
             secs["maintenance"] = time.perf_counter() - t0
             dd.answers += [r.answer for r in done if r.answer is not None][:1]
             t0 = time.perf_counter()

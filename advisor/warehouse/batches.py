@@ -23,7 +23,9 @@ def read_batch(spark, path: str, schema: list[tuple[str, str]]):
         raise BadInput(f"batch file {path} does not exist")
     try:
         if p.suffix.lower() == ".csv":
-            raw = spark.read.option("header", True).csv(str(p))
+            # RFC 4180: a quoted field may hold commas, doubled quotes and line breaks
+            raw = (spark.read.option("header", True).option("multiLine", True).option("escape", '"')
+                   .csv(str(p)))
         else:
             raw = spark.read.parquet(str(p))
     except Exception as e:  # Spark's AnalysisException and friends: unreadable file

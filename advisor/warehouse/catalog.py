@@ -4,8 +4,11 @@ or a Delta Lake table the warehouse reads in place (``advisor.warehouse.delta_so
 Version 1 is the loaded base. Each applied batch adds a version with an insert file and a delete
 file (the full deleted rows, so maintenance sees their values). Reading version v unions the
 newest base <= v with the later inserts and anti-joins the later deletes on `_rid`. Compaction
-writes a new base. Files are written under a temporary name and renamed; the SQLite row that
-makes a version visible is committed last, so a failed apply leaves the previous version intact.
+writes a new base. Files are written under a temporary name of this process, then, holding the
+warehouse's writer lock, renamed to a new name of their own and the SQLite row that makes the
+version visible is committed (``advisor.warehouse.atomic``): a failed or killed apply leaves the
+previous version intact and never touches another writer's files.  A batch or compaction prepared
+against a version that another writer has moved past meanwhile is refused ("warehouse busy").
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import json
 import os
 import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +29,10 @@ from pyspark.sql import Window, functions as F
 
 from advisor.errors import BadInput
 from advisor.plan import arrow_filter
-from advisor.warehouse import delta_source
+from advisor.warehouse import atomic, delta_source
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.batches import read_batch
+from advisor.warehouse.lock import WarehouseBusy, writer_lock
 from advisor.warehouse.net_delta import delta_files
 from advisor.warehouse.sketch_records import latest_versions
 from advisor.warehouse.store import Store
@@ -214,29 +217,33 @@ class Catalog:
         # Stable row ids: dense 0..n-1 in the order of the source files (zipWithIndex semantics).
         df = df.withColumn(RID, F.monotonically_increasing_id())
         tdir = self.root / name
-        final = tdir / f"v{1:06d}_base"
+        final = tdir / atomic.unique(f"v{1:06d}_base")
         # staged beside the table directories, not in this one: replacing a table removes its directory
-        tmp = self.root / f".tmp-{name}-{uuid.uuid4().hex}"
+        tmp = self.root / atomic.tmp_name(name)
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        df.write.mode("overwrite").parquet(str(tmp))
-        written = self.spark.read.parquet(str(tmp))
-        rows = written.count()
-        max_rid = written.agg(F.max(RID)).first()[0]
-        next_rid = 0 if max_rid is None else int(max_rid) + 1  # a one-row table's max is 0, not "none"
-        schema = [(f.name, f.dataType.simpleString()) for f in written.schema.fields if f.name != RID]
-        if self.exists(name):
-            if not replace:
-                raise BadInput(f"table {name!r} already exists")
-            self.drop(name)
-        tdir.mkdir(parents=True, exist_ok=True)
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-        with self.store.tx() as c:
-            c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) VALUES (?,?,?,?,?)",
-                      (name, dataset, time.time(), next_rid, json.dumps(schema)))
-            c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                      (name, 1, "base", str(final), None, None, rows, _dir_bytes(final), rows, 0, time.time()))
+        try:
+            df.write.mode("overwrite").parquet(str(tmp))
+            written = self.spark.read.parquet(str(tmp))
+            rows = written.count()
+            max_rid = written.agg(F.max(RID)).first()[0]
+            next_rid = 0 if max_rid is None else int(max_rid) + 1  # a one-row table's max is 0, not "none"
+            schema = [(f.name, f.dataType.simpleString()) for f in written.schema.fields if f.name != RID]
+            with writer_lock(self.store.warehouse):
+                if self.exists(name):
+                    if not replace:
+                        raise BadInput(f"table {name!r} already exists")
+                    self.drop(name)
+                tdir.mkdir(parents=True, exist_ok=True)
+                atomic.publish(tmp, final)
+                atomic.crash_point("load.renamed")
+                with self.store.tx() as c:
+                    c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) "
+                              "VALUES (?,?,?,?,?)", (name, dataset, time.time(), next_rid, json.dumps(schema)))
+                    c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                              (name, 1, "base", str(final), None, None, rows, _dir_bytes(final), rows, 0,
+                               time.time()))
+        finally:
+            atomic.remove(tmp)
         return self.version(name, 1)
 
     def register_delta(self, name: str, location: str, version: int, key: list | None = None,
@@ -248,17 +255,19 @@ class Catalog:
         schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
         rows = delta_source.rows_at(self.spark, location, version)
         size = delta_source.size_at(self.spark, location, version)
-        if self.exists(name):
-            if not replace:
-                raise BadInput(f"table {name!r} already exists")
-            self.drop(name)
-        with self.store.tx() as c:
-            c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) VALUES (?,?,?,?,?)",
-                      (name, f"delta:{location}", time.time(), 0, json.dumps(schema)))
-            c.execute("INSERT INTO sources VALUES (?,?,?,?,?,?)",
-                      (name, "delta", location, json.dumps(key) if key else None, None, time.time()))
-            c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                      (name, int(version), "delta", location, None, None, rows, size, rows, 0, time.time()))
+        with writer_lock(self.store.warehouse):
+            if self.exists(name):
+                if not replace:
+                    raise BadInput(f"table {name!r} already exists")
+                self.drop(name)
+            with self.store.tx() as c:
+                c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) "
+                          "VALUES (?,?,?,?,?)", (name, f"delta:{location}", time.time(), 0, json.dumps(schema)))
+                c.execute("INSERT INTO sources VALUES (?,?,?,?,?,?)",
+                          (name, "delta", location, json.dumps(key) if key else None, None, time.time()))
+                c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                          (name, int(version), "delta", location, None, None, rows, size, rows, 0,
+                           time.time()))
         self._sources.pop(name, None)
         return self.version(name, int(version))
 
@@ -519,40 +528,55 @@ class Catalog:
         tdir = self.root / name
         staged: list[tuple[Path, Path]] = []
         ins_path = del_path = None
-        if n_ins:
-            w = Window.orderBy(F.monotonically_increasing_id())
-            ins_rows = ins_df.select(*cols).withColumn(RID, F.row_number().over(w) + F.lit(next_rid - 1))
-            ins_rows = ins_rows.select(RID, *cols)
-            final = tdir / f"v{new_v:06d}_ins"
-            tmp = tdir / f".tmp-{uuid.uuid4().hex}"
-            (ins_rows.coalesce(1) if n_ins <= SMALL_BATCH_ROWS else ins_rows).write.parquet(str(tmp))
-            staged.append((tmp, final))
-            ins_path = str(final)
-        if deleted is not None:
-            final = tdir / f"v{new_v:06d}_del"
-            tmp = tdir / f".tmp-{uuid.uuid4().hex}"
-            # a small batch as one file: later reads (maintenance, snapshots) open fewer files
-            (deleted.coalesce(1) if found <= SMALL_BATCH_ROWS else deleted).write.parquet(str(tmp))
-            staged.append((tmp, final))
-            del_path = str(final)
         try:
-            for tmp, final in staged:
-                if final.exists():
-                    shutil.rmtree(final)
-                tmp.rename(final)
-            new_rows = cur.rows + n_ins - n_del_req
-            size = sum(_dir_bytes(Path(p)) for p in (ins_path, del_path) if p)
-            with self.store.tx() as c:
-                c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                          (name, new_v, "batch", None, ins_path, del_path, new_rows, cur.bytes + size,
-                           n_ins, n_del_req, time.time()))
-                c.execute("UPDATE tables SET next_rid=? WHERE name=?", (next_rid + n_ins, name))
+            if n_ins:
+                w = Window.orderBy(F.monotonically_increasing_id())
+                ins_rows = ins_df.select(*cols).withColumn(RID, F.row_number().over(w) + F.lit(next_rid - 1))
+                ins_rows = ins_rows.select(RID, *cols)
+                tmp = tdir / atomic.tmp_name("ins")
+                staged.append((tmp, tdir / atomic.unique(f"v{new_v:06d}_ins")))
+                (ins_rows.coalesce(1) if n_ins <= SMALL_BATCH_ROWS else ins_rows).write.parquet(str(tmp))
+                ins_path = str(staged[-1][1])
+            if deleted is not None:
+                tmp = tdir / atomic.tmp_name("del")
+                staged.append((tmp, tdir / atomic.unique(f"v{new_v:06d}_del")))
+                # a small batch as one file: later reads (maintenance, snapshots) open fewer files
+                (deleted.coalesce(1) if found <= SMALL_BATCH_ROWS else deleted).write.parquet(str(tmp))
+                del_path = str(staged[-1][1])
+            atomic.crash_point("apply.written")
+            with writer_lock(self.store.warehouse):
+                self._still_current(name, cur, "the batch")
+                for tmp, final in staged:
+                    atomic.publish(tmp, final)
+                atomic.crash_point("apply.renamed")
+                new_rows = cur.rows + n_ins - n_del_req
+                size = sum(_dir_bytes(Path(p)) for p in (ins_path, del_path) if p)
+                with self.store.tx() as c:
+                    c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                              (name, new_v, "batch", None, ins_path, del_path, new_rows, cur.bytes + size,
+                               n_ins, n_del_req, time.time()))
+                    c.execute("UPDATE tables SET next_rid=? WHERE name=?", (next_rid + n_ins, name))
+                atomic.crash_point("apply.committed")
         except BaseException:
-            for tmp, final in staged:
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.rmtree(final, ignore_errors=True)
+            # only this writer's own files: temporaries and the new names nothing committed
+            if self.store.one("SELECT 1 FROM versions WHERE table_name=? AND version=? AND "
+                              "(ins_path IS ? AND del_path IS ?)", (name, new_v, ins_path, del_path)) is None:
+                for tmp, final in staged:
+                    atomic.remove(tmp)
+                    atomic.remove(final)
             raise
         return self.version(name, new_v)
+
+    def _still_current(self, name: str, cur: Version, what: str) -> None:
+        """Refuse to commit ``what``, prepared against ``cur``, if another writer committed a newer
+        version of ``name`` meanwhile (call holding the writer lock)."""
+        r = self.store.one("SELECT max(version) v FROM versions WHERE table_name=?", (name,))
+        if r is None or r["v"] is None:
+            raise BadInput(f"table {name!r} was dropped while {what} was being written")
+        if int(r["v"]) != cur.version:
+            raise WarehouseBusy(f"warehouse busy: another writer committed {name} version {r['v']} while "
+                                f"{what} was being prepared against version {cur.version}; nothing was changed, "
+                                "run the command again")
 
     def compact(self, name: str) -> Version:
         """Fold all batches into a new base version (same rows, same row ids)."""
@@ -561,14 +585,26 @@ class Catalog:
         cur = self.version(name)
         df = self.read(name, cur.version, with_rid=True)
         new_v = cur.version + 1
-        final = self.root / name / f"v{new_v:06d}_base"
-        tmp = self.root / name / f".tmp-{uuid.uuid4().hex}"
-        df.write.parquet(str(tmp))
-        tmp.rename(final)
-        with self.store.tx() as c:
-            c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                      (name, new_v, "base", str(final), None, None, cur.rows, _dir_bytes(final), 0, 0,
-                       time.time()))
+        final = self.root / name / atomic.unique(f"v{new_v:06d}_base")
+        tmp = self.root / name / atomic.tmp_name("base")
+        try:
+            df.write.parquet(str(tmp))
+            atomic.crash_point("compact.written")
+            with writer_lock(self.store.warehouse):
+                self._still_current(name, cur, "the compaction")
+                atomic.publish(tmp, final)
+                atomic.crash_point("compact.renamed")
+                with self.store.tx() as c:
+                    c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                              (name, new_v, "base", str(final), None, None, cur.rows, _dir_bytes(final), 0, 0,
+                               time.time()))
+                atomic.crash_point("compact.committed")
+        except BaseException:
+            atomic.remove(tmp)
+            if self.store.one("SELECT 1 FROM versions WHERE table_name=? AND base_path=?",
+                              (name, str(final))) is None:
+                atomic.remove(final)
+            raise
         return self.version(name, new_v)
 
 

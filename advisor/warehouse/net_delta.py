@@ -22,9 +22,7 @@ same column types.
 
 from __future__ import annotations
 
-import shutil
 import time
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,6 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from advisor.warehouse import atomic
+from advisor.warehouse.lock import writer_lock
 from advisor.warehouse.table_files import RID, parquet_files
 
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
@@ -83,24 +83,26 @@ def _block(catalog, name: str, lo: int, hi: int, run: list) -> tuple[str | None,
     if r is not None and all(p is None or Path(p).exists() for p in (r["ins_path"], r["del_path"])):
         return r["ins_path"], r["del_path"]
     ins_tab, del_ids, meta = _net(run)
-    final = catalog.root / name / f"net_v{lo:06d}_v{hi:06d}"
-    tmp = catalog.root / name / f".tmp-{uuid.uuid4().hex}"
+    final = catalog.root / name / atomic.unique(f"net_v{lo:06d}_v{hi:06d}")
+    tmp = catalog.root / name / atomic.tmp_name("net")
     tmp.mkdir(parents=True)
     try:
         ins_path = _write(ins_tab, tmp / "ins", meta) if ins_tab is not None and ins_tab.num_rows else None
         del_path = _write(del_ids, tmp / "del", None) if del_ids is not None and del_ids.num_rows else None
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    ins_path = str(final / "ins") if ins_path else None
-    del_path = str(final / "del") if del_path else None
-    with store.tx() as c:
-        c.execute("INSERT OR REPLACE INTO net_deltas VALUES (?,?,?,?,?,?,?,?)",
-                  (name, lo, hi, ins_path, del_path, 0 if ins_tab is None else ins_tab.num_rows,
-                   0 if del_ids is None else del_ids.num_rows, time.time()))
+        ins_path = str(final / "ins") if ins_path else None
+        del_path = str(final / "del") if del_path else None
+        with writer_lock(store.warehouse):
+            r = store.one("SELECT ins_path, del_path FROM net_deltas WHERE table_name=? AND from_version=? "
+                          "AND to_version=?", (name, lo, hi))
+            if r is not None and all(p is None or Path(p).exists() for p in (r["ins_path"], r["del_path"])):
+                return r["ins_path"], r["del_path"]  # another writer stored the block meanwhile
+            atomic.publish(tmp, final)
+            with store.tx() as c:
+                c.execute("INSERT OR REPLACE INTO net_deltas VALUES (?,?,?,?,?,?,?,?)",
+                          (name, lo, hi, ins_path, del_path, 0 if ins_tab is None else ins_tab.num_rows,
+                           0 if del_ids is None else del_ids.num_rows, time.time()))
+    finally:
+        atomic.remove(tmp)
     return ins_path, del_path
 
 

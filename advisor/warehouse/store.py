@@ -1,19 +1,25 @@
 """The embedded SQLite store: catalog metadata, partitions, layouts, sketches, samples, states, runs.
 
 One file `advisor.db` in the warehouse. Every write happens in a transaction (`with store.tx()`),
-so an interrupted command leaves the previous state intact.
+so an interrupted command leaves the previous state intact.  A new store is created only in a
+directory without warehouse data: an empty or damaged `advisor.db`, or table files without one,
+is refused (one line, exit code 2) unless the caller asks to initialise.  Opening a store repairs
+what an interrupted command left behind (``advisor.warehouse.reconcile``) and says so once.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from advisor.errors import BadInput
+from advisor.warehouse import atomic
+from advisor.warehouse.reconcile import reconcile
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (
@@ -82,18 +88,45 @@ CREATE TABLE IF NOT EXISTS runs (
 
 
 class Store:
-    """Thin wrapper over the warehouse's SQLite file with JSON helpers."""
+    """Thin wrapper over the warehouse's SQLite file with JSON helpers.  ``initialise``: create a
+    new, empty store even where the directory holds warehouse data or a damaged ``advisor.db``
+    (which is kept beside it as ``advisor.db.damaged-<time>``)."""
 
-    def __init__(self, warehouse: Path | str):
+    def __init__(self, warehouse: Path | str, initialise: bool = False, quiet: bool = False):
         self.warehouse = Path(warehouse)
         self.warehouse.mkdir(parents=True, exist_ok=True)
         self.path = self.warehouse / "advisor.db"
+        self._check_openable(initialise)
         try:
             self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.conn.row_factory = sqlite3.Row
             self.conn.executescript(SCHEMA)
         except sqlite3.DatabaseError as e:
             raise BadInput(f"the store {self.path} is damaged or not an advisor store ({e})") from None
+        notes = reconcile(self)
+        if notes and not quiet:
+            print(f"recovered {self.warehouse}: " + "; ".join(notes), file=sys.stderr, flush=True)
+
+    def _check_openable(self, initialise: bool) -> None:
+        """Refuse to treat an empty or damaged file, or a directory of table files without its
+        store, as a new store (module docstring)."""
+        exists = self.path.exists()
+        bad = None
+        if exists and self.path.stat().st_size == 0:
+            bad = f"the store {self.path} is empty (0 bytes)"
+        elif exists:
+            with open(self.path, "rb") as f:
+                if f.read(16) != b"SQLite format 3\x00":
+                    bad = f"the store {self.path} is damaged or not an advisor store"
+        elif _has_data(self.warehouse):
+            bad = f"{self.warehouse} holds warehouse data but no store (advisor.db)"
+        if bad is None:
+            return
+        if not initialise:
+            raise BadInput(f"{bad}: refusing to start a new store over it; restore advisor.db, or run "
+                           f"`advisor --warehouse {self.warehouse} data init --force` to start afresh")
+        if exists:
+            self.path.rename(self.path.with_name(f"advisor.db.damaged-{int(time.time())}"))
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
@@ -101,11 +134,13 @@ class Store:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
+            atomic.crash_point("store.before-commit")
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         else:
             self.conn.execute("COMMIT")
+            atomic.crash_point("store.committed")
 
     def query(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
         try:
@@ -144,3 +179,12 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _has_data(warehouse: Path) -> bool:
+    """Whether ``warehouse`` holds table or state files (a store created there would disown them)."""
+    for sub in ("tables", "states"):
+        d = warehouse / sub
+        if d.is_dir() and any(not p.name.startswith(".") for p in d.iterdir()):
+            return True
+    return False

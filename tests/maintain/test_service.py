@@ -93,8 +93,6 @@ def test_superseded_and_retired_states_are_deleted_heads_keep_theirs(cat):
     it, the state goes, the row stays (its initialisation record feeds rent), and the chain keeps
     maintaining from the head's file alone.  States are written behind: a head's file appears only
     when it is flushed or evicted, and a superseded head's never."""
-    from pathlib import Path
-
     from advisor.maintain.spark import state_store as states
     from advisor.warehouse.sketch_records import retire
 
@@ -112,15 +110,18 @@ def test_superseded_and_retired_states_are_deleted_heads_keep_theirs(cat):
         chain.append(res.new_id)
         rows = {r["sketch_id"]: r for r in cat.store.query("SELECT * FROM states")}
         head = rows[chain[-1]]
-        assert head["path"] and not Path(head["path"]).exists()  # kept in memory, not yet written
+        file = states.state_dir(cat.store) / f"sketch_{chain[-1]}.state"
+        # kept in memory, not yet written: the row names no file until it is written
+        assert head["path"] == "" and not file.exists()
         assert states.has(cat.store, chain[-1])
         for old in chain[1:-1]:  # versions that had state and were superseded
             assert rows[old]["path"] == ""
-        assert not any(Path(p).exists() for p in {str(Path(head["path"]).parent / f"sketch_{i}.state")
-                                                   for i in chain[:-1]})
+        assert not any((file.parent / f"sketch_{i}.state").exists() for i in chain[:-1])
         assert not states.has(cat.store, chain[-2])
         written, _ = states.flush()
-        assert written == 1 and Path(head["path"]).is_file()
+        assert written == 1 and file.is_file()
+        named = cat.store.one("SELECT path FROM states WHERE sketch_id=?", (chain[-1],))["path"]
+        assert named == str(file)
     init = cat.store.one("SELECT meta_json FROM states WHERE sketch_id=?", (chain[1],))["meta_json"]
     assert '"init_seconds"' in init  # the purchase's record survives its file
     fresh = capture_batch(cat, [(q, {"facts": attr}, parts)], {"facts": cat.current_version("facts"), "dims": 1})

@@ -55,6 +55,25 @@ def test_init_rate_is_measured_per_kind(tmp_path):
     assert rent.init_rate(store) == 100_000
 
 
+def test_without_measured_costs_the_purchase_is_priced_by_priors(tmp_path):
+    """A slow initialisation measured in the store (a loaded machine) makes a 30,000-row chain rent
+    when costs are measured, but not without them: the same data then rent or buy alike anywhere."""
+    import json
+    import time
+
+    store = Store(tmp_path)
+    with store.tx() as c:
+        c.execute("INSERT INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
+                  (1, "", json.dumps({"init_seconds": 3.6, "init_rows": 30_000, "bulk": True}), time.time()))
+    root = parse_sql("SELECT g, count(*) AS n FROM t GROUP BY g HAVING count(*) > 3",
+                     lambda t: [("g", "int"), ("v", "int")]).root
+    slow = rent.predict_init(store, root, 30_000, True)
+    prior = rent.predict_init(store, root, 30_000, True, measured=False)
+    assert slow == pytest.approx(3.6) and prior == pytest.approx(30_000 / rent.BULK_INIT_ROWS_PER_S)
+    nxt = 30_000 / rent.RECAPTURE_ROWS_PER_S
+    assert rent.should_rent(0.0, nxt, slow) and not rent.should_rent(0.0, nxt, prior)
+
+
 def _init_row(c, sid, meta, created):
     import json
 

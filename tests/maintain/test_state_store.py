@@ -31,17 +31,23 @@ def _state() -> MaintState:
 
 
 def _path(cat, sketch_id: int) -> Path:
-    return Path(cat.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))["path"])
+    """Where the state's file goes."""
+    return cat.store.warehouse / "states" / f"sketch_{sketch_id}.state"
+
+
+def _named(cat, sketch_id: int) -> str:
+    """The file the state's row names ('' until the file is written)."""
+    return cat.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))["path"]
 
 
 def test_a_saved_state_is_recorded_now_and_written_at_flush(cat):
     st = _state()
     states.save(cat, 1, st, {"init_seconds": 0.5})
     path = _path(cat, 1)
-    assert path.name == "sketch_1.state" and not path.exists()
+    assert not path.exists() and _named(cat, 1) == ""  # no row names a file not yet written
     assert states.has(cat.store, 1)
     written, _ = states.flush()
-    assert written == 1 and path.is_file()
+    assert written == 1 and path.is_file() and _named(cat, 1) == str(path)
     assert MaintState.from_bytes(path.read_bytes()).snapshot() == st.snapshot()
     assert states.flush()[0] == 0  # clean now: nothing written twice
 
@@ -78,10 +84,10 @@ def test_eviction_over_the_budget_writes_the_dirty_state_first(cat, monkeypatch)
     st = _state()
     monkeypatch.setattr(states._cache, "max_bytes", st.memory_bytes() + 1)
     states.save(cat, 1, st)
-    assert not _path(cat, 1).exists()
+    assert not _path(cat, 1).exists() and _named(cat, 1) == ""
     states.save(cat, 2, _state())  # over the budget: sketch 1's state is evicted
     assert list(states._cache) == [(str(cat.store.path), 2)]
-    assert _path(cat, 1).is_file() and states.has(cat.store, 1)
+    assert _path(cat, 1).is_file() and _named(cat, 1) == str(_path(cat, 1)) and states.has(cat.store, 1)
     assert states.load(cat, 1).snapshot() == st.snapshot()
 
 

@@ -172,7 +172,7 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     assert not layout_pays(cat, "tc", "g", vc["tc"], partc, skc.parts[0].fragments)
     plain, sketched = run_query(cat, qc), run_query(cat, qc, sketch=skc)
     assert sorted(plain.rows) == sorted(sketched.rows) and len(plain.rows) == 20
-    assert all(sc["relation"].endswith("_base") for sc in sketched.metrics.scans)  # not the layout
+    assert all("_base" in sc["relation"] for sc in sketched.metrics.scans)  # not the layout
     assert sketched.metrics.rows_read < plain.metrics.rows_read / 2  # row groups of sketched groups
     from advisor.sketch.lookup import read_fraction  # predicts the read of the files the scan really opens
 

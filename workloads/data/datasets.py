@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 
 from advisor.errors import BadInput
+from advisor.warehouse.atomic import tmp_name
+from advisor.warehouse.sketch_records import latest_versions
+from workloads.data import tpch
 from workloads.data.airports import route_links
 from workloads.data.crimes import generate_crimes
-from workloads.data.flights import flights_tables
 from workloads.data.topology import topology_links
 from workloads.data.tpch import generate_tpch
 
@@ -20,6 +22,25 @@ if TYPE_CHECKING:
     from advisor.warehouse.catalog import Catalog
 
 DATASETS = ("tpch", "flights", "crimes", "topology", "airports")
+# flights' names as ``workloads.data.flights.TABLES`` (that module loads its data when imported)
+TABLES = {"tpch": tpch.TABLES, "flights": ("flights", "airlines", "airports", "planes", "weather"),
+          "crimes": ("crimes",), "topology": ("link",), "airports": ("route",)}
+
+
+def replaced(catalog: Catalog, name: str) -> list[str]:
+    """What loading dataset ``name`` again would drop: one phrase per existing table (its versions,
+    layouts and the sketches that read it), empty when none of its tables exists yet."""
+    store = catalog.store
+    sketches = latest_versions(store)
+    out = []
+    for t in TABLES[name.lower()]:
+        if not catalog.exists(t):
+            continue
+        nv = store.one("SELECT count(*) n FROM versions WHERE table_name=?", (t,))["n"]
+        nl = store.one("SELECT count(*) n FROM layouts WHERE table_name=?", (t,))["n"]
+        ns = sum(1 for s in sketches if t in s.data_versions or any(p.table == t for p in s.parts))
+        out.append(f"{t} ({nv} version(s), {nl} layout(s), {ns} sketch(es) reading it)")
+    return out
 
 
 def _load_parquet_files(catalog: Catalog, files: dict[str, str], dataset: str) -> dict[str, int]:
@@ -37,11 +58,13 @@ def load_dataset(catalog: Catalog, name: str, sf: float = 0.1, rows: int = 100_0
     name = name.lower()
     if name not in DATASETS:
         raise BadInput(f"unknown dataset {name!r} (choose one of: {', '.join(DATASETS)})")
-    staging = tempfile.mkdtemp(prefix=".staging-", dir=str(catalog.store.warehouse))
+    staging = tempfile.mkdtemp(prefix=tmp_name("staging") + "-", dir=str(catalog.store.warehouse))
     try:
         if name == "tpch":
             return _load_parquet_files(catalog, generate_tpch(sf, staging), "tpch")
         if name == "flights":
+            from workloads.data.flights import flights_tables  # reads its data when imported
+
             tables = flights_tables()
         elif name == "topology":
             tables = {"link": topology_links(nodes, seed, density)}

@@ -1,10 +1,18 @@
 """One strategy's pass over a prepared run directory (warm-up, its own pinned store, every step not yet
-logged, the closing flush), appending each finished step to the resume log ``log.jsonl``."""
+logged, the closing flush), appending each finished step to the resume log ``log.jsonl``.
+
+After each step the strategy's store is checkpointed (its operator states written, then a copy of
+its SQLite file named by the step) before the step's log line is appended.  A resumed pass restores
+the checkpoint of its last logged step, so a step cut off half-way leaves nothing behind (no sketch,
+sample or decision a later step could reuse) and the resumed run decides as an uninterrupted one.
+Steps run by a resumed process are marked ``resumed`` (their timings come from another JVM)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Optional
@@ -13,6 +21,7 @@ from advisor.context import Context
 from advisor.maintain.policy.triggers import set_policy
 from advisor.maintain.spark import state_store as states
 from advisor.maintain.spark.state_rental import set_measured
+from advisor.warehouse import atomic
 from advisor.warehouse.catalog import Catalog
 from workloads.replay import strategy_step as replay_steps
 from workloads.replay.heap_release import HeapKeeper
@@ -61,6 +70,7 @@ class ReplayState:
     query_done: Callable[[str, dict], None]
     log: ReplayLog
     logf: IO[str]
+    resumed: bool = False  # the strategy being replayed had logged steps before this process
 
     def append(self, entry: dict, default: Optional[Callable] = None) -> None:
         """One line of the resume log, flushed at once so an interruption loses no finished step."""
@@ -72,6 +82,8 @@ def replay_strategy(st: ReplayState, s: str) -> None:
     """Replay strategy ``s`` in a store of its own: warm up if asked, pin the first versions, run the
     steps in order, flush its operator states once."""
     sdir = st.run_dir / "strategies" / s
+    st.resumed = any(k[0] == s for k in st.log.done)
+    _restore_checkpoint(st, s, sdir)
     clone_store(st.run_dir / "warehouse" / "advisor.db", sdir)
     if st.wl.warmup and any((s, step["step"]) not in st.log.done for step in st.plan["steps"]):
         _warm_up(st, s)
@@ -127,8 +139,57 @@ def _run_step(st: ReplayState, s: str, sctx: Context, cat: Catalog, step: dict) 
                  "pid": os.getpid()}
     if heap:  # heap given back before this step (``workloads.replay.heap_release``): its time includes regrowth
         (entry["record"] if step["kind"] == "query" else entry)["heap"] = heap
+    if st.resumed:
+        (entry["record"] if step["kind"] == "query" else entry)["resumed"] = True
     st.log.maint.extend(ms)
+    _checkpoint(sctx, step["step"])
     st.append(entry, default=str)
+    st.log.done.add((s, step["step"]))
+
+
+CHECKPOINTS_KEPT = 2
+
+
+def _checkpoint(sctx: Context, step: int) -> None:
+    """Write the strategy's operator states, then copy its store as ``checkpoint-<step>.db`` (the
+    store as of the end of ``step``); older checkpoints but the previous one are removed."""
+    states.flush()
+    sdir = sctx.store.warehouse
+    tmp = sdir / atomic.tmp_name("checkpoint")
+    dst = sqlite3.connect(tmp)
+    try:
+        sctx.store.conn.backup(dst)
+    finally:
+        dst.close()
+    os.replace(tmp, sdir / f"checkpoint-{step}.db")
+    kept = sorted(sdir.glob("checkpoint-*.db"), key=lambda p: int(p.stem.split("-")[1]))
+    for p in kept[:-CHECKPOINTS_KEPT]:
+        p.unlink(missing_ok=True)
+
+
+def _restore_checkpoint(st: ReplayState, s: str, sdir: Path) -> None:
+    """Put back the store as of the strategy's last logged step (none logged: a fresh clone), so
+    whatever a step cut off half-way wrote is forgotten (its files are removed on open)."""
+    if not (sdir / "advisor.db").exists():
+        return
+    logged = [k[1] for k in st.log.done if k[0] == s and k[1] is not None]
+    last = max(logged) if logged else None
+    cp = sdir / f"checkpoint-{last}.db" if last is not None else None
+    if last is not None and (cp is None or not cp.exists()):
+        return  # a run directory of an older version: continue with the store as it is
+    if cp is None:  # nothing logged: start from a fresh clone, without the cut step's files
+        for d in ("tables", "states"):
+            shutil.rmtree(sdir / d, ignore_errors=True)
+        (sdir / "advisor.db").unlink()
+        return
+    tmp = sdir / atomic.tmp_name("restore")
+    src, dst = sqlite3.connect(cp), sqlite3.connect(tmp)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    os.replace(tmp, sdir / "advisor.db")
 
 
 def _flush(st: ReplayState, s: str) -> None:

@@ -270,10 +270,29 @@ def _read_text(p: Path) -> str:
         raise BadInput(f"cannot read workload file {p}: {e.strerror or e}") from None
 
 
+MAX_YAML_BYTES = 1 << 20  # a workload file is a page of settings and templates
+MAX_YAML_ALIASES = 32  # anchors are a convenience; many aliases expand to unbounded data ("alias bomb")
+
+
+def _check_yaml_size(p: Path, text: str) -> None:
+    """Refuse a file too large, or with more aliases than ``MAX_YAML_ALIASES``, before building it:
+    a kilobyte of nested aliases expands to gigabytes."""
+    if len(text.encode("utf-8", "replace")) > MAX_YAML_BYTES:
+        raise BadInput(f"{p}: a workload file is at most {MAX_YAML_BYTES >> 20} MiB")
+    aliases = 0
+    for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(ev, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                raise BadInput(f"{p}:{ev.start_mark.line + 1}: more than {MAX_YAML_ALIASES} YAML aliases "
+                               "(*name); write the values out")
+
+
 def _parse_yaml(p: Path, text: str) -> tuple[Any, Any]:
     """The YAML node tree (for line numbers) and the plain data; BadInput naming the line of a syntax error."""
     try:
-        return yaml.compose(text), yaml.safe_load(text)
+        _check_yaml_size(p, text)
+        return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}" if mark else str(p)

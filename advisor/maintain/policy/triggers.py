@@ -72,7 +72,8 @@ def after_apply(catalog: Catalog, table: str, n_tuples: int) -> list:
     return done
 
 
-def before_use(catalog: Catalog, query, declined: list | None = None, answer: bool = False) -> list:
+def before_use(catalog: Catalog, query, declined: list | None = None, answer: bool = False,
+               measured: bool = True) -> list:
     """Lazy catch-up: maintain the one stale sketch that will serve this query -- the smallest whose
     reuse for these bindings is proven and that does not cover nearly everything (the finder's
     tests, ignoring staleness).  Other stale sketches of the template wait until a query wants them;
@@ -80,7 +81,8 @@ def before_use(catalog: Catalog, query, declined: list | None = None, answer: bo
     maintenance that the store's measurements say costs more than it saves (``worth``) is skipped
     and the reason appended: the query then runs plain; maintenance worth it only as a purchase of
     operator state buys it at once (``worth.buy_now``).  With ``answer``, a recapture of a sketch
-    whose query is this very query (same SQL) also answers it (``MaintResult.answer``)."""
+    whose query is this very query (same SQL) also answers it (``MaintResult.answer``).
+    ``measured=False``: rent or buy state on priors alone (``maintain_sketch``)."""
 
 
     spec = policy_spec(catalog.store)
@@ -101,7 +103,8 @@ def before_use(catalog: Catalog, query, declined: list | None = None, answer: bo
             buy = buy_now(ev)  # worth it only as a purchase: no rent first
         pol = _load(catalog.store, sk, spec)
         pol.on_query(time.time())
-        res = maintain_sketch(catalog, sk.id, answer=answer and sk.sql == query.sql, buy=buy)
+        res = maintain_sketch(catalog, sk.id, answer=answer and sk.sql == query.sql, buy=buy,
+                              measured=measured)
         pol.on_maintained(time.time(), res.seconds, res.delta_rows)
         _save(catalog.store, sk, spec, pol)
         done.append(res)

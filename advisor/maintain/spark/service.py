@@ -91,14 +91,15 @@ def _versions_for(catalog: Catalog, sk: Sketch, tables: list[str]) -> dict[str, 
 
 
 def maintain_sketch(catalog: Catalog, sketch_id: int, topk_buffer: int | None = None, answer: bool = False,
-                    buy: bool = False) -> MaintResult:
+                    buy: bool = False, measured: bool = True) -> MaintResult:
     """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened.
     A chain without operator state either initialises it or, while that does not pay yet, is
     recaptured (``rent``); with ``buy`` it initialises the state at once.  With ``answer``, such a
     recapture by value also answers the sketch's query (``MaintResult.answer``): a caller about to
-    run that very query need not run it.  Each step is logged (kind ``maintain``) for
-    ``advisor.calibration.measured_costs``."""
-    res = _maintain(catalog, sketch_id, topk_buffer, answer, buy)
+    run that very query need not run it.  ``measured=False`` prices that choice with priors alone,
+    never with seconds measured in this store (``state_rental``).  Each step is logged (kind
+    ``maintain``) for ``advisor.calibration.measured_costs``."""
+    res = _maintain(catalog, sketch_id, topk_buffer, answer, buy, measured)
     if res.how != "current":
         state_store.prune(catalog)
         sk = load_sketch(catalog.store, sketch_id)
@@ -110,7 +111,7 @@ def maintain_sketch(catalog: Catalog, sketch_id: int, topk_buffer: int | None = 
 
 
 def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer: bool = False,
-              buy: bool = False) -> MaintResult:
+              buy: bool = False, measured: bool = True) -> MaintResult:
     sk = load_sketch(catalog.store, sketch_id)
     if sk is None:
         raise BadInput(f"no sketch with id {sketch_id}")
@@ -127,12 +128,16 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
         spent, last = state_rental.rent_of(catalog.store, sk.id)
         is_bulk = bulk_init.supports(query.root)
-        nxt = state_rental.recapture_seconds(catalog.store, rows, last)
+        measured = measured and state_rental.measured(catalog.store)
+        prior = rows / state_rental.RECAPTURE_ROWS_PER_S
+        nxt = (last if measured else 0.0) or prior
         renting = not buy and state_rental.should_rent(
-            spent, nxt, state_rental.predict_init(catalog.store, query.root, rows, is_bulk, query.template))
+            spent, nxt, state_rental.predict_init(catalog.store, query.root, rows, is_bulk, query.template,
+                                                  measured))
         if renting or state_rental.too_big(catalog.store, query.root, query.template):
             n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
-            return _recapture(catalog, sk, query, new, t0, None, spent, n, answer)
+            return _recapture(catalog, sk, query, new, t0, None, spent, n, answer,
+                              None if measured else prior)
         t_init = time.perf_counter()
         state = init_state(catalog, sk, query, sketched, topk_buffer)
         init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk,
@@ -167,10 +172,11 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
 
 
 def _recapture(catalog: Catalog, sk: Sketch, query, new: dict, t0: float, init_with, spent: float,
-               n_delta: int = 0, answer: bool = False) -> MaintResult:
+               n_delta: int = 0, answer: bool = False, booked: float | None = None) -> MaintResult:
     """Recapture the chain's next version at ``new``.  With ``init_with`` = (sketched, topk buffer)
     operator state is initialised for it (a top-k buffer ran dry); without, the chain stays
-    state-less and the recapture is booked as rent (``rent``)."""
+    state-less and the recapture is booked as rent (``rent``): its seconds, or ``booked`` (the
+    prior, when costs are not measured)."""
 
     on = {p.table: p.attr for p in sk.parts}
     parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}
@@ -182,8 +188,8 @@ def _recapture(catalog: Catalog, sk: Sketch, query, new: dict, t0: float, init_w
     size = 0
     if init_with is None:
         rows = sum(catalog.version(t, v).rows for t, v in new.items())
-        cost = state_rental.booked(catalog.store, rows, res.seconds)
-        state_rental.record_rent(catalog.store, res.sketch.id, spent + cost, cost)
+        paid = state_rental.booked(catalog.store, rows, res.seconds) if booked is None else booked
+        state_rental.record_rent(catalog.store, res.sketch.id, spent + paid, paid)
     else:
         state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, *init_with)
         size = state_store.save(catalog, res.sketch.id, state)

@@ -3,13 +3,15 @@
 Writing a state is the costly part of a maintenance step: for TPC-H SF1's 1.5M-group HAVING state,
 pickling and zlib take 0.55-0.7 s against 14 ms of engine work (BENCHMARKS.md).  And a
 head's state is usually superseded by the chain's next step before anyone reads its file.  So
-``save`` records the state's row (path and initialisation record) in SQLite and keeps the state in
-memory, marked dirty.  The file is written (temp file + rename) when:
+``save`` records the state's row (its initialisation record, no file yet) in SQLite and keeps the
+state in memory, marked dirty.  The file is written (temp file + rename, then the row's path is
+set, under the writer lock) when:
 - the entry is evicted (the LRU budget or the memory valve);
 - someone calls ``flush``, including the ``atexit`` hook at the end of every process;
 - never, for a head superseded first (``prune`` drops its entry).
-A row whose file is missing and whose state is not cached (a process killed before its flush)
-reads as no state, so the chain re-initialises or recaptures: that costs time, never answers.
+A row without a file and whose state is not cached (a process killed before its flush) reads as no
+state, so the chain re-initialises or recaptures: that costs time, never answers.  A row names a
+file only once the file is complete, so a killed process leaves no row naming a missing file.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from __future__ import annotations
 import atexit
 import json
 import pickle
+import sqlite3
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,8 @@ from advisor import memory
 from advisor.caches import BoundedMemo
 from advisor.maintain.engine import MaintState
 from advisor.maintain.spark.bulk_init import plain_agg_op
+from advisor.warehouse import atomic
+from advisor.warehouse.lock import writer_lock
 from advisor.warehouse.sketch_records import latest_versions
 
 if TYPE_CHECKING:
@@ -35,21 +39,46 @@ if TYPE_CHECKING:
 CACHE_BYTES = 1 << 30  # in-process budget for operator state kept unpickled (LRU, by ``memory_bytes``)
 
 
-def _write(path: Path, state: MaintState) -> int:
-    """Write the state's file atomically (temp name, then rename); returns its size."""
+def _write(key: tuple[str, int], path: Path, state: MaintState) -> int:
+    """Write the state's file atomically (temp name, then rename) and then name it in its row,
+    under the writer lock; returns its size.  A scratch store deleted meanwhile is skipped."""
+    db = Path(key[0])
+    if not db.exists():
+        return 0
     data = state.to_bytes()
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
-    tmp.write_bytes(data)
-    tmp.rename(path)
+    with writer_lock(db.parent):
+        atomic.write_bytes(path, data)
+        atomic.crash_point("state.renamed")
+        _set_path(key, str(path))
     return len(data)
+
+
+def _set_path(key: tuple[str, int], path: str) -> None:
+    """Name ``path`` in the state row of ``key``: through the open store if there is one (joining
+    its transaction if one is open), else through a connection of its own."""
+    store = _open_stores.get(key[0])
+    sql, args = "UPDATE states SET path=? WHERE sketch_id=?", (path, key[1])
+    if store is not None:
+        try:
+            store.conn.execute(sql, args)
+            return
+        except sqlite3.ProgrammingError:  # closed since
+            pass
+    conn = sqlite3.connect(key[0], timeout=30, isolation_level=None)
+    try:
+        conn.execute(sql, args)
+    finally:
+        conn.close()
 
 
 def _write_if_dirty(key, entry) -> None:
     """An evicted entry's file is written first if it is dirty."""
     state, _, pending = entry
     if pending is not None:
-        _write(pending, state)
+        _write(key, pending, state)
 
+
+_open_stores: dict = {}  # store path -> the Store that saved states there (for ``_set_path``)
 
 # (store path, sketch id) -> [state, bytes, file still to write or None]; used every maintenance
 # step, so the memory valve drops it last
@@ -86,7 +115,8 @@ def save(catalog: Catalog, sketch_id: int, state: MaintState, init: dict | None 
     meta = {"bytes": size, "groups": _groups(state)} | (init or {})
     with store.tx() as c:
         c.execute("INSERT OR REPLACE INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
-                  (sketch_id, str(path), json.dumps(meta), time.time()))
+                  (sketch_id, "", json.dumps(meta), time.time()))
+    _open_stores[str(store.path)] = store
     _put((str(store.path), sketch_id), state, size, path)
     return size
 
@@ -157,9 +187,9 @@ def flush() -> tuple[int, float]:
     """Write every dirty cached state to its file (entries stay cached, now clean); returns
     (files written, seconds)."""
     t0, n = time.perf_counter(), 0
-    for entry in list(_cache.values()):
+    for key, entry in list(_cache.items()):
         if entry[2] is not None:
-            _write(entry[2], entry[0])
+            _write(key, entry[2], entry[0])
             entry[2] = None
             n += 1
     return n, time.perf_counter() - t0
