@@ -103,21 +103,14 @@ def remove(path: Path | str) -> None:
 def fsync_tree(path: Path) -> None:
     """Flush a written file, or a directory's files and the directory itself, to stable storage
     (a rename is durable only once the data it names is)."""
-    paths = [path] if path.is_file() else [*(p for p in path.rglob("*") if p.is_file()), path]
-    for p in paths:
-        try:
-            fd = os.open(p, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+    for p in [path] if path.is_file() else [*(p for p in path.rglob("*") if p.is_file()), path]:
+        _fsync_dir(p)
 
 
 def _fsync_dir(path: Path) -> None:
+    """fsync one file or directory, as far as the file system allows: some (network or FUSE file
+    systems, directories on a few platforms) refuse to open or flush it, and then the rename's own
+    ordering is all there is."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -125,7 +118,7 @@ def _fsync_dir(path: Path) -> None:
     try:
         os.fsync(fd)
     except OSError:
-        pass
+        pass  # flushing refused by the file system (docstring)
     finally:
         os.close(fd)
 
