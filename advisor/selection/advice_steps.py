@@ -171,10 +171,13 @@ def check_can_pay(a: Advice) -> None:
     advice and capture, nothing is sized (the plan is emptied) and the record says why."""
     w, p, T = a.workload, a.params, a.table_rows
     # a sizing without sampling: OPT's oracle, or method exact when every candidate is read by value
-    a.unsampled = a.strategy == "OPT" or (a.method == "exact" and _by_value(a.cat, a.q, a.table, a.plan))
+    extra = _exact_extra_jobs(a.cat, a.q, a.table, a.plan) if a.method == "exact" else None
+    a.unsampled = a.strategy == "OPT" or extra is not None
     a.missing = _missing_partitions(a.cat, a.table, a.plan)
-    # measured costs off (the paper's model, timing-free decisions): sampling is not charged
-    advice = (None if a.strategy == "OPT" else w.sizing_rows(a.missing, T, len(a.shape.read_columns())) if a.unsampled
+    # measured costs off (the paper's model, timing-free decisions): sampling is not charged; a
+    # candidate the by-value job cannot carry is captured in one more job, about one scan
+    advice = (None if a.strategy == "OPT"
+              else w.sizing_rows(a.missing, T, len(a.shape.read_columns())) + (extra or 0) * T if a.unsampled
               else None if not p.charge_advice
               else w.sampled_advice_rows(T, p.advice_prior_scans) if p.measured else w.advice_rows)
     hopeless = None if a.strategy == "NO-PS" or not a.plan or a.fragments else cannot_pay(T, w, p, advice)
@@ -414,10 +417,15 @@ def _layout_check(cat: Catalog, table: str, keys: list, versions: dict, max_sel:
     return units, bad
 
 
-def _by_value(cat: Catalog, q, table: str, plan: dict) -> bool:
-    """Whether one capture job can read every planned candidate by value (method exact applies)."""
+def _exact_extra_jobs(cat: Catalog, q, table: str, plan: dict) -> int | None:
+    """Method exact applies when one capture job can read some planned candidate by value: then the
+    capture jobs it takes besides that one (1 when other candidates, e.g. a join key that decides
+    the groups, need a capture by fragment id, ``exact_sizes``), else None (sample instead)."""
     pairs = [split_key(k, table) for k in plan]
-    return bool(plan) and all(by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs)
+    by_value = [by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs]
+    if not any(by_value):
+        return None
+    return 0 if all(by_value) else 1
 
 
 def _missing_partitions(cat: Catalog, table: str, plan: dict) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from advisor.estimation.candidate_sizes import Candidate
 from advisor.plan import ir
 from advisor.safety.static_check import check_safety
+from advisor.selection.join_keys import key_deps
 from advisor.warehouse.column_stats import column_stats, stats_for_query
 from advisor.warehouse.value_kinds import kind_of
 
@@ -37,15 +38,37 @@ def enumerate_candidates(catalog: Catalog, query, shape, versions: dict) -> list
     stats = stats_for_query(catalog, query, versions)
     ndvs = {c: int(v[2] or 0) for c, v in column_stats(catalog, table, versions[table]).items()}
     pk = primary_key(catalog, table, ndvs)
+    # keys of the joined tables only: the sampled table's own key decides its groups trivially (one
+    # row each) and is the PK pool's business
+    deps = key_deps(shape.inner, {t: c for t, c in unique_columns(catalog, query, versions).items() if t != table})
     out = []
     for col in candidate_columns(catalog, table):
         if col not in shape.fact_cols or col not in ndvs:
             continue
         v = check_safety(query.root, {shape.fact_cols[col]}, stats)
-        roles = {r for r, hit in (("gb", shape.determined(col)), ("rel", col in shape.relevant),
+        # a join key that decides the groups keeps them whole, as a group-by attribute does
+        gb = shape.determined(col) or deps.decides(shape.fact_cols[col], shape.keys)
+        roles = {r for r, hit in (("gb", gb), ("rel", col in shape.relevant),
                                   ("agg", col in shape.agg_inputs), ("pk", col in pk)) if hit}
         out.append(Candidate(table, col, bool(v.safe), v.reason, ndvs[col], frozenset(roles)))
     return out + dim_candidates(catalog, query, shape, versions, stats)
+
+
+def unique_columns(catalog: Catalog, query, versions: dict) -> dict:
+    """Table -> the columns that are a key on their own, for the tables the query reads: a known
+    single-column primary key, else columns whose (approximate, HyperLogLog) NDV is about the row
+    count, as ``primary_key`` judges.  Only the pools use this; every candidate's safety is proven
+    on its own (``check_safety``), so a column wrongly taken for a key can cost a poorer pick,
+    never a wrong answer."""
+    out = {}
+    for t in {s.table for s in query.scans()}:
+        if t in KNOWN_PK:
+            out[t] = set(KNOWN_PK[t]) if len(KNOWN_PK[t]) == 1 else set()
+            continue
+        rows = catalog.version(t, versions.get(t)).rows
+        stats = column_stats(catalog, t, versions.get(t))
+        out[t] = {c for c, v in stats.items() if rows and int(v[2] or 0) >= 0.95 * rows}
+    return out
 
 
 def dim_candidates(catalog: Catalog, query, shape, versions: dict, stats) -> list:

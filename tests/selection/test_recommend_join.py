@@ -5,7 +5,8 @@ Facts ``ff`` (40k rows) reference dimension ``dd`` (2,000 keys, 20 per ``day``, 
 the 10 days with ``day % 10 == 3`` carry values in [40, 50), the rest in [0, 10), so
 ``HAVING sum(v) > 8000`` keeps exactly those 10 days (~18,000 against ~2,000): 10 % of ``dd``.  A
 layout of ``dd`` on ``day`` (one file per day) lets a sketch on it skip.  ``ff`` has no group-by
-column, so the CB-OPT-GB pool holds only ``dd.day``.
+column; its join key ``fk`` decides the day (``dk`` is the key of ``dd``), so the CB-OPT-GB pool
+holds ``dd.day`` and ``ff.fk``, and without a layout of ``ff`` only ``dd.day`` can skip.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def test_dimension_group_by_column_is_the_cb_opt_gb_pick(ctx, rec):
     assert (d["table"], d["attr"], d["go"]) == ("dd", "day", True), d["reason"]
     day = next(c for c in rec["candidates"] if c["table"] == "dd" and c["attr"] == "day")
     assert day["safe"] and day["picked"] and "gb" in day["roles"]
-    assert all(not c["estimated"] for c in rec["candidates"] if c["table"] == "ff")  # no group-by column
+    pool = {c["attr"] for c in rec["candidates"] if c["table"] == "ff" and c["estimated"]}
+    assert pool == {"fk"}  # the join key that decides the groups; no other fact column is in the pool
     real = rec["captured"]["selectivity"]
     assert abs(real - 0.10) < 1e-9  # the 10 heavy days' 200 keys of 2,000
     assert abs(day["selectivity"] - real) <= 0.03
