@@ -386,6 +386,7 @@ def replay_cmd(workload: Path,
                                                  "released in lockstep: step i of every strategy before "
                                                  "step i+1 of any, one at a time.")):
     """Replay a workload file end to end for each strategy; writes a run directory (resumable)."""
+    from workloads.replay.lockstep import ENV as GATE_ENV
     from workloads.replay.runner import PREPARE_ONLY, prepare_run, replay, replay_isolated
 
     if os.environ.get(PREPARE_ONLY) and out_dir is not None:  # the preparing child of --isolate
@@ -395,6 +396,8 @@ def replay_cmd(workload: Path,
         replay_isolated(STATE, str(workload), strats, out_dir, fresh, console=Console(stderr=True))
     run_dir = replay(ctx(), str(workload), strats, str(out_dir) if out_dir else None, fresh and not isolate,
                      console=out)
+    if os.environ.get(GATE_ENV):  # a lockstep child of --isolate: the parent prints the one summary
+        return
     _print_run(run_dir, report)
 
 
@@ -465,9 +468,18 @@ def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline"),
 @app.command("demo")
 def demo_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/demo).")):
     """The main job: replay the demo workload (CB-OPT-GB vs NO-PS, with updates) and write the report."""
-    from advisor.cli.demo import run_demo
+    from advisor.cli.demo import run_demo, saved_lines
+    from reports.html import write_report
+    from reports.schema import load_run
 
-    _print_run(run_demo(ctx(), STATE, out, out_dir), report=True)
+    run_dir = run_demo(ctx(), STATE, out, out_dir)
+    doc = load_run(run_dir)
+    for line in saved_lines(doc):
+        out.print(line, highlight=False)
+    out.print(f"report: {write_report(run_dir)}", highlight=False)
+    sm = doc["summary"]
+    if not sm["answers_identical"] or not sm["maintained_equal_to_recapture"]:
+        raise CheckFailed("a strategy returned a different answer or a maintained sketch differs from recapture")
 
 
 def main(argv: Optional[List[str]] = None) -> None:

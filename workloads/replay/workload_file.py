@@ -170,6 +170,34 @@ class Workload:
     statements: list[dict] = field(default_factory=list)  # its entries: {sql, at, line, template}
     inputs: dict = field(default_factory=dict)  # digests of the query log and change files
 
+    def tables_read(self, known: list[str]) -> list[str]:
+        """The tables of ``known`` that the workload's queries, parameter queries or updates name
+        (every known table when a query log supplies the statements): the ones worth statistics.
+
+        >>> t = Template("t", "SELECT a FROM lineitem JOIN orders ON a = b WHERE c > {c}", 1.0, [], 1)
+        >>> w = Workload("w", "w.yaml", "", "", 1, [], [], 1, [], "lazy", 0.05, None, "bootstrap", False, 1,
+        ...              {"t": t}, [], None)
+        >>> w.tables_read(["customer", "lineitem", "nation", "orders"])
+        ['lineitem', 'orders']
+        """
+        if self.query_log is not None:
+            return list(known)
+        from sqlglot import exp
+
+        texts = [t.sql for t in self.templates.values()]
+        texts += [p.spec["sql"] for t in self.templates.values() for p in t.params
+                  if p.kind == "quantile" and isinstance(p.spec, dict) and "sql" in p.spec]
+        names = {u.table for u in self.updates}
+        names |= {p.spec["column"].split(".")[0] for t in self.templates.values() for p in t.params
+                  if p.kind == "quantile" and isinstance(p.spec, dict) and "column" in p.spec}
+        for text in texts:
+            try:
+                tree = sqlglot.parse_one(re.sub(r"\{[^}]*\}", "0", text), read="spark")
+            except sqlglot.errors.ParseError:
+                return list(known)
+            names |= {t.name.lower() for t in tree.find_all(exp.Table)}
+        return [t for t in known if t.lower() in names]
+
     @property
     def plan_sha256(self) -> str:
         """Fingerprint of what ``replay.prepare`` builds from the file (data, layouts, statistics,
