@@ -7,32 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
+from storage_helpers import S3_BUCKET, S3_KEY, S3_SECRET, free_port, wait_for_port
 
 from advisor.engine import packages
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, log, what: str, limit: float = 600) -> None:
-    deadline = time.monotonic() + limit
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not start: {log.read_text()[-3000:]}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +50,38 @@ def hdfs(tmp_path_factory, spark):
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """The endpoint (``http://127.0.0.1:PORT``) of an S3-compatible server (moto's server mode)
+    holding an empty bucket ``S3_BUCKET``."""
+    import sys
+
+    import boto3
+
+    d = tmp_path_factory.mktemp("s3")
+    port = free_port()
+    log = d / "moto.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        wait_for_port(port, proc, log, "moto server")
+        endpoint = f"http://127.0.0.1:{port}"
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEY, aws_secret_access_key=S3_SECRET,
+                     region_name="us-east-1").create_bucket(Bucket=S3_BUCKET)
+        yield endpoint
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

@@ -1,5 +1,6 @@
 """A warehouse on a real HDFS (MiniDFSCluster on 127.0.0.1): a TPC-H SF 0.01 table loaded to an
-``hdfs://`` warehouse, a sketch captured and used, update batches applied and the sketch maintained;
+``hdfs://`` warehouse with a clustered layout, a sketch captured and used through the layout,
+update batches applied and the sketch maintained;
 sketched answers equal plain ones and the maintained sketch equals a recapture.  The store stays on
 the driver's disk and names every file by its place below the warehouse URI, so the warehouse
 copied to another HDFS directory (with its store) answers the same with the same sketches."""
@@ -12,6 +13,7 @@ import sqlite3
 import pytest
 
 from advisor import Advisor
+from advisor.layout.clustered_copy import build_layout
 from advisor.maintain.spark import state_store
 from advisor.partition.range_partition import load_partition
 from advisor.plan.parse import parse_sql
@@ -68,6 +70,8 @@ def test_a_warehouse_on_hdfs_answers_and_maintains_like_plain(spark, hdfs, tmp_p
     top = max(r[0] for r in spark.sql(
         f"SELECT count(*) FROM parquet.`{files['orders']}` GROUP BY o_custkey").collect())
     sql = f"SELECT o_custkey, count(*) AS n FROM orders GROUP BY o_custkey HAVING count(*) >= {top - 4}"
+    lay = build_layout(cat, "orders", "o_custkey", rows_per_file=4000)  # sketched scans read this copy
+    assert lay["path"].startswith(wh + "/tables/orders/layout_") and len(lay["manifest"]) == 4
     adv.capture(sql, on="orders.o_custkey", fragments=50)
     sk = [s for s in latest_versions(adv.ctx.store)][0]
     rows = _sketched(adv, sql, sk)
@@ -86,6 +90,7 @@ def test_a_warehouse_on_hdfs_answers_and_maintains_like_plain(spark, hdfs, tmp_p
     assert len(paths) >= 7 and all(stored_paths.is_relative(p) for p in paths), paths
     assert all(filesystem.exists(stored_paths.join(wh, p)) for p in paths)
     assert not any(store_dir.rglob("*.parquet"))  # no table file on the driver's disk
+    assert filesystem.parquet_file(lay["manifest"][0]["path"]).metadata.num_rows == 4000
     adv.close()
 
     # the warehouse copied to another HDFS directory, with its store: same answers, same sketch
