@@ -7,10 +7,12 @@ copied to another HDFS directory (with its store) answers the same with the same
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 
 import pytest
+from cli_helpers import cli
 
 from advisor import Advisor
 from advisor.layout.clustered_copy import build_layout
@@ -57,7 +59,7 @@ def _stored_paths(store_dir) -> list[str]:
     return [p for r in rows for p in r if p]
 
 
-def test_a_warehouse_on_hdfs_answers_and_maintains_like_plain(spark, hdfs, tmp_path, monkeypatch):
+def test_a_warehouse_on_hdfs_answers_and_maintains_like_plain(spark, hdfs, tmp_path, monkeypatch, capsys):
     store_dir = tmp_path / "store"
     monkeypatch.setenv("ADVISOR_STORE_DIR", str(store_dir))
     wh = f"{hdfs}/warehouses/tpch"
@@ -92,6 +94,8 @@ def test_a_warehouse_on_hdfs_answers_and_maintains_like_plain(spark, hdfs, tmp_p
     assert not any(store_dir.rglob("*.parquet"))  # no table file on the driver's disk
     assert filesystem.parquet_file(lay["manifest"][0]["path"]).metadata.num_rows == 4000
     adv.close()
+    code, outp, _ = cli(["--warehouse", wh, "run", sql, "--no-use", "--json"], capsys)  # the URI as an option
+    assert code == 0 and sorted(map(tuple, json.loads(outp)["rows"])) == rows
 
     # the warehouse copied to another HDFS directory, with its store: same answers, same sketch
     jvm = spark.sparkContext._jvm
