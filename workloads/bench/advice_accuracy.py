@@ -113,7 +113,7 @@ def _forget_samples(cat: Catalog, table: str) -> None:
         gone = c.execute("SELECT path FROM samples WHERE table_name=?", (table,)).fetchall()
         c.execute("DELETE FROM samples WHERE table_name=?", (table,))
     for r in gone:
-        shutil.rmtree(r["path"], ignore_errors=True)
+        shutil.rmtree(cat.store.resolve(r["path"]), ignore_errors=True)
 
 
 def _estimates(cat: Catalog, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies,
