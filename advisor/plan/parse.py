@@ -129,8 +129,9 @@ def _reject_unsupported(tree: exp.Expression, subqueries: bool = True) -> None:
             kind = (node.args.get("kind") or "").upper()
             if side in ("RIGHT", "FULL"):
                 raise Unsupported(f"{side} OUTER JOIN is not supported")
-            if kind in ("SEMI", "ANTI") and side != "LEFT" or kind not in ("", "SEMI", "ANTI", "OUTER", "CROSS", "INNER"):
-                raise Unsupported(f"{kind} JOIN is not supported")
+            if (kind in ("SEMI", "ANTI") and side != "LEFT") or \
+                    kind not in ("", "SEMI", "ANTI", "OUTER", "CROSS", "INNER"):
+                raise Unsupported(f"{(side + ' ' + kind).strip()} JOIN is not supported")
             if side == "LEFT" and node.args.get("on") is None:
                 raise Unsupported(f"LEFT {kind or 'OUTER'} JOIN needs an ON condition")
         if isinstance(node, exp.Lateral):

@@ -17,9 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from sqlglot import exp
-
 from advisor.plan import ir
+from advisor.plan.uniqueness import unique_on_join_keys
 
 INT, BM, VAL = "int", "bm", "val"
 
@@ -170,39 +169,6 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
 
         return f"{side(l, node.left.cols, ll)} UNION ALL {side(r, node.right.cols, rl)}", all_l
     raise TypeError(f"unknown node {type(node).__name__}")
-
-
-def unique_on_join_keys(node: ir.SemiJoin) -> bool:
-    """Whether each left row meets at most one row of ``node.right``: the right side is an
-    aggregation (under selections / projections that keep its keys) whose group keys are all
-    equated to left attributes by ``node.cond``'s conjuncts.  Then the semi-join is the inner join."""
-    r = node.right
-    while isinstance(r, (ir.Select, ir.Project)):
-        r = r.child
-    if not isinstance(r, (ir.Aggregate, ir.Distinct)):
-        return False
-    keys = set(r.keys) if isinstance(r, ir.Aggregate) else set(r.names)
-    right_names = set(node.right.names)
-    left_names = set(node.left.names)
-    equated = set()
-    for c in node.cond.flatten() if isinstance(node.cond, exp.And) else [node.cond]:
-        if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
-            for a, b in ((c.this.name, c.expression.name), (c.expression.name, c.this.name)):
-                if a in right_names and b in left_names:
-                    equated.add(_through(a, node.right))
-    return bool(keys) and keys <= equated
-
-
-def _through(name: str, node: ir.Node) -> str:
-    """The attribute of the first node below Selects / Projects that ``name`` copies."""
-    while isinstance(node, (ir.Select, ir.Project)):
-        if isinstance(node, ir.Project):
-            hit = [e for e, c in node.items if c.name == name]
-            if not hit or not isinstance(hit[0], exp.Column):
-                return name
-            name = hit[0].name
-        node = node.child
-    return name
 
 
 def _partial_join(node, g: Gen) -> tuple[str, dict[str, str]]:

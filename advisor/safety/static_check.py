@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from advisor.caches import BoundedMemo
 from advisor.plan import ir
-from advisor.plan.to_sql import unique_on_join_keys
+from advisor.plan.uniqueness import unique_on_join_keys
 from advisor.safety.z3_encoding import (
     TIMEOUT_MS,
     Encoder,

@@ -5,8 +5,9 @@ Spark SQL with each edit noted in its file) at SF 0.01.
   verdicts on the tables' key attributes are pinned;
 * its plain answer through the planner equals DuckDB's answer to the original text over the same
   Parquet files;
-* for one safe key candidate per query (on its largest sketchable table) the sketched answer
-  equals the plain one.
+* for the queries with subqueries or an outer join (the shapes the planner rewrites; the others'
+  joins and aggregations have their own differential tests), one safe key candidate on the
+  largest sketchable table: the sketched answer equals the plain one.
 
 One warehouse serves the whole module (about two minutes on two cores)."""
 
@@ -131,6 +132,7 @@ def _same_answer(a: list, b: list) -> bool:
 
 
 NUMBERS = [f"{i:02d}" for i in range(1, 23)]
+REWRITTEN = {"02", "04", "11", "13", "15", "16", "17", "18", "20", "21", "22"}
 
 
 @pytest.mark.parametrize("n", NUMBERS)
@@ -159,7 +161,7 @@ def test_answers_equal_duckdb_and_sketched_equals_plain(tpch, n):
     expected = con.execute(_text(n)).fetchall()
     assert _same_answer(plain.rows, expected), (plain.rows[:3], expected[:3])
     cands = sorted(SAFE_KEYS[n], key=lambda c: (SIZE_ORDER.index(c.split(".")[0]), c))
-    if not cands:
+    if n not in REWRITTEN or not cands:
         return
     table, attr = cands[0].split(".")
     part = ensure_partition(cat, table, attr, 16, versions[table])
