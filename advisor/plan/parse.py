@@ -2,9 +2,10 @@
 
 Supported: SELECT [DISTINCT] over tables, subqueries in FROM and WITH, inner/cross joins (comma or
 JOIN ... ON/USING), LEFT [OUTER] / LEFT SEMI / LEFT ANTI JOIN ... ON, WHERE with [NOT] EXISTS,
-[NOT] IN and scalar subqueries (turned into joins first, ``advisor.plan.decorrelate``), GROUP BY (columns, expressions, positions), count/count distinct/sum/avg/
-min/max (several per query, also inside expressions), HAVING, ORDER BY ... LIMIT (ASC/DESC), UNION
-[ALL]. Anything else raises Unsupported naming the construct; such queries run without a sketch.
+[NOT] IN and scalar subqueries (turned into joins first, ``advisor.plan.decorrelate``), GROUP BY
+(columns, expressions, positions), count/count distinct/sum/avg/min/max (several per query, also
+inside expressions), HAVING, ORDER BY ... LIMIT (ASC/DESC), UNION [ALL]. Anything else raises
+Unsupported naming the construct; such queries run without a sketch.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def parse_sql(sql: str, schema: SchemaLookup) -> ir.Query:
         if planned is tree:
             raise
         # the columns were checked before decorrelating, so this is the rewrite's shape
-        raise Unsupported(f"subqueries outside FROM that cannot be turned into joins are not supported ({e})") from None
+        raise Unsupported(f"subqueries outside FROM that cannot be turned into joins are not supported "
+                          f"({e})") from None
     if rel.sorts_hidden:  # the answer is sorted on columns it does not show: the root keeps them,
         rel.node = rel.node.child  # after the visible ones, and the final ORDER BY reads them there
     template, bindings = templatize(tree)
