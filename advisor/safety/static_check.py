@@ -302,10 +302,10 @@ class SafetyChecker:
                     break
         whole = bool(grouped) and all(grouped.values())
         if whole:
-            self.notes.append("; ".join(
+            self.notes.append("; ".join(dict.fromkeys(
                 (f"{self.lab(x)} is a group-by attribute" if x == g else
                  f"{self.lab(x)} is equal to group-by attribute {self.lab(g)}") +
-                f" ({op}): groups are kept whole" for x, g in grouped.items() if g))
+                f" ({op}): groups are kept whole" for x, g in grouped.items() if g)))
         psi = list(psi1)
         for a in n.aggs:
             b = a.out.name
