@@ -18,6 +18,7 @@ import math
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from advisor.engine.execute import versions_now
@@ -31,7 +32,6 @@ from advisor.warehouse.store import Store
 from workloads.data.tpch import TABLES, generate_tpch
 
 pytestmark = pytest.mark.tpch
-duckdb = pytest.importorskip("duckdb")
 
 QUERIES = Path(__file__).resolve().parents[2] / "workloads" / "tpch_queries"
 SIZE_ORDER = ("lineitem", "orders", "partsupp", "part", "customer", "supplier", "nation", "region")
