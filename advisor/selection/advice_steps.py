@@ -340,6 +340,7 @@ def _candidate_record(c, picked, T: int, w: UseForecast, p: CostParams, fragment
         "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
         "fragments_target": k.n_target if k else None,
         "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
+        "ci_exact": s.ci_exact if s else None, "unseen_groups": s.unseen_groups if s else None,
         "read_fraction": s.read if s else None, "read_units": s.read_source if s else None,
         "layout_note": c.skip_note, "layout": c.layout,
         "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,

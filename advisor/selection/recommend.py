@@ -53,6 +53,8 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
           "fragments": int | null,            # fragments of the granularity the cost model chose
           "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
           "selectivity": float | null, "ci": [lo, hi] | null, "selectivity_point": float | null,
+          "ci_exact": bool | null,            # the interval is a point because the size is exact by construction
+          "unseen_groups": float | null,      # passing groups the sample is expected to miss (interval widened)
           "real_selectivity": float | null,   # OPT only (captured)
           "read_fraction": float | null,      # expected share of rows scans still read (layout-aware)
           "real_read_fraction": float | null, # OPT only: the captured sketch's share of rows read
@@ -205,6 +207,8 @@ def render(console, rec: dict) -> None:
     for c in sorted(rec["candidates"], key=lambda c: (not c["estimated"], c["selectivity"] or 2, c["attr"])):
         if c["estimated"]:
             sel = f"{c['selectivity']:.1%} [{c['ci'][0]:.1%}, {c['ci'][1]:.1%}]"
+            if c.get("ci_exact"):
+                sel += " exact"  # a point interval: exact by construction, not a sampling accident
             if c["real_selectivity"] is not None:
                 sel += f" real {c['real_selectivity']:.1%}"
             if c["read_fraction"] is not None:
