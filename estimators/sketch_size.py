@@ -99,19 +99,10 @@ from scipy import sparse
 from estimators.aggregates import pass_matrix, pass_probability, point_pass
 from estimators.clt import z_value
 from estimators.fragment_cells import (
-    CellModel,
-    block_bounds,
-    block_cells,
-    fragment_table,
-    lookup_fragments,
-    lookup_groups,
-    range_positions,
-)
+    CellModel, block_bounds, block_cells, fragment_table, lookup_fragments, lookup_groups, range_positions)
 from estimators.unseen_rows import (
-    estimate_alpha,
-    passing_prior,
-    window_sums,
-)
+    estimate_alpha, expected_distinct_fragments, group_term, passing_prior, touch_cells, touch_probability,
+    unseen_touch_probability, window_sums)
 from estimators.windows import group_windows  # noqa: F401 - re-exported
 
 

@@ -13,6 +13,7 @@ HAVING / top-k / nested shape (``analyze``), or ``CannotEstimate`` with the part
 from __future__ import annotations
 
 import re
+
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 SID, U = "__sid", "__u"
 from advisor.estimation.query_shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 from advisor.estimation.sample_store import SampleInfo, get_sample, sampled_rows, widen_sample  # noqa: F401 - re-exported
+from estimators import bootstrap as _bootstrap  # noqa: F401 - kept for callers that reach it here
 from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
 
 COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
