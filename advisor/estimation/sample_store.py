@@ -200,6 +200,15 @@ def get_sample(catalog: Catalog, table: str, strata: list, theta: float, seed: i
     return SampleInfo(table, strata, theta, seed, version, str(path), meta, False, secs)
 
 
+def sample_cached(catalog: Catalog, table: str, strata: list, theta: float, seed: int, version: int) -> bool:
+    """Whether ``get_sample`` would reuse a stored sample for this key (no draw, no maintenance):
+    the advice's price depends on it (``Calibration.sampled_rows``)."""
+    r = catalog.store.one("SELECT path, meta_json FROM samples WHERE table_name=? AND strata_json=? AND theta=? "
+                          "AND seed=? AND table_version=? ORDER BY id DESC LIMIT 1",
+                          (table, json.dumps(sorted(strata)), theta, seed, version))
+    return r is not None and Path(r["path"]).exists() and json.loads(r["meta_json"]).get("sampler") == SAMPLER
+
+
 def sampled_rows(df):
     """The sampled rows of a stored sample (a sample drawn with a reserve also stores reserve rows)."""
     return df.filter("_in") if "_in" in df.columns else df
