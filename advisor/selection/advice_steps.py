@@ -172,7 +172,8 @@ def check_can_pay(a: Advice) -> None:
     advice and capture, nothing is sized (the plan is emptied) and the record says why."""
     w, p, T = a.workload, a.params, a.table_rows
     # a sizing without sampling: OPT's oracle, or method exact when every candidate is read by value
-    extra = _exact_extra_jobs(a.cat, a.q, a.table, a.plan) if a.method == "exact" else None
+    deciding = {c.key for c in a.pool if "gb" in c.roles}
+    extra = _exact_extra_jobs(a.cat, a.q, a.table, a.plan, deciding) if a.method == "exact" else None
     a.unsampled = a.strategy == "OPT" or extra is not None
     a.missing = _missing_partitions(a.cat, a.table, a.plan)
     # measured costs off (the paper's model, timing-free decisions): sampling is not charged; a
@@ -424,15 +425,16 @@ def _layout_check(cat: Catalog, table: str, keys: list, versions: dict, max_sel:
     return units, bad
 
 
-def _exact_extra_jobs(cat: Catalog, q, table: str, plan: dict) -> int | None:
-    """Method exact applies when one capture job can read some planned candidate by value: then the
-    capture jobs it takes besides that one (1 when other candidates, e.g. a join key that decides
-    the groups, need a capture by fragment id, ``exact_sizes``), else None (sample instead)."""
-    pairs = [split_key(k, table) for k in plan]
-    by_value = [by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)}) for t, a in pairs]
-    if not any(by_value):
+def _exact_extra_jobs(cat: Catalog, q, table: str, plan: dict, deciding: set) -> int | None:
+    """Method exact applies when one capture job can read planned candidates by value and every
+    other planned candidate decides the groups (a join key through a dimension key), so that one
+    more capture job by fragment id sizes them all (``exact_sizes``): the number of jobs besides the
+    by-value one (0 or 1); None when the estimator must size some candidate (sample instead)."""
+    by_value = {k: by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)})
+                for k in plan for t, a in [split_key(k, table)]}
+    if not any(by_value.values()) or any(not v and k not in deciding for k, v in by_value.items()):
         return None
-    return 0 if all(by_value) else 1
+    return 0 if all(by_value.values()) else 1
 
 
 def _sample_cached(a: Advice) -> bool:
