@@ -6,12 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test soak bench baseline clean
 
-# Spark packages (Delta Lake) are resolved from Maven Central once into ~/.cache/advisor/spark-packages.
+# Spark packages (Delta Lake; the tests' MiniDFSCluster and S3 connector) are resolved from Maven Central
+# once into ~/.cache/advisor/spark-packages.
 $(STAMP): pyproject.toml advisor/engine/packages.py
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/python -m advisor.engine.session >/dev/null
+	$(BIN)/python -c "from advisor.engine import packages as p; p.extra_jars('minidfs'); p.extra_jars('s3a')"
 	touch $(STAMP)
 
 demo: $(STAMP)

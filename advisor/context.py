@@ -1,4 +1,5 @@
-"""Per-command context: warehouse directory, store, lazily started Spark session and catalog."""
+"""Per-command context: warehouse (a directory or a Hadoop file system URI), store, lazily started
+Spark session and catalog."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ class Context:
     """Holds what a command needs; Spark starts only when something asks for it."""
     def __init__(self, warehouse: Optional[Path | str] = None, master: Optional[str] = None,
                  conf: Optional[dict] = None, spark=None, log_file: Optional[Path | str] = None):
-        self.warehouse = Path(warehouse) if warehouse else default_warehouse()
         self.master = master
         self.conf = conf or {}
         self.log_file = log_file  # where the Spark JVM's own output goes (None: the terminal)
         self._spark = spark
-        self.store = Store(self.warehouse)
+        self.store = Store(warehouse if warehouse else default_warehouse())
+        # the local directory of the store (and of run directories); the warehouse's files live
+        # under ``store.root``, the same directory or a Hadoop file system URI
+        self.warehouse = self.store.warehouse
         self._catalog = None
 
     @property

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 
+from advisor.warehouse import stored_paths
+
 KILLED = -9
 
 
@@ -62,27 +64,30 @@ def raw_problems(wh: Path) -> list[str]:
     """Rows of the store at ``wh`` that name files that do not exist, read before any repair."""
     conn = sqlite3.connect(wh / "advisor.db")
     out = []
+
+    def at(p):  # rows name places below the warehouse root
+        return stored_paths.resolve(str(wh.absolute()), p)
+
     try:
         sql = "SELECT table_name, version, base_path, ins_path, del_path FROM versions"
         for t, v, *paths in conn.execute(sql):
-            out += [f"{t} v{v}: {p} missing" for p in paths if p and not _files(p)]
+            out += [f"{t} v{v}: {p} missing" for p in paths if p and not _files(at(p))]
         for i, path, man in conn.execute("SELECT id, path, manifest_json FROM layouts"):
-            missing = [m["path"] for m in json.loads(man)
-                       if not Path(m["path"].removeprefix("file:")).exists()]
-            if not Path(path).is_dir() or missing:
+            missing = [m["path"] for m in json.loads(man) if not (Path(at(path)) / m["path"]).exists()]
+            if not Path(at(path)).is_dir() or missing:
                 out.append(f"layout {i}: {len(missing)} manifest file(s) missing")
         out += [f"sample {i}: {p} missing" for i, p in conn.execute("SELECT id, path FROM samples")
-                if not Path(p).exists()]
+                if not Path(at(p)).exists()]
         out += [f"state {i}: {p} missing" for i, p in conn.execute("SELECT sketch_id, path FROM states")
-                if p and not Path(p).is_file()]
+                if p and not Path(at(p)).is_file()]
         for t, a, b, *paths in conn.execute("SELECT * FROM net_deltas"):
-            out += [f"net delta {t} {a}-{b}: {p} missing" for p in paths[:2] if p and not Path(p).exists()]
+            out += [f"net delta {t} {a}-{b}: {p} missing" for p in paths[:2] if p and not Path(at(p)).exists()]
     finally:
         conn.close()
     return out
 
 
-def _rids(p: str) -> set:
+def _file_rids(p: str) -> set:
     return set(ds.dataset(_files(p)).to_table(columns=["_rid"]).column(0).to_pylist())
 
 
@@ -97,6 +102,10 @@ def version_problems(wh: Path) -> list[str]:
     finally:
         conn.close()
     ids: dict[str, set] = {}
+
+    def _rids(p):  # rows name places below the warehouse root
+        return _file_rids(stored_paths.resolve(str(wh.absolute()), p))
+
     for r in rows:
         t = r["table_name"]
         if r["kind"] == "base":

@@ -42,6 +42,9 @@ class Calibration:
     maint_inc_s: dict = field(default_factory=dict)    # template -> median incremental step seconds
     recapture_s: dict = field(default_factory=dict)    # template -> median capture/recapture seconds
     advice_s: list = field(default_factory=list)       # recent sampling + estimation seconds
+    draw_s: list = field(default_factory=list)         # recent sample draws (a sample not yet cached), seconds
+    sampled_part_s: list = field(default_factory=list)  # recent seconds per partition a sampled advice built
+    estimate_s: list = field(default_factory=list)     # recent sampled advice after its pricing, minus draw and builds
     partition_s: list = field(default_factory=list)    # recent seconds per partition built (sizing without sampling)
     overhead_s: list = field(default_factory=list)     # recent rest of such a sizing: planning, candidates, saving
     query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
@@ -72,6 +75,25 @@ class Calibration:
 
     def advice_rows(self) -> float | None:
         return self.rows(statistics.median(self.advice_s)) if self.advice_s else None
+
+    def sampled_rows(self, cached: bool, missing: int, table_rows: float, columns: int = 1) -> float | None:
+        """Sampling + estimation of one recommendation in the cache state it will have, in rows: the
+        draw only when its sample is not stored yet (``sample_store.sample_cached``), each partition
+        still to build, and the measured rest after the price was weighed (what came before, the
+        candidates and their statistics, is sunk by then: ``planning`` in the record); None before
+        any sampled advice was measured.
+        Charging the median of whole recommendations priced a second template on a table with the
+        first one's draw and partition builds (flights: 2.3-4.7 scans of estimation against at most
+        3 saved, every later template declined before sampling)."""
+        if not self.estimate_s:
+            return None
+        draw = 0.0 if cached else self.rows(statistics.median(self.draw_s)) if self.draw_s else None
+        if draw is None:  # never drawn here (samples came with the store): whole advice as measured
+            whole = self.advice_rows()
+            return max(whole, self.rows(statistics.median(self.estimate_s))) if whole is not None else None
+        part = (self.rows(statistics.median(self.sampled_part_s)) if self.sampled_part_s
+                else partition_prior_rows(table_rows, columns))
+        return draw + missing * part + self.rows(statistics.median(self.estimate_s))
 
     def sizing_rows(self, missing: int, table_rows: float, columns: int = 1) -> float:
         """Advice without sampling (method exact, the OPT oracle), in rows, besides the capture job:
@@ -131,6 +153,7 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
 def calibrate(store: Store, limit: int = 400) -> Calibration:
     """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
     pts, maint, recap, advice, queries, uses, parts, rest, answered = [], {}, {}, [], {}, {}, [], [], {}
+    draws, sampled_parts, estimates = [], [], []
     for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "
                          "ORDER BY id DESC LIMIT ?", (limit,)):
         try:
@@ -163,6 +186,15 @@ def calibrate(store: Store, limit: int = 400) -> Calibration:
             cold = bool(rec.get("cold"))
             if "sampling" in s and spent > 0:
                 advice.append((spent, cold))
+                drew = not (rec.get("sample") or {}).get("cached", False)
+                if drew:
+                    draws.append((s["sampling"], cold))
+                built = rec.get("partitions_built")
+                if built and s.get("partitions"):
+                    sampled_parts.append((s["partitions"] / built, cold))
+                rest_s = (spent - s.get("planning", 0.0) - (s["sampling"] if drew else 0.0)
+                          - (s.get("partitions", 0.0) if built else 0.0))
+                estimates.append((max(0.0, rest_s), cold))
             elif "partitions" in s and ("exact" in s or "oracle" in s):
                 if rec.get("partitions_built"):
                     parts.append((s["partitions"] / rec["partitions_built"], cold))
@@ -183,7 +215,8 @@ def calibrate(store: Store, limit: int = 400) -> Calibration:
     else:
         a, b, how = runs_only
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
-    return Calibration(a, b, how, med(maint), med(recap), advice_s=warm_first(advice), query_s=queries,
+    return Calibration(a, b, how, med(maint), med(recap), advice_s=warm_first(advice), draw_s=warm_first(draws),
+                       sampled_part_s=warm_first(sampled_parts), estimate_s=warm_first(estimates), query_s=queries,
                        use_s=uses, partition_s=warm_first(parts), overhead_s=warm_first(rest), answered=answered,
                        identified=identified, maint_inc_steps={k: v for k, v in maint.items() if v})
 

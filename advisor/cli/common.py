@@ -26,5 +26,9 @@ def log_path():
     """The command log: the Spark JVM's output and tracebacks of unexpected errors (``--verbose``
     shows them on the terminal instead)."""
     from advisor.context import default_warehouse
+    from advisor.warehouse import filesystem
+    from advisor.warehouse.store import store_dir
 
-    return Path(STATE.get("warehouse") or default_warehouse()) / "logs" / "advisor.log"
+    wh = str(STATE.get("warehouse") or default_warehouse())
+    local = Path(filesystem.local_path(wh)) if filesystem.is_local(wh) else store_dir(wh)  # beside the store
+    return local / "logs" / "advisor.log"

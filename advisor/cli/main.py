@@ -26,7 +26,7 @@ app.add_typer(bench_app, name="bench")
 
 
 @app.callback()
-def _globals(warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="Warehouse directory (default ./.advisor or $ADVISOR_HOME)."),
+def _globals(warehouse: Optional[str] = typer.Option(None, "--warehouse", help="Warehouse directory or Hadoop file system URI (hdfs://, s3a://; default ./.advisor or $ADVISOR_HOME)."),
              master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default $SPARK_MASTER or local[*])."),
              conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable)."),
              verbose: bool = typer.Option(False, "--verbose", help="Show Spark's own output and full error "

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -70,3 +72,42 @@ def remember(spark) -> None:
         tmp.write_text(json.dumps({"packages": list(PACKAGES), "jars": jars}, indent=1))
         tmp.replace(_manifest())
 
+
+
+# Jars outside the engine's classpath (a test's HDFS or S3 connector, a MiniDFSCluster), resolved
+# the same way into ``<cache>/extra/<name>`` and recorded in its own ``resolved.json``.
+EXTRA = {
+    # MiniDFSCluster asserts with JUnit 5 while it sets up its directories
+    "minidfs": ("org.apache.hadoop:hadoop-client-minicluster:3.5.0", "org.junit.jupiter:junit-jupiter-api:5.10.2"),
+    "s3a": ("org.apache.hadoop:hadoop-aws:3.5.0",),
+}
+
+
+def extra_jars(name: str) -> list[str]:
+    """The jar files of the extra package set ``name`` (``EXTRA``): from the cache, else resolved
+    now by Spark's Ivy in a short-lived JVM of its own (the first time only; later calls are offline)."""
+    coords = EXTRA[name]
+    d = cache_dir() / "extra" / name
+    manifest = d / "resolved.json"
+    try:
+        rec = json.loads(manifest.read_text())
+        if rec.get("packages") == list(coords) and rec["jars"] and all(Path(j).is_file() for j in rec["jars"]):
+            return rec["jars"]
+    except (OSError, ValueError, KeyError):
+        pass
+    d.mkdir(parents=True, exist_ok=True)
+    code = ("import sys; from pyspark.sql import SparkSession; "
+            "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"
+            ".config('spark.jars.packages', sys.argv[1]).config('spark.jars.ivy', sys.argv[2]).getOrCreate(); "
+            "print('JARS=' + s.sparkContext.getConf().get('spark.jars', '')); s.stop()")
+    out = subprocess.run([sys.executable, "-c", code, ",".join(coords), str(d / "ivy")], capture_output=True,
+                         text=True, timeout=1800)
+    line = [x for x in out.stdout.splitlines() if x.startswith("JARS=")]
+    if out.returncode != 0 or not line:
+        raise RuntimeError(f"could not resolve {', '.join(coords)}: {out.stderr.strip()[-2000:]}")
+    jars = [unquote(urlparse(u).path) if u.startswith("file:") else u for u in line[0][5:].split(",") if u]
+    jars = [j for j in jars if Path(j).is_file()]
+    tmp = manifest.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"packages": list(coords), "jars": jars}, indent=1))
+    tmp.replace(manifest)
+    return jars

@@ -18,6 +18,8 @@ class SizeSummary:
     fragments: float
     read: Optional[float] = None  # expected fraction of rows the scan still reads (layout-aware)
     read_source: str = ""
+    ci_exact: bool = False        # a point interval because the size is exact by construction (not a sampling accident)
+    unseen_groups: float = 0.0    # passing groups the sample is expected to have missed (widen the interval)
 
     @classmethod
     def of(cls, est, part) -> "SizeSummary":
@@ -26,11 +28,12 @@ class SizeSummary:
         HAVING) excludes it, it is clamped into the interval."""
         lo, hi = est.selectivity_ci
         sel = min(max(est.selectivity_expected, lo), hi) if est.method == "replicates" else est.selectivity_expected
-        return cls(part.n_target, part.n_fragments, sel, lo, hi, est.selectivity_point, est.fragments_expected)
+        return cls(part.n_target, part.n_fragments, sel, lo, hi, est.selectivity_point, est.fragments_expected,
+                   ci_exact=bool(getattr(est, "exact", False)), unseen_groups=float(getattr(est, "unseen_groups", 0.0)))
 
     @classmethod
     def exact(cls, n_target: int, n_fragments: int, sel: float, fragments: int) -> "SizeSummary":
-        return cls(n_target, n_fragments, sel, sel, sel, sel, float(fragments))
+        return cls(n_target, n_fragments, sel, sel, sel, sel, float(fragments), ci_exact=True)
 
     def with_read(self, read: float, source: str) -> "SizeSummary":
         return replace(self, read=max(read, self.sel), read_source=source)

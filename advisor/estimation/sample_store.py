@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import pyarrow as pa
@@ -23,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from advisor.estimation import sample_eval
-from advisor.warehouse import atomic
+from advisor.warehouse import atomic, filesystem
 from advisor.warehouse.lock import writer_lock
 from estimators.sampling import reservoir_local
 from estimators.sampling.reservoir_spark import stratified_sample
@@ -60,7 +58,7 @@ def _draw_locally(catalog: Catalog, table: str, strata: list, version: int) -> b
     """Whether the sample of ``table`` at ``version`` is drawn with pyarrow on the driver: small
     enough, and every stratum column of a type whose Spark label is reproduced."""
 
-    if not LOCAL_DRAW:
+    if not LOCAL_DRAW or catalog.store.remote:  # the driver writes the sample file locally
         return False
     v = catalog.version(table, version)
     types = dict(catalog.schema(table))
@@ -137,7 +135,7 @@ def widen_sample(catalog: Catalog, table: str, version: int, path: str, meta: di
     _widen(catalog, table, version, path, sorted(wanted - have))
     meta["columns"] = None if need is None else sorted(have | wanted)
     with catalog.store.tx() as c:  # a sample not yet recorded (being maintained) has no row yet
-        c.execute("UPDATE samples SET meta_json=? WHERE path=?", (json.dumps(meta), str(path)))
+        c.execute("UPDATE samples SET meta_json=? WHERE path=?", (json.dumps(meta), catalog.store.stored(path)))
     return True
 
 
@@ -158,9 +156,10 @@ def get_sample(catalog: Catalog, table: str, strata: list, theta: float, seed: i
                           "AND table_version=? ORDER BY id DESC LIMIT 1", (table, sj, theta, seed, version))
     if r is not None:
         meta = json.loads(r["meta_json"])
-        if Path(r["path"]).exists() and meta.get("sampler") == SAMPLER:
-            widened = widen_sample(catalog, table, version, r["path"], meta, need)
-            return SampleInfo(table, strata, theta, seed, version, r["path"], meta, True,
+        at = catalog.store.resolve(r["path"])
+        if filesystem.exists(at) and meta.get("sampler") == SAMPLER:
+            widened = widen_sample(catalog, table, version, at, meta, need)
+            return SampleInfo(table, strata, theta, seed, version, at, meta, True,
                               time.perf_counter() - t0 if widened else 0.0)
     key = hashlib.sha1(f"{sj}|{theta}|{seed}".encode()).hexdigest()[:12]
     sdir = catalog.root / table / "samples"
@@ -182,21 +181,32 @@ def get_sample(catalog: Catalog, table: str, strata: list, theta: float, seed: i
             with catalog.store.tx() as c:
                 same_key = "table_name=? AND strata_json=? AND theta=? AND seed=? AND table_version<?"
                 args = (table, sj, theta, seed, version)
-                old = c.execute(f"SELECT path FROM samples WHERE {same_key}", args).fetchall()
+                old = [catalog.store.resolve(o["path"])
+                       for o in c.execute(f"SELECT path FROM samples WHERE {same_key}", args).fetchall()]
                 c.execute(f"DELETE FROM samples WHERE {same_key}", args)
                 c.execute("INSERT INTO samples(table_name, strata_json, theta, seed, table_version, path, "
                           "meta_json, created) VALUES (?,?,?,?,?,?,?,?)",
-                          (table, sj, theta, seed, version, str(path), json.dumps(meta), time.time()))
+                          (table, sj, theta, seed, version, catalog.store.stored(path), json.dumps(meta),
+                           time.time()))
     except BaseException:
         atomic.remove(tmp)
-        if catalog.store.one("SELECT 1 FROM samples WHERE path=?", (str(path),)) is None:
+        if catalog.store.one("SELECT 1 FROM samples WHERE path=?", (catalog.store.stored(path),)) is None:
             atomic.remove(path)
         raise
     if drawn is not None:
         sample_eval.prime(str(path), drawn)  # the estimate reads its rows from memory
     for o in old:
-        shutil.rmtree(o["path"], ignore_errors=True)
+        atomic.remove(o)
     return SampleInfo(table, strata, theta, seed, version, str(path), meta, False, secs)
+
+
+def sample_cached(catalog: Catalog, table: str, strata: list, theta: float, seed: int, version: int) -> bool:
+    """Whether ``get_sample`` would reuse a stored sample for this key (no draw, no maintenance):
+    the advice's price depends on it (``Calibration.sampled_rows``)."""
+    r = catalog.store.one("SELECT path, meta_json FROM samples WHERE table_name=? AND strata_json=? AND theta=? "
+                          "AND seed=? AND table_version=? ORDER BY id DESC LIMIT 1",
+                          (table, json.dumps(sorted(strata)), theta, seed, version))
+    return r is not None and Path(r["path"]).exists() and json.loads(r["meta_json"]).get("sampler") == SAMPLER
 
 
 def sampled_rows(df):
@@ -217,10 +227,11 @@ def _maintained(catalog: Catalog, table: str, strata: list, sj: str, theta: floa
     if prev is None or not strata or catalog.is_delta(table):  # a Delta change feed carries no row ids
         return None
     pm = json.loads(prev["meta_json"])
-    if pm.get("sampler") != SAMPLER or not pm.get("reserve") or not Path(prev["path"]).exists():
+    prev_path = catalog.store.resolve(prev["path"])
+    if pm.get("sampler") != SAMPLER or not pm.get("reserve") or not filesystem.exists(prev_path):
         return None
     ins, dels = catalog.delta(table, prev["table_version"], version)
-    got = maintain(catalog.spark, prev["path"], ins, dels, strata, theta, seed, str(path))
+    got = maintain(catalog.spark, prev_path, ins, dels, strata, theta, seed, str(path))
     if got is None:
         return None
     N, n_strata, k = got

@@ -79,7 +79,7 @@ if TYPE_CHECKING:
 SID, U = "__sid", "__u"
 from advisor.estimation.query_shape import CannotEstimate, Shape, analyze  # noqa: F401 - re-exported
 from advisor.estimation.sample_store import SampleInfo, get_sample, sampled_rows, widen_sample  # noqa: F401 - re-exported
-from estimators import bootstrap as _bootstrap
+from estimators import bootstrap as _bootstrap  # noqa: F401 - kept for callers that reach it here
 from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
 
 COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
@@ -324,7 +324,7 @@ def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, se
     g = _estimate_groups(r, sample, parts)
     t0 = time.perf_counter()
     notes = _notes(sample, g.prior, shrink)
-    sizes = _size_candidates(r, parts, g)
+    sizes = _size_candidates(r, parts, g, _group_rate(shape, sample.meta))
     r.secs["sizes"] = time.perf_counter() - t0
     pair_sizes = _pair_sizes(g.pdf, g.fcols, sizes, parts, pairs(sizes)) if pairs else {}
     return Estimation(shape, sample, sizes, parts, g.est.n_groups, r.secs, notes, pair_sizes)
@@ -427,7 +427,7 @@ def _notes(sample: SampleInfo, prior: dict, shrink: bool | str) -> list:
     return notes
 
 
-def _size_candidates(r: _Run, parts: dict, g: _Groups) -> dict:
+def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None) -> dict:
     """(attr, n) -> SizeEstimate of the sketch on each partition, by the nested, top-k or HAVING
     model of the query's shape."""
     table, shape, gcols = r.shape.fact.table, r.shape, r.shape.keys + [U]
@@ -441,7 +441,7 @@ def _size_candidates(r: _Run, parts: dict, g: _Groups) -> dict:
         r.say(f"sizing {part.table}.{part.attr} at {n} fragments")
         det = part.table != table or shape.determined(a)
         kw = dict(frag_col=g.fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=r.seed,
-                  sample_groups=preps["sg"], reuse=preps.setdefault((a, n, det), {}))
+                  sample_groups=preps["sg"], reuse=preps.setdefault((a, n, det), {}), group_rate=rate)
         fsz = np.asarray(part.sizes, dtype=float)
         if nested is not None:
             sizes[(a, n)] = estimate_size(passing, nested.inner_frame, fsz, group_cols=gcols,
@@ -451,6 +451,16 @@ def _size_candidates(r: _Run, parts: dict, g: _Groups) -> dict:
         else:
             sizes[(a, n)] = size_for_having(passing, g.est, shape.having, fsz, **kw)
     return sizes
+
+
+def _group_rate(shape: Shape, meta: dict) -> float | None:
+    """The rate at which the sample drew a group's rows when whole groups can be missing from it (a
+    uniform sample, or group keys other than its strata), else None: a stratified sample on the
+    group keys holds every group (``estimators.sketch_size.unseen_group_rows``)."""
+    if not meta.get("uniform_fallback") and len(shape.strata) == len(shape.keys):
+        return None
+    N, k = meta.get("population") or 0, meta.get("sample_size") or 0
+    return min(1.0, k / N) if N > 0 and k > 0 else None
 
 
 def _prefetch_replicates(B: int, seed: int) -> Callable:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import math
 import os
 import uuid
@@ -30,12 +31,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from advisor.caches import IdentityMemo, memoize
 from advisor.layout.skip_prediction import read_fraction_of
 from advisor.partition.fragment_runs import runs
 from advisor.plan.to_sql import in_lists
+from advisor.warehouse import filesystem
 from advisor.warehouse.value_kinds import kind_of
 
 BLK = "__blk"
@@ -141,24 +142,32 @@ def _typed_bounds(starts: np.ndarray, dtype: str) -> tuple:
 def load_starts(layout_path: str) -> np.ndarray | None:
     """The layout's block starts (read-only), or None for a layout written without blocks.  Cached
     per file and modification time: layouts are written under a temporary name and renamed whole."""
-    p = Path(layout_path) / STARTS_FILE
+    p = f"{str(layout_path).rstrip('/')}/{STARTS_FILE}"
+    if not filesystem.is_local(p):  # a layout on a Hadoop file system (``advisor.warehouse.filesystem``)
+        if not filesystem.exists(p):
+            return None
+        return _load_starts(p, *filesystem.for_path(p).stamp(p))
     try:
         st = os.stat(p)
     except FileNotFoundError:
         return None
-    return _load_starts(str(p), st.st_mtime_ns, st.st_size)
+    return _load_starts(p, st.st_mtime_ns, st.st_size)
 
 
 @memoize("layout block starts", maxsize=32)
 def _load_starts(path: str, mtime_ns: int, size: int) -> np.ndarray:
-    arr = np.load(path, allow_pickle=False)
+    arr = np.load(path if filesystem.is_local(path) else io.BytesIO(filesystem.for_path(path).read_bytes(path)),
+                  allow_pickle=False)
     arr.setflags(write=False)
     return arr
 
 
 def save_starts(directory: Path, starts: np.ndarray) -> None:
     """Write the starts into a layout directory still under its temporary name (renamed whole)."""
-    np.save(Path(directory) / STARTS_FILE, np.asarray(starts, dtype=np.int64), allow_pickle=False)
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(starts, dtype=np.int64), allow_pickle=False)
+    p = f"{str(directory).rstrip('/')}/{STARTS_FILE}"
+    filesystem.for_path(p).write_bytes(p, buf.getvalue())
 
 
 def arrow_keys(col, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -175,19 +184,25 @@ def ontop_file(layout: dict, ins_path: str, attr: str, dtype: str, starts: np.nd
     """A copy of one insert file with its rows' block ids, kept under the layout (insert files
     never change, so one copy per file and layout serves every later read)."""
 
-    st = os.stat(ins_path)
-    tag = hashlib.sha1(f"{Path(ins_path).resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]
-    d = Path(layout["path"]) / ONTOP_DIR
+    fs = filesystem.for_path(ins_path)  # local, or a Hadoop file system (``advisor.warehouse.filesystem``)
+    stamp = fs.stamp(ins_path)
+    name = str(Path(ins_path).resolve()) if filesystem.is_local(ins_path) else ins_path
+    tag = hashlib.sha1(f"{name}|{stamp[1]}|{stamp[0]}".encode()).hexdigest()[:20]
+    d = filesystem.location(layout["path"]) / ONTOP_DIR
     out = d / f"{tag}.parquet"
     if out.is_file():
         return str(out)
     d.mkdir(exist_ok=True)
-    t = pq.read_table(ins_path)
+    pf = filesystem.parquet_file(ins_path)
+    t = pf.read()
     keys, nulls = arrow_keys(t.column(attr), dtype)
     t = t.append_column(BLK, pa.array(assign(starts, keys, nulls), type=pa.int32()))
-    meta = pq.read_metadata(ins_path).schema
+    meta = pf.metadata.schema
     int96 = any(meta.column(i).physical_type == "INT96" for i in range(len(meta)))  # keep Spark's types
     tmp = d / f".{uuid.uuid4().hex}.tmp"
-    pq.write_table(t, tmp, use_deprecated_int96_timestamps=int96)
-    tmp.replace(out)
+    filesystem.write_parquet(t, str(tmp), use_deprecated_int96_timestamps=int96)
+    if filesystem.is_local(str(out)):
+        tmp.replace(out)
+    else:
+        filesystem.for_path(str(out)).rename(str(tmp), str(out))
     return str(out)

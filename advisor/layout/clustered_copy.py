@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
@@ -24,7 +23,8 @@ from pyspark.sql import functions as F
 
 from advisor.errors import BadInput
 from advisor.layout import blocks
-from advisor.warehouse import atomic
+from advisor.layout.registry import layout_row
+from advisor.warehouse import atomic, filesystem
 from advisor.warehouse.lock import writer_lock
 from advisor.warehouse.table_files import RID
 from advisor.warehouse.value_kinds import encode_value, kind_of
@@ -73,26 +73,26 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
         with writer_lock(catalog.store.warehouse):
             atomic.publish(tmp, out)
             atomic.crash_point("layout.renamed")
-            manifest = [dict(m, path=str(out / m["path"])) for m in manifest]
             with catalog.store.tx() as c:
                 same = "table_name=? AND attr=? AND table_version=?"
                 key = (table, attr, v.version)
-                older = c.execute(f"SELECT path FROM layouts WHERE {same}", key).fetchall()
+                older = [catalog.store.resolve(r["path"])
+                         for r in c.execute(f"SELECT path FROM layouts WHERE {same}", key).fetchall()]
                 c.execute(f"DELETE FROM layouts WHERE {same}", key)
                 cur = c.execute("INSERT INTO layouts(table_name, attr, table_version, path, manifest_json, "
-                                "created) VALUES (?,?,?,?,?,?)", (*key, str(out), json.dumps(manifest), time.time()))
+                                "created) VALUES (?,?,?,?,?,?)",
+                                (*key, catalog.store.stored(out), json.dumps(manifest), time.time()))
                 lid = cur.lastrowid
             atomic.crash_point("layout.committed")
-            for r in older:  # a copied store's rows may name another warehouse's files: those stay
-                if Path(r["path"]).resolve().parent == out.resolve().parent:
-                    atomic.remove(r["path"])
+            for p in older:  # a copied store's rows may name another warehouse's files: those stay
+                if str(filesystem.location(p).resolve().parent) == str(out.resolve().parent):
+                    atomic.remove(p)
     except BaseException:
         atomic.remove(tmp)
-        if catalog.store.one("SELECT 1 FROM layouts WHERE path=?", (str(out),)) is None:
+        if catalog.store.one("SELECT 1 FROM layouts WHERE path=?", (catalog.store.stored(out),)) is None:
             atomic.remove(out)
         raise
-    return {"id": lid, "table": table, "attr": attr, "table_version": v.version, "path": str(out),
-            "manifest": manifest}
+    return layout_row(catalog.store, catalog.store.one("SELECT * FROM layouts WHERE id=?", (lid,)))
 
 
 def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_per_file: int, then: str | None,

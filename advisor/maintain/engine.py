@@ -33,17 +33,16 @@ import pandas as pd
 from sqlglot import exp
 
 from advisor.errors import Unsupported
-from advisor.plan import ir
-
 from advisor.maintain import prune, pushdown, relops
 from advisor.maintain.base_side import BaseSide, PandasBase, empty_like
 from advisor.maintain.frames import M, annotations, deep_size, empty_frame
 from advisor.maintain.operators.aggregate import AggOp
 from advisor.maintain.operators.aggregate_arrays import PlainAggOp, plain_aggregates
-from advisor.maintain.operators.protocol import Ctx, MaintenanceError, NeedsRecapture, Op
 from advisor.maintain.operators.join import JoinOp
+from advisor.maintain.operators.protocol import Ctx, MaintenanceError, NeedsRecapture, Op
 from advisor.maintain.operators.topk import TopKOp
 from advisor.maintain.relops import Sketched
+from advisor.plan import ir
 
 __all__ = ["Maintainer", "MaintState", "Merge", "MaintenanceError", "NeedsRecapture"]
 
@@ -159,6 +158,16 @@ def _rename(e: exp.Expression, names: dict[str, str]) -> exp.Expression:
 
 
 # ---------- compilation ----------
+def not_incremental(root: ir.Node) -> Optional[str]:
+    """Why IMP has no rule for ``root`` (None when it has): semi-joins, anti-joins and left outer
+    joins have no operator state here (an anti-join's output grows when its inner side shrinks), so
+    such sketches are recaptured when their tables change."""
+    for n in root.walk():
+        if isinstance(n, ir.PARTIAL_JOINS):
+            return f"operator {type(n).__name__} has no incremental rule: recaptured"
+    return None
+
+
 def build(node: ir.Node, sketched: Sketched, topk_buffer: Optional[int] = None,
           on_topk_exhausted: str = "refill", bloom: bool = True) -> Op:
     """Compile an IR tree to incremental operators."""

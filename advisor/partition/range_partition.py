@@ -13,14 +13,12 @@ import struct
 import time
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from pyspark.ml.feature import Bucketizer
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.functions import pandas_udf
@@ -28,6 +26,7 @@ from pyspark.sql.functions import pandas_udf
 from advisor.errors import BadInput
 from advisor.warehouse.arrow_to_pandas import decimal_to_float
 from advisor.warehouse.column_stats import stored_ndv
+from advisor.warehouse.table_files import parquet_files, read_columns
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of, to_double, uses_bucketizer
 
 if TYPE_CHECKING:  # annotations are strings here: pandas_udf reads real ones
@@ -362,11 +361,11 @@ def advance_partition(catalog: "Catalog", table: str, attr: str, n: int, version
         return None
     sizes = list(old.sizes) + [0] * (old.n_fragments - len(old.sizes))
     for paths, sign in (([x.ins_path for x in between if x.ins_path], 1), ([x.del_path for x in between if x.del_path], -1)):
-        files = sorted(str(f) for p in paths for f in Path(p).glob("*.parquet"))
+        files = parquet_files(paths)  # local or on a Hadoop file system
         if not files:
             continue
         try:
-            ids = fragment_ids(ds.dataset(files, format="parquet").to_table(columns=[attr]).column(attr).to_pylist(), old)
+            ids = fragment_ids(read_columns(files, [attr]).column(attr).to_pylist(), old)
         except TypeError:  # values not comparable with the decoded boundaries (e.g. zoned timestamps)
             return None
         for f in ids:

@@ -4,7 +4,8 @@ Every attribute has a globally unique internal name (`Col.name`), so rules can r
 attributes without qualification. Expressions are sqlglot expression trees whose column
 references are unqualified `exp.Column`s naming internal attributes. Bag semantics throughout.
 
-Nodes: Scan, Select, Project, Join (inner, theta), Aggregate, Distinct, TopK, Union (ALL).
+Nodes: Scan, Select, Project, Join (inner, theta), SemiJoin and AntiJoin (left semi / anti, from
+EXISTS / IN / NOT EXISTS / NOT IN), LeftJoin (left outer), Aggregate, Distinct, TopK, Union (ALL).
 """
 
 from __future__ import annotations
@@ -107,6 +108,63 @@ class Join(Node):
     @property
     def children(self):
         return [self.left, self.right]
+
+
+@dataclass(eq=False)
+class SemiJoin(Node):
+    """Left semi-join: the rows of ``left`` with at least one row of ``right`` meeting ``cond``
+    (each once); the output is ``left``'s columns."""
+
+    left: Node
+    right: Node
+    cond: exp.Expression
+
+    @property
+    def cols(self) -> list[Col]:  # type: ignore[override]
+        return self.left.cols
+
+    @property
+    def children(self):
+        return [self.left, self.right]
+
+
+@dataclass(eq=False)
+class AntiJoin(Node):
+    """Left anti-join: the rows of ``left`` with no row of ``right`` meeting ``cond`` (TRUE); the
+    output is ``left``'s columns."""
+
+    left: Node
+    right: Node
+    cond: exp.Expression
+
+    @property
+    def cols(self) -> list[Col]:  # type: ignore[override]
+        return self.left.cols
+
+    @property
+    def children(self):
+        return [self.left, self.right]
+
+
+@dataclass(eq=False)
+class LeftJoin(Node):
+    """Left outer join: the inner join plus every ``left`` row without a partner, padded with NULLs
+    on ``right``'s columns."""
+
+    left: Node
+    right: Node
+    cond: exp.Expression
+
+    @property
+    def cols(self) -> list[Col]:  # type: ignore[override]
+        return self.left.cols + self.right.cols
+
+    @property
+    def children(self):
+        return [self.left, self.right]
+
+
+PARTIAL_JOINS = (SemiJoin, AntiJoin, LeftJoin)
 
 
 @dataclass(frozen=True)

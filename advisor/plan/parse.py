@@ -1,9 +1,11 @@
 """Spark SQL text -> relational algebra (ir.Query) with sqlglot.
 
 Supported: SELECT [DISTINCT] over tables, subqueries in FROM and WITH, inner/cross joins (comma or
-JOIN ... ON/USING), WHERE, GROUP BY (columns, expressions, positions), count/count distinct/sum/avg/
-min/max (several per query, also inside expressions), HAVING, ORDER BY ... LIMIT (ASC/DESC), UNION
-[ALL]. Anything else raises Unsupported naming the construct; such queries run without a sketch.
+JOIN ... ON/USING), LEFT [OUTER] / LEFT SEMI / LEFT ANTI JOIN ... ON, WHERE with [NOT] EXISTS,
+[NOT] IN and scalar subqueries (turned into joins first, ``advisor.plan.decorrelate``), GROUP BY
+(columns, expressions, positions), count/count distinct/sum/avg/min/max (several per query, also
+inside expressions), HAVING, ORDER BY ... LIMIT (ASC/DESC), UNION [ALL]. Anything else raises
+Unsupported naming the construct; such queries run without a sketch.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from sqlglot import exp
 
 from advisor.errors import BadInput, Unsupported
 from advisor.plan import ir
-from advisor.plan.read_only import check_read_only
+from advisor.plan.decorrelate import decorrelate, has_expression_subquery
 from advisor.plan.expr_types import infer
+from advisor.plan.read_only import check_read_only
 
 SchemaLookup = Callable[[str], list[tuple[str, str]]]  # table -> [(column, type)]; raises BadInput
 AGG_CLASSES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
@@ -65,9 +68,20 @@ def parse_sql(sql: str, schema: SchemaLookup) -> ir.Query:
             raise Unsupported(f"{type(tree).__name__.upper()} is not supported")
         raise BadInput(f"only SELECT queries are supported, got {type(tree).__name__.upper()}")
     check_read_only(tree)
-    _reject_unsupported(tree)
+    planned = tree
+    if has_expression_subquery(tree):
+        _reject_unsupported(tree, subqueries=False)
+        planned = decorrelate(tree, schema)
+    _reject_unsupported(planned)
     b = _Builder(schema)
-    rel = b.plan_query(tree, {})
+    try:
+        rel = b.plan_query(planned, {})
+    except BadInput as e:
+        if planned is tree:
+            raise
+        # the columns were checked before decorrelating, so this is the rewrite's shape
+        raise Unsupported(f"subqueries outside FROM that cannot be turned into joins are not supported "
+                          f"({e})") from None
     if rel.sorts_hidden:  # the answer is sorted on columns it does not show: the root keeps them,
         rel.node = rel.node.child  # after the visible ones, and the final ORDER BY reads them there
     template, bindings = templatize(tree)
@@ -101,33 +115,40 @@ def _num(s: str):
         return float(s)
 
 
-def _reject_unsupported(tree: exp.Expression) -> None:
+def _reject_unsupported(tree: exp.Expression, subqueries: bool = True) -> None:
+    """Unsupported naming the first construct the planner has no operator for; ``subqueries``
+    False skips the subquery checks (for a tree about to be decorrelated)."""
     for node in tree.walk():
         if isinstance(node, exp.Window):
             raise Unsupported("window functions (OVER ...) are not supported")
-        if isinstance(node, exp.Exists):
-            raise Unsupported("EXISTS / NOT EXISTS subqueries are not supported")
+        if isinstance(node, exp.Exists) and subqueries:
+            raise Unsupported("EXISTS / NOT EXISTS subqueries that cannot be written as a semi-join or "
+                              "anti-join are not supported")
         if isinstance(node, (exp.Intersect, exp.Except)):
             raise Unsupported(f"{type(node).__name__.upper()} is not supported")
         if isinstance(node, exp.Join):
             side = (node.args.get("side") or "").upper()
             kind = (node.args.get("kind") or "").upper()
-            if side in ("LEFT", "RIGHT", "FULL"):
+            if side in ("RIGHT", "FULL"):
                 raise Unsupported(f"{side} OUTER JOIN is not supported")
-            if kind in ("SEMI", "ANTI", "OUTER"):
-                raise Unsupported(f"{kind} JOIN is not supported")
+            if (kind in ("SEMI", "ANTI") and side != "LEFT") or \
+                    kind not in ("", "SEMI", "ANTI", "OUTER", "CROSS", "INNER"):
+                raise Unsupported(f"{(side + ' ' + kind).strip()} JOIN is not supported")
+            if side == "LEFT" and node.args.get("on") is None:
+                raise Unsupported(f"LEFT {kind or 'OUTER'} JOIN needs an ON condition")
         if isinstance(node, exp.Lateral):
             raise Unsupported("LATERAL is not supported")
-        if isinstance(node, (exp.Subquery, exp.Select)) and node is not tree:
+        if isinstance(node, (exp.Subquery, exp.Select)) and node is not tree and subqueries:
             anc = node.parent
             if isinstance(node, exp.Select) and isinstance(anc, (exp.Subquery, exp.Union, exp.CTE)):
                 continue
             if isinstance(node, exp.Subquery) and isinstance(anc, (exp.From, exp.Join, exp.Union)):
                 continue
             if isinstance(anc, exp.In):
-                raise Unsupported(f"{'NOT IN' if isinstance(anc.parent, exp.Not) else 'IN'} (subquery) is not supported")
+                raise Unsupported(f"{'NOT IN' if isinstance(anc.parent, exp.Not) else 'IN'} (subquery) is not supported"
+                                  " (correlated NOT IN, or IN that cannot be written as a semi-join)")
             if isinstance(node, (exp.Subquery, exp.Select)):
-                raise Unsupported("subqueries outside FROM (scalar or correlated) are not supported")
+                raise Unsupported("subqueries outside FROM that cannot be turned into joins are not supported")
 
 
 class _Builder:
@@ -178,6 +199,13 @@ class _Builder:
         for j in s.args.get("joins") or []:
             rnode, rscope = self.plan_from_item(j.this, ctes)
             both = scope + rscope
+            partial = _partial_join(j)
+            if partial is not None:
+                cond = self.resolve(j.args["on"], both)
+                node = partial(node, rnode, cond)
+                if partial is ir.LeftJoin:
+                    scope = both
+                continue
             cond = None
             if j.args.get("on") is not None:
                 cond = self.resolve(j.args["on"], both)
@@ -488,6 +516,15 @@ class _AggregateRefs:
             if isinstance(n, exp.Column):
                 raise BadInput(f"column {n.sql()} must appear in GROUP BY or inside an aggregate")
         return n
+
+
+def _partial_join(j: exp.Join):
+    """The IR class of a LEFT [OUTER] / LEFT SEMI / LEFT ANTI join, None for an inner or cross join."""
+    side = (j.args.get("side") or "").upper()
+    kind = (j.args.get("kind") or "").upper()
+    if side != "LEFT":
+        return None
+    return {"SEMI": ir.SemiJoin, "ANTI": ir.AntiJoin}.get(kind, ir.LeftJoin)
 
 
 def _column_aliases(item: exp.Subquery, rel: _Rel) -> list[str]:

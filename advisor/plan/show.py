@@ -18,6 +18,12 @@ def describe(node: ir.Node) -> str:
         return "Project " + ", ".join(f"{_e(e)} -> {c.name}" for e, c in node.items)
     if isinstance(node, ir.Join):
         return f"Join {_e(node.cond)}" if node.cond is not None else "CrossJoin"
+    if isinstance(node, ir.SemiJoin):
+        return f"SemiJoin {_e(node.cond)}"
+    if isinstance(node, ir.AntiJoin):
+        return f"AntiJoin {_e(node.cond)}"
+    if isinstance(node, ir.LeftJoin):
+        return f"LeftOuterJoin {_e(node.cond)}"
     if isinstance(node, ir.Aggregate):
         aggs = ", ".join(f"{a.func}({'DISTINCT ' if a.distinct else ''}{_e(a.arg) or '*'}) -> {a.out.name}"
                          for a in node.aggs)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from advisor.plan import ir
+from advisor.plan.uniqueness import unique_on_join_keys
 
 INT, BM, VAL = "int", "bm", "val"
 
@@ -124,6 +125,8 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
         on = f" ON {esql(node.cond)}" if node.cond is not None else ""
         kw = "JOIN" if node.cond is not None else "CROSS JOIN"
         return f"SELECT * FROM ({l}) {g.alias()} {kw} ({r}) {g.alias()}{on}", {**ll, **rl}
+    if isinstance(node, ir.PARTIAL_JOINS):
+        return _partial_join(node, g)
     if isinstance(node, ir.Aggregate):
         c, lams = gen(node.child, g)
         items = [q(k) for k in node.keys]
@@ -166,6 +169,31 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
 
         return f"{side(l, node.left.cols, ll)} UNION ALL {side(r, node.right.cols, rl)}", all_l
     raise TypeError(f"unknown node {type(node).__name__}")
+
+
+def _partial_join(node, g: Gen) -> tuple[str, dict[str, str]]:
+    """LEFT SEMI / LEFT ANTI / LEFT OUTER JOIN.  A semi-join whose right side carries Λ columns is
+    written as the inner join it equals when the right side is unique on the join keys
+    (``unique_on_join_keys``), so the right side's provenance reaches the output; Λ columns under
+    an anti-join or the NULL-padded side of an outer join are not carried (the safety rules never
+    sketch there)."""
+    l, ll = gen(node.left, g)
+    r, rl = gen(node.right, g)
+    la, ra = g.alias(), g.alias()
+    on = esql(node.cond)
+    if isinstance(node, ir.SemiJoin):
+        if rl:
+            if not unique_on_join_keys(node):
+                raise ValueError("a sketched scan under a semi-join whose right side is not unique on the join keys")
+            extra = "".join(f", {ra}.{q(x)}" for x in rl)
+            return f"SELECT {la}.*{extra} FROM ({l}) {la} JOIN ({r}) {ra} ON {on}", {**ll, **rl}
+        return f"SELECT * FROM ({l}) {la} LEFT SEMI JOIN ({r}) {ra} ON {on}", ll
+    if rl:
+        raise ValueError(f"a sketched scan on the right of a {type(node).__name__}")
+    if isinstance(node, ir.AntiJoin):
+        return f"SELECT * FROM ({l}) {la} LEFT ANTI JOIN ({r}) {ra} ON {on}", ll
+    cols = ", ".join([f"{la}.*"] + [f"{ra}.{q(c.name)}" for c in node.right.cols])
+    return f"SELECT {cols} FROM ({l}) {la} LEFT OUTER JOIN ({r}) {ra} ON {on}", ll
 
 
 def order_clause(node: ir.TopK) -> str:

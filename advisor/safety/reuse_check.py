@@ -27,7 +27,15 @@ from sqlglot import exp
 from advisor.plan import ir
 from advisor.safety.static_check import Labels, Verdict, agg_desc
 from advisor.safety.z3_encoding import (
-    TIMEOUT_MS, Conds, Encoder, build_conds, le, tree_dtypes, valid, z3_section)
+    TIMEOUT_MS,
+    Conds,
+    Encoder,
+    build_conds,
+    le,
+    tree_dtypes,
+    valid,
+    z3_section,
+)
 
 NEW = "__new"
 MONOTONE_LINEAGE = (ir.Project, ir.Select, ir.Distinct, ir.Join, ir.Union)
@@ -68,7 +76,7 @@ def compare(a: ir.Node, b: ir.Node, diff: Optional[_Diff] = None, anc: tuple = (
     if isinstance(a, ir.Scan):
         if a.table != b.table:
             raise NotReusable(f"scan of {a.table} vs {b.table}")
-    elif isinstance(a, (ir.Select, ir.Join)):
+    elif isinstance(a, (ir.Select, ir.Join) + ir.PARTIAL_JOINS):
         exprs = [(a.cond, b.cond)]
     elif isinstance(a, ir.Project):
         exprs = [(x, y) for (x, _), (y, _) in zip(a.items, b.items)]

@@ -13,6 +13,15 @@ Deviations from the paper's rules, all sound:
   vector: `o ≤ o^PS` (ASC) / `o ≥ o^PS` (DESC) for order keys and `a ≤ a^PS` for every other
   attribute (usually proven as `a^PS = a`). Componentwise ≤ implies lexicographic ≤.
 * If X does not touch a subtree, Ψ equates every attribute of that subtree, not only its output.
+* Semi-join (EXISTS / IN): monotone in both inputs, so the join rule applies (θ^PS → θ) and the
+  output keeps the outer side's Ψ; the inner side gets its own rules (e.g. HAVING safety under
+  IN (... GROUP BY ... HAVING ...)).  A sketch inside the inner side is allowed only when that side
+  is unique on the join keys, so the capture can carry its provenance through the equal inner join.
+* Anti-join (NOT EXISTS / NOT IN) and the NULL-padded side of a left outer join are not monotone:
+  fewer inner rows let more outer rows through or turn matched rows into padded ones, so a sketch
+  there is unsafe.  A sketch on the outer (preserved) side is safe when every outer attribute the
+  join condition reads is unchanged (a^PS = a): each kept outer row then meets exactly the inner
+  rows it met on D, so the operator acts as a selection on the outer side.
 * NULLs are not modelled by Z3, with one exception found by the differential soak: a min/max/sum/avg
   that may change on the sketched data is NULL for a group left with only NULL arguments, and an
   ascending order (key or tie-break) puts NULLs first, so such an attribute makes a top-k unsafe --
@@ -30,8 +39,17 @@ from sqlglot import exp
 
 from advisor.caches import BoundedMemo
 from advisor.plan import ir
+from advisor.plan.uniqueness import unique_on_join_keys
 from advisor.safety.z3_encoding import (
-    TIMEOUT_MS, Encoder, build_conds, eq, le, tree_dtypes, valid, z3_section)
+    TIMEOUT_MS,
+    Encoder,
+    build_conds,
+    eq,
+    le,
+    tree_dtypes,
+    valid,
+    z3_section,
+)
 
 PS = "__ps"
 NOT_NULL = ("", "not_null")  # stats key: frozenset of (table, column) holding no NULL at this version
@@ -100,6 +118,12 @@ class Labels:
         if isinstance(n, ir.TopK):
             keys = ", ".join(self(o) + ("" if asc else " DESC") for o, asc in n.order)
             return f"ORDER BY {keys} LIMIT {n.k}"
+        if isinstance(n, ir.SemiJoin):
+            return f"EXISTS / IN (semi-join ON {self.sql(n.cond)})"
+        if isinstance(n, ir.AntiJoin):
+            return f"NOT EXISTS / NOT IN (anti-join ON {self.sql(n.cond)})"
+        if isinstance(n, ir.LeftJoin):
+            return f"LEFT OUTER JOIN ON {self.sql(n.cond)}"
         if isinstance(n, ir.Aggregate):
             return f"GROUP BY {', '.join(self(k) for k in n.keys)}" if n.keys else "aggregation without GROUP BY"
         names = {ir.Distinct: "DISTINCT", ir.Union: "UNION ALL", ir.Project: "SELECT list"}
@@ -184,8 +208,12 @@ class SafetyChecker:
             return [f for a in subtree_attrs(n) if (f := eq(self.P(a), self.D(a))) is not None]
         if isinstance(n, ir.Scan):
             return [self.P(c.name) == self.D(c.name) for c in n.cols]
-        if isinstance(n, (ir.Select, ir.Join, ir.Project, ir.Union)):
+        if isinstance(n, (ir.Select, ir.Join, ir.Project, ir.Union, ir.SemiJoin)):
             self.passed.append(self.lab.op(n))
+        if isinstance(n, ir.SemiJoin):
+            return self._semi_join(n, kids)
+        if isinstance(n, (ir.AntiJoin, ir.LeftJoin)):
+            return self._outer_side_only(n, kids)
         if isinstance(n, (ir.Select, ir.Join)):
             if n.cond is not None:
                 self._filter(n, kids)
@@ -226,6 +254,36 @@ class SafetyChecker:
         if note:
             self.notes.append(note)
 
+    def _semi_join(self, n: ir.SemiJoin, kids) -> list:
+        """Semi-join rule: θ^PS → θ (as for a join); a sketch inside the inner side needs that side
+        unique on the join keys (the capture writes the semi-join as the inner join it then equals)."""
+        if self.x_in(n.right) and not unique_on_join_keys(n):
+            raise _Unsafe(f"{self.lab.op(n)}: the inner side is not unique on the join keys, so the "
+                          f"provenance of {', '.join(self.xs)} inside it is not captured")
+        self._filter(n, kids)
+        return list(kids[0][1])
+
+    def _outer_side_only(self, n, kids) -> list:
+        """Anti-join / left outer join rule: no sketch on the inner side; outer attributes the
+        condition reads must be unchanged (a^PS = a)."""
+        op = self.lab.op(n)
+        if self.x_in(n.right):
+            what = ("fewer rows there let more outer rows through" if isinstance(n, ir.AntiJoin) else
+                    "fewer rows there turn matched rows into NULL-padded ones")
+            raise _Unsafe(f"{op}: {', '.join(self.xs)} would drop rows of the inner side, and {what} "
+                          f"(not monotone: unsafe)")
+        h = self.hyp(*kids)
+        left = set(n.left.names)
+        for a in sorted(ir.referenced(n.cond) & left):
+            if not self.valid(h, self.P(a) == self.D(a), f"{op}: {self.lab(a)}^PS = {self.lab(a)}"):
+                raise _Unsafe(f"{op}: the outer attribute {self.lab(a)}{self.why(a)} may differ on the sketched "
+                              f"data, so an outer row may meet other inner rows")
+        self.passed.append(f"{op} (outer side only)")
+        psi = list(kids[0][1])
+        if isinstance(n, ir.LeftJoin):  # a kept outer row meets the same inner rows (or none) on both
+            psi += [f for a in n.right.names if (f := eq(self.P(a), self.D(a))) is not None]
+        return psi
+
     def _aggregate(self, n: ir.Aggregate, kid) -> list:
         child, psi1 = kid
         h = self.hyp(kid)
@@ -244,10 +302,10 @@ class SafetyChecker:
                     break
         whole = bool(grouped) and all(grouped.values())
         if whole:
-            self.notes.append("; ".join(
+            self.notes.append("; ".join(dict.fromkeys(
                 (f"{self.lab(x)} is a group-by attribute" if x == g else
                  f"{self.lab(x)} is equal to group-by attribute {self.lab(g)}") +
-                f" ({op}): groups are kept whole" for x, g in grouped.items() if g))
+                f" ({op}): groups are kept whole" for x, g in grouped.items() if g)))
         psi = list(psi1)
         for a in n.aggs:
             b = a.out.name
@@ -369,7 +427,7 @@ def fingerprint(n: ir.Node) -> tuple:
     cols = tuple((c.name, c.dtype) for c in n.cols) if not isinstance(n, (ir.Select, ir.Distinct, ir.TopK)) else ()
     if isinstance(n, ir.Scan):
         extra: tuple = (n.table, n.scan_id, tuple((c.table, c.source) for c in n.cols))
-    elif isinstance(n, (ir.Select, ir.Join)):
+    elif isinstance(n, (ir.Select, ir.Join) + ir.PARTIAL_JOINS):
         extra = (s(n.cond),)
     elif isinstance(n, ir.Project):
         extra = tuple(s(e) for e, _ in n.items)

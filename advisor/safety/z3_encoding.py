@@ -16,8 +16,8 @@ predicate. Integer overflow and floating-point rounding are ignored as well.
 
 from __future__ import annotations
 
-import datetime as dt
 import contextlib
+import datetime as dt
 import gc
 import re
 from dataclasses import dataclass, field
@@ -467,6 +467,10 @@ def build_conds(root: ir.Node, enc: Encoder, tag: str, stats: Mapping[tuple[str,
             out = Conds([p for k in kids for p in k.pred], [x for k in kids for x in k.expr])
             if n.cond is not None:
                 out.pred.append(Conj(enc.encode_bool(n.cond, var), label(n.cond)))
+        elif isinstance(n, ir.SemiJoin):  # a witness on the inner side meets θ (its attributes are
+            # existential: they occur in no goal about the output)
+            out = Conds([p for k in kids for p in k.pred], [x for k in kids for x in k.expr])
+            out.pred.append(Conj(enc.encode_bool(n.cond, var), label(n.cond)))
         elif isinstance(n, ir.Project):
             out = Conds(list(kids[0].pred), list(kids[0].expr))
             for e, c in n.items:
@@ -481,7 +485,7 @@ def build_conds(root: ir.Node, enc: Encoder, tag: str, stats: Mapping[tuple[str,
                 sides.append((k, [f for f in links if f is not None]))
             out = Conds([Conj(z3.Or(*[z3.And(*(k.all() + ln)) for k, ln in sides]), "UNION")],
                         [z3.Or(*[z3.And(*(k.expr + ln)) for k, ln in sides])])
-        else:  # Aggregate, Distinct, TopK
+        else:  # Aggregate, Distinct, TopK; AntiJoin and LeftJoin: the outer side's facts only
             out = Conds(list(kids[0].pred), list(kids[0].expr))
         memo[id(n)] = out
         return out

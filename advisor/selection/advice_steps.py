@@ -11,6 +11,7 @@ from advisor.engine.execute import versions_now
 from advisor.errors import Unsupported
 from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.estimation.exact_sizes import exact_sizes, oracle
+from advisor.estimation.sample_store import sample_cached
 from advisor.estimation.size_estimates import CannotEstimate, Shape, analyze, estimate, split_key
 from advisor.layout.clustered_copy import build_layout
 from advisor.layout.hypothetical import clustered_units, unit_rows
@@ -180,7 +181,11 @@ def check_can_pay(a: Advice) -> None:
     advice = (None if a.strategy == "OPT"
               else w.sizing_rows(a.missing, T, len(a.shape.read_columns())) + (extra or 0) * T if a.unsampled
               else None if not p.charge_advice
-              else w.sampled_advice_rows(T, p.advice_prior_scans) if p.measured else w.advice_rows)
+              else w.sampled_advice_rows(T, p.advice_prior_scans, cached=_sample_cached(a), missing=a.missing,
+                                         columns=len(a.shape.read_columns())) if p.measured else w.advice_rows)
+    a.rec["advice_priced_rows"] = advice
+    a.rec["sample_cached"] = None if a.unsampled else _sample_cached(a)
+    a.rec["partitions_missing"] = a.missing
     hopeless = None if a.strategy == "NO-PS" or not a.plan or a.fragments else cannot_pay(T, w, p, advice)
     a.rec["cannot_pay"] = bool(hopeless)
     a.rec["pays_after"] = pays_after(T, w, p, advice) if hopeless else None
@@ -274,6 +279,7 @@ def _size_from_sample(a: Advice) -> None:
     est = estimate(a.cat, a.shape, a.plan, a.sample_rate, a.seed, "bootstrap" if a.method == "exact" else a.method,
                    versions=a.versions, progress=a.progress, pairs=pair_keys(a.pool, a.plan) if a.pairs else None)
     a.rec["estimable"] = True
+    a.rec["partitions_built"] = a.missing  # priced per partition by later advice (``Calibration.sampled_rows``)
     a.rec["seconds"].update({k: round(v, 3) for k, v in est.seconds.items()})
     a.rec["sample"] = {"strata": est.sample.strata, "rows": est.sample.meta.get("sample_size"),
                        "cached": est.sample.cached, "uniform_fallback": est.sample.meta.get("uniform_fallback"),
@@ -338,6 +344,7 @@ def _candidate_record(c, picked, T: int, w: UseForecast, p: CostParams, fragment
         "estimated": bool(c.sizes), "fragments": k.n_fragments if k else None,
         "fragments_target": k.n_target if k else None,
         "selectivity": s.sel if s else None, "ci": [s.sel_lo, s.sel_hi] if s else None,
+        "ci_exact": s.ci_exact if s else None, "unseen_groups": s.unseen_groups if s else None,
         "read_fraction": s.read if s else None, "read_units": s.read_source if s else None,
         "layout_note": c.skip_note, "layout": c.layout,
         "selectivity_point": s.sel_point if s else None, "real_selectivity": real.sel if real else None,
@@ -428,6 +435,11 @@ def _exact_extra_jobs(cat: Catalog, q, table: str, plan: dict, deciding: set) ->
     if not any(by_value.values()) or any(not v and k not in deciding for k, v in by_value.items()):
         return None
     return 0 if all(by_value.values()) else 1
+
+
+def _sample_cached(a: Advice) -> bool:
+    """Whether the sample this advice would draw is stored already (``sample_store.sample_cached``)."""
+    return sample_cached(a.cat, a.table, a.shape.strata, a.sample_rate, a.seed, a.versions[a.table])
 
 
 def _missing_partitions(cat: Catalog, table: str, plan: dict) -> int:

@@ -65,7 +65,6 @@ from advisor.calibration.measured_costs import PRIOR_ROWS_PER_S, partition_prior
 from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.sketch.lookup import MAX_USE_READ
 
-
 GRANULARITIES = (100, 1000, 10000)
 PRIOR_REUSES = 3.0  # uses of a sketch expected before a template's own history says otherwise
 ADVICE_PRIOR_SCANS = 2.0  # a sample draw's passes over the table, charged until advice is measured
@@ -123,15 +122,23 @@ class UseForecast:
         """Maintenance steps a used sketch pays per use (``Policy.steps_per_use``)."""
         return self.updates_per_use if self.steps_per_use is None else self.steps_per_use
 
-    def sampled_advice_rows(self, table_rows: float, prior_scans: float = ADVICE_PRIOR_SCANS) -> float:
-        """Sampling + estimation of one recommendation: as measured, else a prior of
-        ``prior_scans`` scans of the table plus as many jobs' fixed cost (a stratified draw counts
-        the strata, then filters the table by key; both read it).  Charging 0 before the first
+    def sampled_advice_rows(self, table_rows: float, prior_scans: float = ADVICE_PRIOR_SCANS,
+                            cached: bool = False, missing: int = 0, columns: int = 1) -> float:
+        """Sampling + estimation of one recommendation in the cache state it will have: with
+        ``cached`` its sample is stored already (no draw), ``missing`` partitions are still to build
+        (``Calibration.sampled_rows``, from the measured parts of earlier advice); else the whole
+        advice as measured, else a prior of ``prior_scans`` scans of the table plus as many jobs'
+        fixed cost (a stratified draw counts the strata, then filters the table by key; both read
+        it), only a job's fixed cost when the sample is cached.  Charging 0 before the first
         measurement let the demo's first template sample (1.4 s) and estimate for a sketch saving
         0.2 s a use."""
+        cal = self.calibration
+        split = cal.sampled_rows(cached, missing, table_rows, columns) if hasattr(cal, "sampled_rows") else None
+        if split is not None:
+            return split
         if self.advice_rows is not None:
             return self.advice_rows
-        return prior_scans * (float(table_rows) + self.fixed_rows)
+        return self.fixed_rows if cached else prior_scans * (float(table_rows) + self.fixed_rows)
 
     def sizing_rows(self, missing: int, table_rows: float, columns: int = 1) -> float:
         """Predicted advice of a sizing without sampling (method exact, OPT) besides its capture job

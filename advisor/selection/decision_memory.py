@@ -58,6 +58,7 @@ class Memo:
     horizon: float
     skips: int
     step: str | None
+    created: float = 0.0
 
 
 def recall(store: Store, template: str, strategy: str) -> Memo | None:
@@ -65,7 +66,8 @@ def recall(store: Store, template: str, strategy: str) -> Memo | None:
     if r is None:
         return None
     return Memo(r["template"], r["strategy"], r["table_name"], r["attr"], r["partition_id"], bool(r["go"]),
-                bool(r["structural"]), r["reason"], float(r["horizon"]), int(r["skips"]), r["step"])
+                bool(r["structural"]), r["reason"], float(r["horizon"]), int(r["skips"]), r["step"],
+                float(r["created"] or 0.0))
 
 
 def remember(store: Store, template: str, strategy: str, *, go: bool, reason: str, table: str | None = None,
@@ -78,11 +80,30 @@ def remember(store: Store, template: str, strategy: str, *, go: bool, reason: st
                    float(horizon), step, time.time()))
 
 
+BEFORE_SAMPLING = "no-go before sampling"  # ``cost_model.cannot_pay``'s verdicts start so
+
+
+def advice_measured_since(store: Store, since: float) -> bool:
+    """Whether a sampled advice (sampling + estimation) was logged after ``since``: the measured
+    estimation costs a no-go before sampling was priced with have changed (``Calibration.sampled_rows``)."""
+    for r in store.query("SELECT record_json FROM runs WHERE kind='recommend' AND created > ? ORDER BY id DESC "
+                         "LIMIT 50", (since,)):
+        if '"sampling"' in r["record_json"]:
+            return True
+    return False
+
+
 def skip(store: Store, memo: Memo) -> bool:
-    """Count one more instance decided by the memo; False once a cost-based no-go is due for re-estimation."""
+    """Count one more instance decided by the memo; False once a cost-based no-go is due for
+    re-estimation, and for a no-go before sampling as soon as advice measured since may have lowered
+    the estimation's price: that verdict is checked again before any sampling, so revisiting it costs
+    no sample, where keeping it declined every later template of a table on the first, cold
+    estimation's price."""
     if memo.go or memo.structural:
         return True
     if memo.skips + 1 > memo.horizon:
+        return False
+    if memo.reason.startswith(BEFORE_SAMPLING) and advice_measured_since(store, memo.created):
         return False
     with store.tx() as c:
         c.execute("UPDATE decisions SET skips=skips+1 WHERE template=? AND strategy=?", (memo.template, memo.strategy))

@@ -53,6 +53,8 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
           "fragments": int | null,            # fragments of the granularity the cost model chose
           "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
           "selectivity": float | null, "ci": [lo, hi] | null, "selectivity_point": float | null,
+          "ci_exact": bool | null,            # the interval is a point because the size is exact by construction
+          "unseen_groups": float | null,      # passing groups the sample is expected to miss (interval widened)
           "real_selectivity": float | null,   # OPT only (captured)
           "read_fraction": float | null,      # expected share of rows scans still read (layout-aware)
           "real_read_fraction": float | null, # OPT only: the captured sketch's share of rows read
@@ -72,7 +74,7 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
                  "build_rows": float, "share_rows": float, ...} | null,  # the layout the pick needed, built
       "captured": {"sketch_id": int, "selectivity": float, "seconds": float,
                    "sketch_ids": [int, int]} | null,  # sketch_ids: a pair's two sketches (leading first)
-      "seconds": {"sampling": s, "partitions": s, "sample_query": s, "groups": s, "sizes": s,
+      "seconds": {"planning": s, "sampling": s, "partitions": s, "sample_query": s, "groups": s, "sizes": s,
                   "exact": s, "oracle": s, "oracle_partitions": s, "total": s}
     }
 """
@@ -91,6 +93,7 @@ from advisor.partition.range_partition import MAX_FRAGMENTS
 from advisor.selection.advice_steps import (
     Advice,
     analyze_query,
+    bridged,  # noqa: F401 - re-exported
     check_can_pay,
     decide,
     parse_query,
@@ -102,7 +105,6 @@ from advisor.selection.advice_steps import (
     save_pick,
     size_candidates,
 )
-from advisor.selection.advice_steps import bridged  # noqa: F401 - re-exported
 from advisor.selection.cost_model import CostParams
 from advisor.selection.strategies import STRATEGIES
 
@@ -168,6 +170,9 @@ def recommend(ctx: Context, sql: str, strategy: str = "CB-OPT-GB", sample_rate: 
     plan_candidates(a)
     predict_reuse(a)
     price_layouts(a)
+    # what the advice spent before its price is weighed (parsing, candidates, their statistics, the
+    # forecast) is sunk by then: ``Calibration.sampled_rows`` charges later advice only the rest
+    rec["seconds"]["planning"] = round(time.perf_counter() - t_all, 3)
     check_can_pay(a)
     size_candidates(a)
     decide(a)
@@ -202,6 +207,8 @@ def render(console, rec: dict) -> None:
     for c in sorted(rec["candidates"], key=lambda c: (not c["estimated"], c["selectivity"] or 2, c["attr"])):
         if c["estimated"]:
             sel = f"{c['selectivity']:.1%} [{c['ci'][0]:.1%}, {c['ci'][1]:.1%}]"
+            if c.get("ci_exact"):
+                sel += " exact"  # a point interval: exact by construction, not a sampling accident
             if c["real_selectivity"] is not None:
                 sel += f" real {c['real_selectivity']:.1%}"
             if c["read_fraction"] is not None:

@@ -23,6 +23,8 @@ import time
 import uuid
 from pathlib import Path
 
+from advisor.warehouse import filesystem
+
 TMP = ".tmp-"
 _TMP_RE = re.compile(r"^\.tmp-(?P<host>[^-]*)-(?P<pid>\d+)-")
 _HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40]
@@ -91,9 +93,12 @@ def _zombie(pid: int) -> bool:
         return False
 
 
-def remove(path: Path | str) -> None:
-    """Remove a file or directory tree if present."""
-    p = Path(path)
+def remove(path) -> None:
+    """Remove a file or directory tree if present (on any file system: ``filesystem``)."""
+    if not filesystem.is_local(str(path)):
+        filesystem.for_path(str(path)).remove(str(path))
+        return
+    p = Path(filesystem.local_path(str(path)))
     if p.is_dir() and not p.is_symlink():
         shutil.rmtree(p, ignore_errors=True)
     else:
@@ -123,8 +128,12 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def publish(tmp: Path, final: Path) -> None:
-    """Move a finished temporary file or directory to its final (new) name, durably."""
+def publish(tmp, final) -> None:
+    """Move a finished temporary file or directory to its final (new) name, durably.  On a Hadoop
+    file system the rename is the file system's (atomic on HDFS; ``filesystem`` on object stores)."""
+    if not filesystem.is_local(str(final)):
+        filesystem.for_path(str(final)).rename(str(tmp), str(final))
+        return
     fsync_tree(tmp)
     os.rename(tmp, final)
     _fsync_dir(final.parent)

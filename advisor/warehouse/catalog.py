@@ -15,28 +15,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyspark.sql import Window, functions as F
 
 from advisor.errors import BadInput
 from advisor.plan import arrow_filter
-from advisor.warehouse import atomic, delta_source
+from advisor.warehouse import atomic, delta_source, filesystem, stored_paths
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.batches import read_batch
 from advisor.warehouse.lock import WarehouseBusy, writer_lock
 from advisor.warehouse.net_delta import delta_files
 from advisor.warehouse.sketch_records import latest_versions
 from advisor.warehouse.store import Store
-from advisor.warehouse.table_files import RID, parquet_files
+from advisor.warehouse.table_files import RID, parquet_files, read_columns
 
 FRAMES_KEPT = 512  # DataFrames over unchanged files a catalog keeps (``Catalog.parquet``)
 SMALL_BATCH_ROWS = 100_000  # batches up to this size are written as a single Parquet file
@@ -59,7 +56,10 @@ class Version:
     n_del: int
 
 
-def _dir_bytes(p: Path) -> int:
+def _dir_bytes(p) -> int:
+    if not filesystem.is_local(str(p)):
+        return filesystem.for_path(str(p)).size(str(p))
+    p = Path(p)
     if p.is_file():
         return p.stat().st_size
     return sum(f.stat().st_size for f in p.rglob("*.parquet"))
@@ -70,7 +70,7 @@ class Catalog:
     def __init__(self, spark, store: Store):
         self.spark = spark
         self.store = store
-        self.root = store.warehouse / "tables"
+        self.root = _tables_root(store)
         self.root.mkdir(parents=True, exist_ok=True)
         self.pins: dict[str, int] = {}
         self._frames: dict = {}  # ``parquet``: DataFrames over unchanged files
@@ -80,7 +80,7 @@ class Catalog:
     def offline(cls, store: Store) -> "Catalog":
         """A catalog for reading the store's metadata only (tables, versions): no Spark session."""
         cat = cls.__new__(cls)
-        cat.spark, cat.store, cat.root, cat.pins, cat._frames = None, store, store.warehouse / "tables", {}, {}
+        cat.spark, cat.store, cat.root, cat.pins, cat._frames = None, store, _tables_root(store), {}, {}
         cat._sources = {}
         return cat
 
@@ -189,7 +189,7 @@ class Catalog:
         hi = self.pins.get(name, 1 << 62) if upto is None else min(upto, self.pins.get(name, 1 << 62))
         rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version>? AND version<=? "
                                 "ORDER BY version", (name, -1 if after is None else after, hi))
-        return [_version(r) for r in rows]
+        return [_version(r, self.store) for r in rows]
 
     def version(self, name: str, version: int | None = None) -> Version:
         name = self.require(name)
@@ -202,7 +202,7 @@ class Catalog:
             rows = self.store.query("SELECT * FROM versions WHERE table_name=? AND version=? AND version<=?",
                                     (name, version, pin))
         if rows:
-            return _version(rows[0])
+            return _version(rows[0], self.store)
         latest = self.version(name) if version is not None else None
         raise BadInput(f"table {name!r} has no version {version} (latest is "
                        f"{latest.version if latest else 'none'})")
@@ -240,7 +240,8 @@ class Catalog:
                     c.execute("INSERT INTO tables(name, dataset, created, next_rid, schema_json) "
                               "VALUES (?,?,?,?,?)", (name, dataset, time.time(), next_rid, json.dumps(schema)))
                     c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                              (name, 1, "base", str(final), None, None, rows, _dir_bytes(final), rows, 0,
+                              (name, 1, "base", self.store.stored(final), None, None, rows, _dir_bytes(final),
+                               rows, 0,
                                time.time()))
         finally:
             atomic.remove(tmp)
@@ -298,7 +299,7 @@ class Catalog:
         self._sources.pop(name, None)
         if getattr(self, "spark", None) is not None:
             self.drop_views(name)
-        shutil.rmtree(self.root / name, ignore_errors=True)
+        atomic.remove(self.root / name)
 
     # ---------- reads ----------
     def parquet(self, *paths: str, schema=None):
@@ -307,8 +308,8 @@ class Catalog:
         into place, so their DataFrame (and the file listing and schema inference behind it, ~40 ms
         a read at SF1) serves every version's view; a replaced path has a new inode and is read anew."""
 
-        stats = [(p, os.stat(p)) for p in paths]
-        key = (tuple((p, st.st_ino, st.st_mtime_ns) for p, st in stats), schema.json() if schema is not None else None)
+        key = (tuple((p, *filesystem.for_path(p, self.spark).stamp(p)) for p in map(str, paths)),
+               schema.json() if schema is not None else None)
         if key not in self._frames:
             if len(self._frames) >= FRAMES_KEPT:
                 self._frames.pop(next(iter(self._frames)))  # the oldest
@@ -360,14 +361,14 @@ class Catalog:
         later = [x for x in vs if x.version > base.version]
         cols = [RID] + (list(columns) if columns is not None else [c for c, _ in self.schema(name)])
 
-        parts = [ds.dataset(parquet_files([base.base_path]), format="parquet").to_table(columns=cols)]
+        parts = [read_columns(parquet_files([base.base_path]), cols)]
         ins = parquet_files([b.ins_path for b in later])
         if ins:
-            parts.append(ds.dataset(ins, format="parquet").to_table(columns=cols).cast(parts[0].schema))
+            parts.append(read_columns(ins, cols).cast(parts[0].schema))
         tab = pa.concat_tables(parts)
         dels = parquet_files([b.del_path for b in later])
         if dels:
-            d = ds.dataset(dels, format="parquet").to_table(columns=[RID]).column(RID)
+            d = read_columns(dels, [RID]).column(RID)
             tab = tab.filter(pc.invert(pc.is_in(tab.column(RID), value_set=d)))
         return tab.select(cols[1:] + [RID]) if with_rid else tab.drop_columns([RID])
 
@@ -463,6 +464,9 @@ class Catalog:
             # dataset scan, whose thread pool costs more than the reading
             parts = []
             for f in files:
+                if not filesystem.is_local(f):
+                    parts.append(filesystem.read_parquet(f, self.spark, columns=[RID] + cols))
+                    continue
                 with pq.ParquetFile(f) as pf:
                     parts.append(pf.read(columns=[RID] + cols, use_threads=False))
             return parts[0] if len(parts) == 1 else pa.concat_tables(parts, promote_options="permissive")
@@ -550,17 +554,19 @@ class Catalog:
                     atomic.publish(tmp, final)
                 atomic.crash_point("apply.renamed")
                 new_rows = cur.rows + n_ins - n_del_req
-                size = sum(_dir_bytes(Path(p)) for p in (ins_path, del_path) if p)
+                size = sum(_dir_bytes(p) for p in (ins_path, del_path) if p)
                 with self.store.tx() as c:
                     c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                              (name, new_v, "batch", None, ins_path, del_path, new_rows, cur.bytes + size,
+                              (name, new_v, "batch", None, self.store.stored(ins_path),
+                               self.store.stored(del_path), new_rows, cur.bytes + size,
                                n_ins, n_del_req, time.time()))
                     c.execute("UPDATE tables SET next_rid=? WHERE name=?", (next_rid + n_ins, name))
                 atomic.crash_point("apply.committed")
         except BaseException:
             # only this writer's own files: temporaries and the new names nothing committed
             if self.store.one("SELECT 1 FROM versions WHERE table_name=? AND version=? AND "
-                              "(ins_path IS ? AND del_path IS ?)", (name, new_v, ins_path, del_path)) is None:
+                              "(ins_path IS ? AND del_path IS ?)",
+                              (name, new_v, self.store.stored(ins_path), self.store.stored(del_path))) is None:
                 for tmp, final in staged:
                     atomic.remove(tmp)
                     atomic.remove(final)
@@ -596,18 +602,28 @@ class Catalog:
                 atomic.crash_point("compact.renamed")
                 with self.store.tx() as c:
                     c.execute("INSERT INTO versions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                              (name, new_v, "base", str(final), None, None, cur.rows, _dir_bytes(final), 0, 0,
+                              (name, new_v, "base", self.store.stored(final), None, None, cur.rows,
+                               _dir_bytes(final), 0, 0,
                                time.time()))
                 atomic.crash_point("compact.committed")
         except BaseException:
             atomic.remove(tmp)
             if self.store.one("SELECT 1 FROM versions WHERE table_name=? AND base_path=?",
-                              (name, str(final))) is None:
+                              (name, self.store.stored(final))) is None:
                 atomic.remove(final)
             raise
         return self.version(name, new_v)
 
 
-def _version(r) -> Version:
-    return Version(r["table_name"], r["version"], r["kind"], r["base_path"], r["ins_path"],
-                   r["del_path"], r["rows"], r["bytes"], r["n_ins"], r["n_del"])
+def _tables_root(store: Store):
+    """The directory of the warehouse's tables: a local ``Path``, or a ``RemotePath`` on a Hadoop
+    file system (``advisor.warehouse.filesystem``)."""
+    return filesystem.location(stored_paths.join(store.root, "tables"))
+
+
+def _version(r, store: Store) -> Version:
+    """A version row with its files' paths resolved against the warehouse root (rows record places
+    below it: ``advisor.warehouse.stored_paths``)."""
+    return Version(r["table_name"], r["version"], r["kind"], store.resolve(r["base_path"]),
+                   store.resolve(r["ins_path"]), store.resolve(r["del_path"]), r["rows"], r["bytes"],
+                   r["n_ins"], r["n_del"])

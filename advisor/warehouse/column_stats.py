@@ -4,14 +4,13 @@ A version reached from a stats-bearing one by small batches derives its stats wi
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from pyspark.sql import functions as F
 
 from advisor.safety.static_check import NOT_NULL
+from advisor.warehouse.table_files import parquet_files, read_columns
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of
 
 if TYPE_CHECKING:
@@ -90,8 +89,8 @@ def _derive_from_earlier(catalog: Catalog, table: str, v: int, schema: dict) -> 
     old = column_stats(catalog, table, u)
     old_nulls = {r["col"]: r["nulls"] for r in catalog.store.query(
         "SELECT col, nulls FROM colstats WHERE table_name=? AND version=?", (table, u))}
-    files = sorted(str(f) for x in between if x.ins_path for f in Path(x.ins_path).glob("*.parquet"))
-    ins = ds.dataset(files, format="parquet").to_table(columns=list(old)) if files else None
+    files = parquet_files([x.ins_path for x in between])  # local or on a Hadoop file system
+    ins = read_columns(files, list(old)) if files else None
     out, nulls = {}, {}
     for c, (mn, mx, nd) in old.items():
         nulls[c] = old_nulls.get(c)  # deleted rows leave an upper bound; unknown stays unknown

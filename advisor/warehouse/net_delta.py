@@ -23,16 +23,13 @@ same column types.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
-from advisor.warehouse import atomic
+from advisor.warehouse import atomic, filesystem
 from advisor.warehouse.lock import writer_lock
-from advisor.warehouse.table_files import RID, parquet_files
+from advisor.warehouse.table_files import RID, parquet_files, read_columns
 
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 
@@ -78,10 +75,9 @@ def delta_files(catalog, name: str, start: int, batches: list) -> tuple[list[str
 def _block(catalog, name: str, lo: int, hi: int, run: list) -> tuple[str | None, str | None]:
     """The stored net block (lo, hi] of ``name``, written now if missing."""
     store = catalog.store
-    r = store.one("SELECT ins_path, del_path FROM net_deltas WHERE table_name=? AND from_version=? "
-                  "AND to_version=?", (name, lo, hi))
-    if r is not None and all(p is None or Path(p).exists() for p in (r["ins_path"], r["del_path"])):
-        return r["ins_path"], r["del_path"]
+    found = _stored_block(store, name, lo, hi)
+    if found is not None:
+        return found
     ins_tab, del_ids, meta = _net(run)
     final = catalog.root / name / atomic.unique(f"net_v{lo:06d}_v{hi:06d}")
     tmp = catalog.root / name / atomic.tmp_name("net")
@@ -92,18 +88,27 @@ def _block(catalog, name: str, lo: int, hi: int, run: list) -> tuple[str | None,
         ins_path = str(final / "ins") if ins_path else None
         del_path = str(final / "del") if del_path else None
         with writer_lock(store.warehouse):
-            r = store.one("SELECT ins_path, del_path FROM net_deltas WHERE table_name=? AND from_version=? "
-                          "AND to_version=?", (name, lo, hi))
-            if r is not None and all(p is None or Path(p).exists() for p in (r["ins_path"], r["del_path"])):
-                return r["ins_path"], r["del_path"]  # another writer stored the block meanwhile
+            found = _stored_block(store, name, lo, hi)
+            if found is not None:
+                return found  # another writer stored the block meanwhile
             atomic.publish(tmp, final)
             with store.tx() as c:
                 c.execute("INSERT OR REPLACE INTO net_deltas VALUES (?,?,?,?,?,?,?,?)",
-                          (name, lo, hi, ins_path, del_path, 0 if ins_tab is None else ins_tab.num_rows,
+                          (name, lo, hi, store.stored(ins_path), store.stored(del_path), 0 if ins_tab is None else ins_tab.num_rows,
                            0 if del_ids is None else del_ids.num_rows, time.time()))
     finally:
         atomic.remove(tmp)
     return ins_path, del_path
+
+
+def _stored_block(store, name: str, lo: int, hi: int) -> tuple[str | None, str | None] | None:
+    """(insert dir, delete dir) of the stored net block (lo, hi] of ``name`` if its files are there."""
+    r = store.one("SELECT ins_path, del_path FROM net_deltas WHERE table_name=? AND from_version=? "
+                  "AND to_version=?", (name, lo, hi))
+    if r is None:
+        return None
+    paths = store.resolve(r["ins_path"]), store.resolve(r["del_path"])
+    return paths if all(p is None or filesystem.exists(p) for p in paths) else None
 
 
 def _net(run: list):
@@ -112,13 +117,13 @@ def _net(run: list):
 
     ins_files = [f for b in run for f in _files(b.ins_path)]
     del_files = [f for b in run for f in _files(b.del_path)]
-    ins = ds.dataset(ins_files, format="parquet").to_table() if ins_files else None
-    dels = (ds.dataset(del_files, format="parquet").to_table(columns=[RID]).column(RID).combine_chunks()
-            if del_files else None)
+    ins = read_columns(ins_files, None) if ins_files else None
+    dels = read_columns(del_files, [RID]).column(RID).combine_chunks() if del_files else None
     meta = None
     if ins_files:
-        pschema = pq.read_metadata(ins_files[0]).schema
-        meta = dict(pq.read_schema(ins_files[0]).metadata or {})
+        first = filesystem.parquet_file(ins_files[0])
+        pschema = first.metadata.schema
+        meta = dict(first.schema_arrow.metadata or {})
         meta[b"int96"] = b"1" if any(pschema.column(i).physical_type == "INT96" for i in range(len(pschema))) else b""
     if ins is not None and dels is not None:
         gone = pc.is_in(ins.column(RID), value_set=dels)
@@ -127,7 +132,7 @@ def _net(run: list):
     return ins, (pa.table({RID: dels}) if dels is not None else None), meta
 
 
-def _write(tab, directory: Path, meta) -> str:
+def _write(tab, directory, meta) -> str:
     """One Parquet file of ``tab`` in ``directory``, in the batch files' physical types (INT96
     timestamps stay INT96) and with Spark's row metadata, so Spark reads back the same schema."""
 
@@ -135,6 +140,6 @@ def _write(tab, directory: Path, meta) -> str:
     if meta:
         tab = tab.replace_schema_metadata({k: v for k, v in meta.items() if k == SPARK_META})
     int96 = bool(meta and meta.get(b"int96"))
-    pq.write_table(tab, str(directory / "part-0.parquet"), use_deprecated_int96_timestamps=int96)
+    filesystem.write_parquet(tab, str(directory / "part-0.parquet"), use_deprecated_int96_timestamps=int96)
     return str(directory)
 

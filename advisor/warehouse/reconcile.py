@@ -8,6 +8,11 @@ is between its rename and its commit), removes (b) and drops or empties (c).  Ta
 never dropped: a version whose files are missing is reported, since later versions build on it.
 The lock is taken only when something looks repairable: opening a clean store (every read-only
 command) neither waits for a writer nor touches ``advisor.lock``.
+
+A warehouse on a Hadoop file system (``hdfs://``, ``s3a://``) is not reconciled on open: its files
+are reachable only through a Spark session, which opening a store does not start.  The write order
+still holds there, so a killed writer leaves at most files no row names (space, never a wrong or
+missing answer).
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
 
 from advisor.warehouse import atomic
 from advisor.warehouse.lock import try_writer_lock
@@ -93,35 +97,32 @@ def _dangling(store: Store, repair: bool = True) -> tuple[list[str], list[str]]:
     fixed, broken = [], []
     c = store.conn
     fix = c.execute if repair else (lambda *a: None)
+    at = store.resolve  # rows name places below the warehouse root (``advisor.warehouse.stored_paths``)
     for r in c.execute("SELECT id, table_name, attr, path, manifest_json FROM layouts").fetchall():
-        files = [m["path"] for m in json.loads(r[4])]
-        if not Path(r[3]).is_dir() or not all(Path(_local(f)).exists() for f in files):
+        d = Path(at(r[3]))
+        files = [d / m["path"] for m in json.loads(r[4])]  # each file's name in the copy's directory
+        if not d.is_dir() or not all(f.exists() for f in files):
             fix("DELETE FROM layouts WHERE id=?", (r[0],))
             fixed.append(f"layout {r[0]} ({r[1]}.{r[2]})")
     for r in c.execute("SELECT id, table_name, path FROM samples").fetchall():
-        if not Path(r[2]).exists():
+        if not Path(at(r[2])).exists():
             fix("DELETE FROM samples WHERE id=?", (r[0],))
             fixed.append(f"sample {r[0]} of {r[1]}")
     for r in c.execute("SELECT sketch_id, path FROM states WHERE path != ''").fetchall():
-        if not Path(r[1]).is_file():
+        if not Path(at(r[1])).is_file():
             fix("UPDATE states SET path='' WHERE sketch_id=?", (r[0],))
             fixed.append(f"state of sketch {r[0]}")
     nets = c.execute("SELECT table_name, from_version, to_version, ins_path, del_path "
                      "FROM net_deltas").fetchall()
     for r in nets:
-        if not all(Path(p).exists() for p in r[3:] if p):
+        if not all(Path(at(p)).exists() for p in r[3:] if p):
             fix("DELETE FROM net_deltas WHERE table_name=? AND from_version=? AND to_version=?", r[:3])
             fixed.append(f"net delta {r[0]} {r[1]}-{r[2]}")
     for r in c.execute("SELECT table_name, version, base_path, ins_path, del_path FROM versions "
                        "WHERE kind != 'delta'").fetchall():
-        if not all(Path(p).exists() for p in r[2:] if p):
+        if not all(Path(at(p)).exists() for p in r[2:] if p):
             broken.append(f"{r[0]} version {r[1]}")
     return fixed, broken
-
-
-def _local(path: str) -> str:
-    """A manifest's file URI as a local path."""
-    return unquote(urlparse(path).path) if path.startswith("file:") else path
 
 
 def _orphans(store: Store, dirs: list[Path]) -> list[Path]:
@@ -152,6 +153,8 @@ def reconcile(store: Store) -> list[str]:
     """Repair what an interrupted command left (module docstring); returns one phrase per kind of
     repair (empty when there was nothing to do)."""
     wh = store.warehouse
+    if store.remote:
+        return []  # module docstring
     dirs = _scan_dirs(wh)
     temps = [p for d in dirs for p in d.iterdir() if _stale_tmp(p)]
     for p in temps:

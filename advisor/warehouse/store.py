@@ -5,11 +5,24 @@ so an interrupted command leaves the previous state intact.  A new store is crea
 directory without warehouse data: an empty or damaged `advisor.db`, or table files without one,
 is refused (one line, exit code 2) unless the caller asks to initialise.  Opening a store repairs
 what an interrupted command left behind (``advisor.warehouse.reconcile``) and says so once.
+
+Where it lives: with a local warehouse, in the warehouse directory.  With a warehouse on a Hadoop
+file system (``hdfs://``, ``s3a://``), the table files live there but the store stays on the
+driver's local disk, in ``$ADVISOR_STORE_DIR`` or else ``~/.cache/advisor/stores/<host>-<hash of
+the URI>``: SQLite needs a file system with POSIX locks and in-place writes, which HDFS and object
+stores do not offer.  A second driver on another machine therefore sees an empty store for the
+same URI (it knows no tables) and, its lock guarding nothing the first one shares, must not write
+there; to move the driver, copy the store directory with the warehouse, or point
+``ADVISOR_STORE_DIR`` at it.  Rows name artefacts by their place below the root
+(``advisor.warehouse.stored_paths``), so the same store also serves a copy of the warehouse.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 import sqlite3
 import sys
 import time
@@ -18,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from advisor.errors import BadInput
-from advisor.warehouse import atomic
+from advisor.warehouse import atomic, filesystem, stored_paths
 from advisor.warehouse.reconcile import reconcile
 
 SCHEMA = """
@@ -93,7 +106,15 @@ class Store:
     (which is kept beside it as ``advisor.db.damaged-<time>``)."""
 
     def __init__(self, warehouse: Path | str, initialise: bool = False, quiet: bool = False):
-        self.warehouse = Path(warehouse)
+        # ``root``: where the warehouse's files live, what stored places are relative to (``stored``);
+        # ``warehouse``: the local directory of the store and its lock (module docstring)
+        if filesystem.is_local(warehouse):
+            self.warehouse = Path(filesystem.local_path(warehouse))
+            self.root = str(self.warehouse.absolute())
+        else:
+            self.root = str(warehouse).rstrip("/")
+            self.warehouse = store_dir(self.root)
+        self.remote = not filesystem.is_local(self.root)
         self.warehouse.mkdir(parents=True, exist_ok=True)
         self.path = self.warehouse / "advisor.db"
         self._check_openable(initialise)
@@ -101,6 +122,7 @@ class Store:
             self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.conn.row_factory = sqlite3.Row
             self.conn.executescript(SCHEMA)
+            stored_paths.migrate(self.conn, self.root)  # before recovery, which checks the files rows name
         except sqlite3.DatabaseError as e:
             raise BadInput(f"the store {self.path} is damaged or not an advisor store ({e})") from None
         notes = reconcile(self)
@@ -142,6 +164,20 @@ class Store:
             self.conn.execute("COMMIT")
             atomic.crash_point("store.committed")
 
+    def stored(self, path: str | Path | None) -> str | None:
+        """What a row records for the artefact at ``path``: its place below the warehouse root
+        (``advisor.warehouse.stored_paths``), so the warehouse can be moved or copied."""
+        return stored_paths.to_stored(self.root, path)
+
+    def resolve(self, stored: str | None) -> str | None:
+        """The path of the artefact a row names (a place joined to this warehouse's root)."""
+        return stored_paths.resolve(self.root, stored)
+
+    def resolve_local(self, stored: str | None) -> str | None:
+        """The path of a driver-local artefact a row names (operator states live beside the store,
+        which is the warehouse directory itself unless the warehouse is a URI)."""
+        return stored_paths.resolve(str(self.warehouse.absolute()), stored)
+
     def query(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
         try:
             return self.conn.execute(sql, args).fetchall()
@@ -179,6 +215,18 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def store_dir(uri: str) -> Path:
+    """The local directory of the store of the warehouse at ``uri`` (module docstring).
+
+    >>> os.environ.pop("ADVISOR_STORE_DIR", None) and None; store_dir("hdfs://nn:8020/w").name
+    'nn_8020_w-65cf2828'
+    """
+    if os.environ.get("ADVISOR_STORE_DIR"):
+        return Path(os.environ["ADVISOR_STORE_DIR"])
+    slug = re.sub(r"[^A-Za-z0-9_.]+", "_", uri.split("://", 1)[-1]).strip("_")[:60]
+    return Path.home() / ".cache" / "advisor" / "stores" / f"{slug}-{hashlib.sha1(uri.encode()).hexdigest()[:8]}"
 
 
 def _has_data(warehouse: Path) -> bool:

@@ -130,7 +130,7 @@ def _fresh_estimate(ctx, sql):
         gone = c.execute("SELECT path FROM samples WHERE table_name='t'").fetchall()
         c.execute("DELETE FROM samples WHERE table_name='t'")
     for r in gone:
-        shutil.rmtree(r["path"], ignore_errors=True)
+        shutil.rmtree(cat.store.resolve(r["path"]), ignore_errors=True)
     estimate_mod._GROUPS.clear()
     bs._BLOCKS.clear()
     shape = analyze(parse_sql(sql, ctx.schema_lookup()), lambda t: cat.version(t).rows)

@@ -36,8 +36,9 @@ def _path(cat, sketch_id: int) -> Path:
 
 
 def _named(cat, sketch_id: int) -> str:
-    """The file the state's row names ('' until the file is written)."""
-    return cat.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))["path"]
+    """The file the state's row names ('' until the file is written), resolved against the
+    warehouse root (the row records its place below it)."""
+    return cat.store.resolve(cat.store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))["path"])
 
 
 def test_a_saved_state_is_recorded_now_and_written_at_flush(cat):
@@ -47,7 +48,7 @@ def test_a_saved_state_is_recorded_now_and_written_at_flush(cat):
     assert not path.exists() and _named(cat, 1) == ""  # no row names a file not yet written
     assert states.has(cat.store, 1)
     written, _ = states.flush()
-    assert written == 1 and path.is_file() and _named(cat, 1) == str(path)
+    assert written == 1 and path.is_file() and _named(cat, 1) == str(path.absolute())
     assert MaintState.from_bytes(path.read_bytes()).snapshot() == st.snapshot()
     assert states.flush()[0] == 0  # clean now: nothing written twice
 
@@ -87,7 +88,7 @@ def test_eviction_over_the_budget_writes_the_dirty_state_first(cat, monkeypatch)
     assert not _path(cat, 1).exists() and _named(cat, 1) == ""
     states.save(cat, 2, _state())  # over the budget: sketch 1's state is evicted
     assert list(states._cache) == [(str(cat.store.path), 2)]
-    assert _path(cat, 1).is_file() and _named(cat, 1) == str(_path(cat, 1)) and states.has(cat.store, 1)
+    assert _path(cat, 1).is_file() and _named(cat, 1) == str(_path(cat, 1).absolute()) and states.has(cat.store, 1)
     assert states.load(cat, 1).snapshot() == st.snapshot()
 
 

@@ -9,12 +9,11 @@ import decimal
 import numpy as np
 import pyarrow as pa
 import sqlglot
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from advisor.plan import arrow_filter
 from advisor.maintain import exprs
 from advisor.maintain.frames import normalize_frame
+from advisor.plan import arrow_filter
 
 D = decimal.Decimal
 

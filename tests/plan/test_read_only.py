@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import sqlglot
-import yaml
 
 from advisor.errors import BadInput
 from advisor.plan.parse import parse_sql

@@ -88,7 +88,10 @@ def test_opt_oracle_picks_the_smallest_real_sketch(ctx):
     real = {a: x["real_selectivity"] for a, x in cands(rec).items() if x["real_selectivity"] is not None}
     assert len(real) >= 2 and real["noise"] > 0.95  # noise: sized with the layout it would need
     reads = {a: x["real_read_fraction"] for a, x in cands(rec).items() if a in real}
-    assert rec["decision"]["attr"] == "g" and reads["g"] == min(reads.values()) and reads["ts"] > 0.95
+    # g reads least among the attributes a layout already serves; val would read its 10 % only
+    # through a layout still to build (pages of a double column skip like any other's)
+    laid = {a: r for a, r in reads.items() if not cands(rec)[a]["layout"]}
+    assert rec["decision"]["attr"] == "g" and reads["g"] == min(laid.values()) and reads["ts"] > 0.95
     assert 0.18 <= real["g"] <= 0.25
     # an oracle does not sample: it decides on the captured sizes, which stand in as its estimates
     assert rec["sample"] is None and "sampling" not in rec["seconds"] and rec["seconds"]["oracle"] > 0

@@ -113,7 +113,7 @@ def _forget_samples(cat: Catalog, table: str) -> None:
         gone = c.execute("SELECT path FROM samples WHERE table_name=?", (table,)).fetchall()
         c.execute("DELETE FROM samples WHERE table_name=?", (table,))
     for r in gone:
-        shutil.rmtree(r["path"], ignore_errors=True)
+        shutil.rmtree(cat.store.resolve(r["path"]), ignore_errors=True)
 
 
 def _estimates(cat: Catalog, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, strategies,
@@ -265,6 +265,7 @@ def summarize(recs: list, theta: str) -> dict:
                            "picked_est": t["est"][pick], "optimal": o, "optimal_real": real[o],
                            "optimal_est": t["est"][o], "cause": cause})
     n = len(ok)
+    cover = interval_coverage(ok, theta)
     per_q = lambda key: _pct([r["theta"][theta][key] / r["capture_s"] for r in ok if r["capture_s"] > 0], 50)  # noqa: E731
     return {
         "queries": n, "pairs": len(rse),
@@ -279,9 +280,29 @@ def summarize(recs: list, theta: str) -> dict:
                  "cached_over_capture": est_s / cap_s if cap_s else None,
                  "cold_over_capture": cold_s / cap_s if cap_s else None,
                  "cached_over_capture_median_query": per_q("est_s"), "cold_over_capture_median_query": per_q("cold_s")},
+        "interval": cover,
         "false_go": {s: len(v) for s, v in false_go.items()},
         "false_go_queries": false_go.get("CB-OPT-GB", []),
         "misses": sorted(misses, key=lambda m: -(m["picked_real"] - m["optimal_real"]))[:20]}
+
+
+def interval_coverage(recs: list, theta: str) -> dict:
+    """How often the estimate's interval holds the oracle's size, over (query, candidate) pairs and
+    over queries (every candidate covered); point intervals and how many of them missed."""
+    pairs = hit = points = point_miss = q_all = 0
+    for r in recs:
+        t = r["theta"][theta]
+        every = True
+        for a, s in r["real"].items():
+            lo, hi = t["ci"][a]
+            ok = lo - 1e-9 <= s <= hi + 1e-9
+            pairs, hit, every = pairs + 1, hit + ok, every and ok
+            if hi - lo <= 0:
+                points, point_miss = points + 1, point_miss + (not ok)
+        q_all += every
+    return {"pairs": pairs, "coverage": hit / pairs if pairs else None,
+            "queries_covered": q_all / len(recs) if recs else None, "point_intervals": points,
+            "point_intervals_missed": point_miss}
 
 
 def render(console, res: dict) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.errors import BadInput
-from advisor.maintain.engine import Maintainer, MaintState
+from advisor.maintain.engine import Maintainer, MaintState, not_incremental
 from advisor.maintain.operators.protocol import NeedsRecapture
 from advisor.maintain.spark import bulk_init, state_rental, state_store
 from advisor.maintain.spark.spark_side import SparkBase, warm_sides
@@ -124,6 +124,9 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
     t0 = time.perf_counter()
     sketched = sketched_scans(catalog, query, sk)
     state, init = state_store.load(catalog, sk.id), None
+    if not_incremental(query.root):
+        n = sum(x.n_ins + x.n_del for t in tables for x in catalog.versions(t) if old[t] < x.version <= new[t])
+        return _recapture(catalog, sk, query, new, t0, None, 0.0, n, answer)
     if state is None:
         rows = sum(catalog.version(t, old[t]).rows for t in tables)
         spent, last = state_rental.rent_of(catalog.store, sk.id)

@@ -28,7 +28,7 @@ from advisor import memory
 from advisor.caches import BoundedMemo
 from advisor.maintain.engine import MaintState
 from advisor.maintain.spark.bulk_init import plain_agg_op
-from advisor.warehouse import atomic
+from advisor.warehouse import atomic, stored_paths
 from advisor.warehouse.lock import writer_lock
 from advisor.warehouse.sketch_records import latest_versions
 
@@ -57,7 +57,8 @@ def _set_path(key: tuple[str, int], path: str) -> None:
     """Name ``path`` in the state row of ``key``: through the open store if there is one (joining
     its transaction if one is open), else through a connection of its own."""
     store = _open_stores.get(key[0])
-    sql, args = "UPDATE states SET path=? WHERE sketch_id=?", (path, key[1])
+    place = stored_paths.to_stored(str(Path(key[0]).parent.absolute()), path)  # below the warehouse root
+    sql, args = "UPDATE states SET path=? WHERE sketch_id=?", (place, key[1])
     if store is not None:
         try:
             store.conn.execute(sql, args)
@@ -175,7 +176,10 @@ def copy(catalog: Catalog, sketch_id: int) -> MaintState | None:
 def _file(store: Store, sketch_id: int) -> Path | None:
     """The sketch's state file, if it is on disk (a pruned state's row has an empty path)."""
     r = store.one("SELECT path FROM states WHERE sketch_id=?", (sketch_id,))
-    return Path(r["path"]) if r is not None and r["path"] and Path(r["path"]).is_file() else None
+    if r is None or not r["path"]:
+        return None
+    path = Path(store.resolve_local(r["path"]))
+    return path if path.is_file() else None
 
 
 def has(store: Store, sketch_id: int) -> bool:
@@ -232,5 +236,5 @@ def prune(catalog: Catalog) -> int:
         c.executemany("UPDATE states SET path='' WHERE sketch_id=?", [(r["sketch_id"],) for r in dead])
     for r in dead:
         _cache.pop((str(store.path), r["sketch_id"]), None)
-        Path(r["path"]).unlink(missing_ok=True)
+        Path(store.resolve_local(r["path"])).unlink(missing_ok=True)
     return len(dead)
