@@ -38,6 +38,7 @@ The source paper's running example: deleting C->B (p4) leaves every tuple, with 
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict, deque
 
 from advisor.recursive.derive import LinkGraph, Spec
@@ -50,6 +51,7 @@ except ImportError:  # pragma: no cover - depends on the installed wheel
 
 DEFAULT_NODE_BUDGET = 2_000_000  # BDD nodes in the manager before giving up (then DRed)
 WORK_PER_NODE = 2  # derivations tried per unit of node budget before giving up
+DEFAULT_SECONDS = 60.0  # one evaluation's time before giving up (one BDD operation can take long)
 
 
 def bfs_order(spec: Spec, g: LinkGraph) -> list:
@@ -82,8 +84,11 @@ def bfs_order(spec: Spec, g: LinkGraph) -> list:
 class BddView:
     """The view with every tuple's absorption-provenance BDD, the row-id index and the link graph."""
 
-    def __init__(self, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_NODE_BUDGET):
-        self.spec, self.graph, self.budget = spec, graph, budget
+    def __init__(
+        self, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_NODE_BUDGET, seconds: float = DEFAULT_SECONDS
+    ):
+        self.spec, self.graph, self.budget, self.seconds = spec, graph, budget, seconds
+        self.deadline = None
         self.bdd = _bdd_mod.BDD()
         self.names: dict = {}  # row id -> variable name
         self.rows: dict = {}  # variable name -> row id
@@ -95,9 +100,11 @@ class BddView:
         self.work = 0
 
     @classmethod
-    def build(cls, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_NODE_BUDGET) -> "BddView":
+    def build(
+        cls, spec: Spec, graph: LinkGraph, budget: int = DEFAULT_NODE_BUDGET, seconds: float = DEFAULT_SECONDS
+    ) -> "BddView":
         """Evaluate the view with provenance from scratch (raises ``BudgetExceeded``)."""
-        v = cls(spec, graph, budget)
+        v = cls(spec, graph, budget, seconds)
         for rid in bfs_order(spec, graph):
             v._var(rid)
         v._propagate(v._seeds(graph.links))
@@ -140,8 +147,11 @@ class BddView:
         self.work += 1
         if self.work > WORK_PER_NODE * self.budget:
             raise BudgetExceeded(f"BDD evaluation tried more than {WORK_PER_NODE * self.budget:,} derivations")
-        if self.work % 256 == 0 and len(self.bdd) > self.budget:
-            raise BudgetExceeded(f"BDDs hold more than {self.budget:,} nodes")
+        if self.work % 64 == 0:
+            if len(self.bdd) > self.budget:
+                raise BudgetExceeded(f"BDDs hold more than {self.budget:,} nodes")
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                raise BudgetExceeded(f"BDD evaluation took more than {self.seconds:g} s")
 
     def _or_into(self, t: tuple, f) -> bool:
         """formula(t) |= f; True if it changed."""
@@ -158,6 +168,7 @@ class BddView:
     def _propagate(self, seeds: dict) -> None:
         """Work-list fixpoint from ``seeds`` (tuple -> formula to OR in)."""
         spec, g = self.spec, self.graph
+        self.deadline = time.perf_counter() + self.seconds
         changed = {t for t, f in seeds.items() if self._or_into(t, f)}
         work, queued = deque(sorted(changed, key=repr)), set(changed)
         while work:
