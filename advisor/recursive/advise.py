@@ -2,7 +2,7 @@
 say why), reuse this process's sketch of the query (caught up to the link table's current
 version by maintenance), or capture one, then run with the sketch's filter on every link scan.
 
-A sketch and its maintenance state (witness sets or the DRed view) are kept in the process
+A sketch and its maintenance state (witness sets, BDDs or the DRed view) are kept in the process
 (``SKETCHES``) and pickled under the warehouse (``recursive/``), so a later ``advisor run``
 maintains them from the link table's changes instead of recapturing; maintenance runs when the
 query next uses the sketch.  A missing or unreadable state file means a recapture.  The decision
@@ -22,6 +22,7 @@ from advisor.recursive.capture import DEFAULT_FRAGMENTS, capture_recursive, catc
 from advisor.recursive.evaluate import run_recursive
 from advisor.recursive.proof import verdict
 from advisor.recursive.shape import recognise
+from advisor.recursive.witnesses import BudgetExceeded
 
 SKETCHES: dict = {}  # (warehouse, template) -> RecursiveSketch
 
@@ -95,7 +96,7 @@ def _load(catalog, shape):
     try:
         with open(p, "rb") as f:
             rs = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, BudgetExceeded):
         return None
     if (
         rs.shape.template != shape.template

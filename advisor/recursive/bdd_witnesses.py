@@ -110,6 +110,21 @@ class BddView:
         v._propagate(v._seeds(graph.links))
         return v
 
+    def __getstate__(self) -> dict:
+        """BDD managers do not pickle: a pickled view keeps its links, budgets and variable order
+        and is evaluated again when loaded (the same formulas: BDDs are canonical)."""
+        order = sorted(self.names, key=lambda r: self.bdd.level_of_var(self.names[r]))
+        return {"spec": self.spec, "graph": self.graph, "budget": self.budget, "seconds": self.seconds,
+                "order": order}
+
+    def __setstate__(self, st: dict) -> None:
+        self.__init__(st["spec"], st["graph"], st["budget"], st["seconds"])
+        for rid in st["order"]:
+            self._var(rid)
+        for rid in bfs_order(self.spec, self.graph):
+            self._var(rid)
+        self._propagate(self._seeds(self.graph.links))
+
     def _var(self, rid):
         name = self.names.get(rid)
         if name is None:

@@ -174,3 +174,16 @@ def test_the_policy_keeps_bdds_for_unbounded_reachability_and_its_sketch_equals_
         assert state.apply(new, gone).mode == "bdd"
         assert state.tuples() == fixpoint(Spec(forward=True), LinkGraph(live))
         assert state.fragments(frag) == RecursiveState(shape, dict(live), Policy()).fragments(frag)
+
+
+def test_a_pickled_bdd_view_loads_with_the_same_formulas_and_keeps_maintaining():
+    import pickle
+
+    links = {1: ("A", "B", 1), 2: ("B", "C", 1), 3: ("C", "A", 1), 4: ("C", "B", 1), 5: ("B", "D", 1)}
+    v = BddView.build(Spec(forward=True), LinkGraph(dict(links)))
+    v.delete({4})
+    w = pickle.loads(pickle.dumps(v))
+    assert w.tuples() == v.tuples() and all(w.formula(t) == v.formula(t) for t in v.tuples())
+    w.delete({2})
+    del links[4], links[2]
+    assert w.tuples() == fixpoint(Spec(forward=True), LinkGraph(links))
