@@ -51,7 +51,7 @@ except ImportError:  # pragma: no cover - depends on the installed wheel
 
 DEFAULT_NODE_BUDGET = 2_000_000  # BDD nodes in the manager before giving up (then DRed)
 WORK_PER_NODE = 2  # derivations tried per unit of node budget before giving up
-DEFAULT_SECONDS = 60.0  # one evaluation's time before giving up (one BDD operation can take long)
+DEFAULT_SECONDS = 20.0  # one evaluation's time before giving up (checked between BDD operations)
 
 
 def bfs_order(spec: Spec, g: LinkGraph) -> list:
@@ -162,7 +162,7 @@ class BddView:
         self.work += 1
         if self.work > WORK_PER_NODE * self.budget:
             raise BudgetExceeded(f"BDD evaluation tried more than {WORK_PER_NODE * self.budget:,} derivations")
-        if self.work % 64 == 0:
+        if self.work % 16 == 0:
             if len(self.bdd) > self.budget:
                 raise BudgetExceeded(f"BDDs hold more than {self.budget:,} nodes")
             if self.deadline is not None and time.perf_counter() > self.deadline:

@@ -80,7 +80,7 @@ def maintenance_rounds(
     seed: int,
     budget: int,
     bdd_nodes: int = 2_000_000,
-    bdd_seconds: float = 60.0,
+    bdd_seconds: float = 30.0,
 ) -> dict:
     """Delete batches (link failures, both directions of a link) then as many insert batches
     (the links recovering); per batch the three methods' seconds and tuples touched.  Absorption
