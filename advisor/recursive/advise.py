@@ -2,7 +2,7 @@
 say why), reuse this process's sketch of the query (caught up to the link table's current
 version by maintenance), or capture one, then run with the sketch's filter on every link scan.
 
-A sketch and its maintenance state (witness sets or the DRed view) are kept in the process
+A sketch and its maintenance state (witness sets, BDDs or the DRed view) are kept in the process
 (``SKETCHES``) and pickled under the warehouse (``recursive/``), so a later ``advisor run``
 maintains them from the link table's changes instead of recapturing; maintenance runs when the
 query next uses the sketch.  A missing or unreadable state file means a recapture.  The decision
@@ -11,19 +11,22 @@ record says which happened, with the safety verdict and the rows kept.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import pickle
 from pathlib import Path
 
 from advisor.engine.execute import RunResult, run_plain_sql
 from advisor.engine.scan_metrics import ScanMetrics
-from advisor.errors import Unsupported
+from advisor.errors import BadInput, Unsupported
 from advisor.recursive.capture import DEFAULT_FRAGMENTS, capture_recursive, catch_up, table_stamp
 from advisor.recursive.evaluate import run_recursive
 from advisor.recursive.proof import verdict
-from advisor.recursive.shape import recognise
+from advisor.recursive.shape import looks_recursive, recognise
+from advisor.recursive.witnesses import BudgetExceeded
 
 SKETCHES: dict = {}  # (warehouse, template) -> RecursiveSketch
+MAINTAINED: dict = {}  # (warehouse, template) -> the last catch-up's BatchResult, until reported
 
 
 def _result(run, note: str | None = None) -> RunResult:
@@ -57,6 +60,8 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
     rs = rs or _load(catalog, shape)
     if rs is not None:
         done = catch_up(catalog, rs)
+        if done is not None:
+            MAINTAINED[key] = (done, fragments)
         how = (
             "reused"
             if done is None
@@ -85,6 +90,35 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
     )
 
 
+def maintenance_records(catalog, sql: str, strategy: str, step, measure: bool) -> list[dict]:
+    """The record of the maintenance the last ``serve_recursive`` of ``sql`` ran (none if it ran
+    none); with ``measure`` the sketch is also captured afresh at the same link-table version with
+    the same kind of state (nothing stored) and compared with the maintained one."""
+    if not looks_recursive(sql):
+        return []
+    try:
+        shape = recognise(sql)
+    except (Unsupported, BadInput):
+        return []
+    key = (str(catalog.store.warehouse), shape.template)
+    got, rs = MAINTAINED.pop(key, None), SKETCHES.get(key)
+    if got is None or rs is None:
+        return []
+    done, fragments = got
+    sid = f"recursive:{rs.part.id}"
+    rec = {"strategy": strategy, "step": step, "trigger": "query", "sketch_id": sid, "new_sketch_id": sid,
+           "how": "incremental", "seconds": round(done.seconds, 4),
+           "delta_rows": done.inserted + done.deleted,
+           "recapture_seconds": None, "equal_to_recapture": None}
+    if measure:
+        pol = dataclasses.replace(rs.state.policy, mode=rs.state.mode)
+        fresh = capture_recursive(catalog, shape, rs.attr, fragments, rs.version, pol)
+        rec["recapture_seconds"] = round(fresh.seconds, 4)
+        if fresh.state.mode == rs.state.mode:  # else a budget ended the fresh capture's state: not comparable
+            rec["equal_to_recapture"] = fresh.fragments == rs.fragments
+    return [rec]
+
+
 def _state_path(catalog, shape) -> Path:
     h = hashlib.sha1(shape.template.encode()).hexdigest()[:16]
     return Path(catalog.store.warehouse) / "recursive" / f"{h}.pkl"
@@ -95,7 +129,7 @@ def _load(catalog, shape):
     try:
         with open(p, "rb") as f:
             rs = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, BudgetExceeded):
         return None
     if (
         rs.shape.template != shape.template

@@ -1,9 +1,12 @@
 """Keeping a recursive view and its sketch current under link insertions and deletions.
 
-Two kinds of state, chosen by a policy: witness sets (``WitnessView``: deletions touch only the
-tuples whose formula names a deleted row; insertions pay for provenance bookkeeping) or the bare
-view (``DRedView``: over-delete and re-derive; no per-tuple state).  Witness state is kept while it
-fits the memory budget (row ids over all witnesses) and the stream has deletions: on an
+Three kinds of state, chosen by a policy: explicit witness sets (``WitnessView``: deletions touch
+only the tuples whose formula names a deleted row; insertions pay for provenance bookkeeping), the
+same formulas as BDDs (``BddView``: for views whose witness sets outgrow the budget, as unbounded
+reachability does, one witness per simple path), or the bare view (``DRedView``: over-delete and
+re-derive; no per-tuple state).  Hop-bounded views keep witness sets while they fit the budget (row
+ids over all witnesses), else BDDs; unbounded views go to BDDs directly; BDDs over their node budget
+fall back to DRed.  Provenance state is kept while the stream has deletions: on an
 insert-only stream provenance is pure overhead, so after ``window`` batches with a delete share
 below ``min_delete_share`` the policy drops it, and rebuilds it when deletions come back.  The
 sketch is projected from the surviving witnesses, or, without witness state, from each needed
@@ -15,6 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from advisor.recursive.bdd_witnesses import DEFAULT_NODE_BUDGET, DEFAULT_SECONDS, BddView, project_bdd
 from advisor.recursive.derive import LinkGraph, Spec
 from advisor.recursive.dred import DRedView
 from advisor.recursive.sketch import chain, first_witnesses, needed, project
@@ -26,9 +30,11 @@ class Policy:
     """When to keep witness state (module docstring)."""
 
     budget: int = DEFAULT_BUDGET
+    node_budget: int = DEFAULT_NODE_BUDGET
+    bdd_seconds: float = DEFAULT_SECONDS
     min_delete_share: float = 0.05
     window: int = 4
-    mode: str = "auto"  # auto | witness | dred
+    mode: str = "auto"  # auto | witness | bdd | dred
 
 
 @dataclass
@@ -68,18 +74,35 @@ class RecursiveState:
 
     @property
     def mode(self) -> str:
-        return "witness" if self.witness is not None else "dred"
+        if self.witness is None:
+            return "dred"
+        return "bdd" if isinstance(self.witness, BddView) else "witness"
 
     def _graph(self) -> LinkGraph:
         return LinkGraph(dict(self.links))
 
     def _to_witness(self) -> bool:
+        """Witness sets for hop-bounded views within budget, else BDDs, else DRed."""
+        why = "no hop bound: minimal witnesses are the simple paths"
+        if self.policy.mode != "bdd" and self.spec.max_hops is not None:
+            try:
+                self.witness, self.dred = WitnessView.build(self.spec, self._graph(), self.policy.budget), None
+                return True
+            except BudgetExceeded as e:
+                why = str(e)
+        if self.policy.mode == "witness":
+            self.over_budget = True
+            self._to_dred(f"{why}: DRed instead")
+            return False
         try:
-            self.witness, self.dred = WitnessView.build(self.spec, self._graph(), self.policy.budget), None
+            self.witness, self.dred = BddView.build(
+                self.spec, self._graph(), self.policy.node_budget, self.policy.bdd_seconds
+            ), None
+            self.note = f"{why}: BDDs"
             return True
         except BudgetExceeded as e:
             self.over_budget = True
-            self._to_dred(f"{e}: DRed instead")
+            self._to_dred(f"{why}; {e}: DRed instead")
             return False
 
     def _to_dred(self, why: str) -> None:
@@ -134,6 +157,8 @@ class RecursiveState:
     def fragments(self, fragment_of) -> frozenset:
         """The sketch: fragments of one witness per needed tuple (``advisor.recursive.sketch``)."""
         need = needed(self.shape, self.tuples())
+        if isinstance(self.witness, BddView):
+            return project_bdd(self.witness, need, fragment_of)
         if self.witness is not None:
             return project(self.witness.formula, need, fragment_of)
         parent = first_witnesses(self.spec, self._graph())

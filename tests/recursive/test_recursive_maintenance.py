@@ -210,14 +210,14 @@ def test_the_policy_drops_witness_state_on_an_insert_only_stream_and_rebuilds_it
     )
     links = {i: (a, b, 1) for i, (a, b) in enumerate([("A", "B"), ("B", "C"), ("C", "A"), ("C", "D")])}
     st_ = RecursiveState(shape, dict(links), Policy(window=2))
-    assert st_.mode == "witness"
+    assert st_.mode == "bdd"  # no hop bound: BDDs, not witness sets
     notes = [st_.apply({10 + i: ("D", "E" + str(i), 1)}, []).note for i in range(2)]
     assert st_.mode == "dred" and "witness state dropped" in notes[-1]
     res = st_.apply({}, [3])  # link C->D fails
-    assert res.mode == "dred" and st_.mode == "witness" and "rebuilt" in res.note
+    assert res.mode == "dred" and st_.mode == "bdd" and "rebuilt" in res.note
     live = {r: lk for r, lk in links.items() if r != 3} | {10: ("D", "E0", 1), 11: ("D", "E1", 1)}
     assert st_.tuples() == fixpoint(Spec(forward=True), LinkGraph(live))
-    tight = RecursiveState(shape, dict(links), Policy(budget=3))
+    tight = RecursiveState(shape, dict(links), Policy(node_budget=3))
     assert tight.mode == "dred" and "DRed instead" in tight.note
 
 

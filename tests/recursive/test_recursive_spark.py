@@ -140,9 +140,9 @@ def test_airport_routes_reachability_and_cheapest_paths_equal_networkx_before_an
         f"'{src}' UNION SELECT p.src, l.dst, p.km + l.km, p.hops + 1 FROM p JOIN route l "
         "ON p.dst = l.src WHERE p.hops <= 2) SELECT src, dst, MIN(km) AS km FROM p GROUP BY src, dst"
     )
-    # unbounded reachability in a dense cluster has too many minimal witnesses: a small budget makes
-    # its state DRed (first-derivation sketches); the hop-bounded query keeps witness sets
-    pol = Policy(budget=20_000)
+    # unbounded reachability keeps BDDs while they fit a node budget, else DRed (first-derivation
+    # sketches); the hop-bounded query keeps witness sets
+    pol = Policy(budget=20_000, node_budget=20_000)
     sketches = [capture_recursive(cat, s, fragments=50, policy=pol) for s in (reach, cheap)]
     for step in range(2):
         live = [tuple(x) for x in cat.read_pandas("route")[["src", "dst", "km"]].itertuples(index=False)]
@@ -167,7 +167,7 @@ def test_airport_routes_reachability_and_cheapest_paths_equal_networkx_before_an
             for rs in sketches:
                 catch_up(cat, rs)
                 fresh = capture_recursive(
-                    cat, rs.shape, fragments=50, policy=Policy(budget=20_000, mode=rs.state.policy.mode)
+                    cat, rs.shape, fragments=50, policy=Policy(budget=20_000, node_budget=20_000, mode=rs.state.policy.mode)
                 )
                 assert rs.state.mode == fresh.state.mode and rs.fragments == fresh.fragments
 

@@ -2,7 +2,8 @@
 side by side in one run, on sparse and dense transit-stub topologies; and a recursive query plain
 vs sketched on Spark.
 
-Per deletion batch: absorption provenance (witness sets: only the tuples the row-id index names),
+Per deletion batch: absorption provenance (witness sets for hop-bounded views, BDDs for unbounded
+reachability, whose minimal witnesses are the simple paths: only the tuples the row-id index names),
 DRed (over-delete, re-derive) and recomputation (semi-naive from scratch), each on its own copy of
 the view, all in driver-side Python; seconds and tuples touched.  Insert-only batches show the
 other side: provenance bookkeeping is overhead when nothing is deleted.  Every maintained view is
@@ -18,6 +19,7 @@ import statistics
 import time
 
 from advisor.layout.clustered_copy import build_layout
+from advisor.recursive.bdd_witnesses import BddView
 from advisor.recursive.capture import capture_recursive
 from advisor.recursive.derive import LinkGraph, Spec, fixpoint
 from advisor.recursive.dred import DRedView
@@ -34,6 +36,19 @@ QUERIES = {
     # paths with cost and length from 10 sources, the view a cheapest-path query reads
     "paths<=4 from 10": Spec(forward=True, cost=True, hops=True, max_hops=4),
 }
+# unbounded reachability (Query 1): absorption provenance as BDDs
+UNBOUNDED = {
+    "reach from 5": Spec(forward=True),
+    "reach all pairs": Spec(forward=True),
+}
+# (density, label, views): BDDs of directed reachability grow with the cycles of the graph
+UNBOUNDED_RUNS = (
+    (1.0, "tree-like", ("reach from 5", "reach all pairs")),
+    (1.1, "tree-like", ("reach from 5", "reach all pairs")),
+    (1.2, "sparse", ("reach from 5",)),
+    (2.0, "sparse", ("reach from 5",)),
+    (4.0, "dense", ("reach from 5",)),
+)
 
 
 def _links(nodes: int, seed: int, density: float) -> dict:
@@ -42,32 +57,47 @@ def _links(nodes: int, seed: int, density: float) -> dict:
 
 
 def _spec(name: str, links: dict, seed: int) -> Spec:
-    spec = QUERIES[name]
+    spec = QUERIES.get(name) or UNBOUNDED[name]
     if "from" in name:
         nodes = sorted({s for s, _, _ in links.values()})
+        k = int(name.split("from ")[1])
         spec = Spec(
             spec.forward,
             spec.cost,
             spec.hops,
             spec.max_hops,
-            frozenset(random.Random(seed).sample(nodes, min(10, len(nodes)))),
+            frozenset(random.Random(seed).sample(nodes, min(k, len(nodes)))),
         )
     return spec
 
 
 def maintenance_rounds(
-    nodes: int, density: float, query: str, batches: int, per_batch: int, seed: int, budget: int
+    nodes: int,
+    density: float,
+    query: str,
+    batches: int,
+    per_batch: int,
+    seed: int,
+    budget: int,
+    bdd_nodes: int = 2_000_000,
+    bdd_seconds: float = 30.0,
 ) -> dict:
     """Delete batches (link failures, both directions of a link) then as many insert batches
-    (the links recovering); per batch the three methods' seconds and tuples touched."""
+    (the links recovering); per batch the three methods' seconds and tuples touched.  Absorption
+    keeps witness sets for hop-bounded views and BDDs for unbounded ones."""
     links = _links(nodes, seed, density)
     spec = _spec(query, links, seed)
     t0 = time.perf_counter()
     try:
-        wit = WitnessView.build(spec, LinkGraph(dict(links)), budget)
-        wit_build, wit_size = time.perf_counter() - t0, wit.size
+        if spec.max_hops is None:
+            wit = BddView.build(spec, LinkGraph(dict(links)), bdd_nodes, bdd_seconds)
+            wit_size = f"{wit.nodes():,} BDD nodes"
+        else:
+            wit = WitnessView.build(spec, LinkGraph(dict(links)), budget)
+            wit_size = f"{wit.size:,} row ids"
+        wit_build = time.perf_counter() - t0
     except BudgetExceeded as e:
-        wit, wit_build, wit_size = None, time.perf_counter() - t0, str(e)
+        wit, wit_build, wit_size = None, time.perf_counter() - t0, f"over budget ({e})"
     t0 = time.perf_counter()
     dred = DRedView.build(spec, LinkGraph(dict(links)))
     dred_build = time.perf_counter() - t0
@@ -96,8 +126,11 @@ def maintenance_rounds(
         row = {"batch": b + 1, "kind": kind, "links": len(gone) + len(ins)}
         if wit is not None:
             t0 = time.perf_counter()
-            touched = wit.delete(gone) if gone else wit.insert(ins)
-            row |= {"absorption_s": time.perf_counter() - t0, "absorption_touched": touched}
+            try:
+                touched = wit.delete(gone) if gone else wit.insert(ins)
+                row |= {"absorption_s": time.perf_counter() - t0, "absorption_touched": touched}
+            except BudgetExceeded as e:  # an insertion grew the BDDs past their budget: DRed from here
+                wit, row["absorption_note"] = None, f"over budget ({e})"
         t0 = time.perf_counter()
         if gone:
             over, back_n = dred.delete(gone)
@@ -194,6 +227,8 @@ def bench_recursive(
     spark_nodes: int = 1000,
     fragments: int = 100,
     reps: int = 2,
+    bdd_nodes: int = 2_000_000,
+    bdd_seconds: float = 30.0,
 ) -> dict:
     """Everything above, printed side by side (module docstring); returns the measurements."""
     res = {"maintenance": [], "spark": None}
@@ -202,6 +237,14 @@ def bench_recursive(
             if q == "reach<=5" and density > 2.0:
                 continue  # its witness sets exceed a 3M-row-id budget on the dense topology (DRed only)
             m = maintenance_rounds(nodes, density, q, batches, per_batch, seed, budget)
+            m["label"] = label
+            res["maintenance"].append(m)
+            _print_maintenance(out, m)
+    for density, label, views in UNBOUNDED_RUNS:
+        for q in views:
+            m = maintenance_rounds(
+                nodes, density, q, batches, per_batch, seed, budget, bdd_nodes, bdd_seconds
+            )
             m["label"] = label
             res["maintenance"].append(m)
             _print_maintenance(out, m)
@@ -215,9 +258,8 @@ def bench_recursive(
 def _print_maintenance(out, m: dict) -> None:
     size = m["witness_row_ids"]
     out.print(
-        f"{m['label']} topology, {m['nodes']} nodes, {m['links']} link rows, view {m['query']}: "
-        "witness state "
-        f"{size if isinstance(size, str) else f'{size:,} row ids'} built in {m['witness_build_s']:.2f} s, "
+        f"{m['label']} topology (density {m['density']:g}), {m['nodes']} nodes, {m['links']} link rows, "
+        f"view {m['query']}: absorption state {size} built in {m['witness_build_s']:.2f} s, "
         f"DRed view in {m['dred_build_s']:.2f} s",
         highlight=False,
     )
@@ -228,6 +270,8 @@ def _print_maintenance(out, m: dict) -> None:
     )
     for r in m["rows"]:
         a = f"{r['absorption_s']:.4f} ({r['absorption_touched']:,})" if "absorption_s" in r else "over budget"
+        if "absorption_note" in r:
+            out.print(f"  absorption from batch {r['batch']}: {r['absorption_note']}", highlight=False)
         ratio = f"{r['dred_s'] / max(r['absorption_s'], 1e-6):.1f}x" if "absorption_s" in r else "-"
         out.print(
             f"  {r['batch']:>5} {r['kind']:<7} {r['links']:>5} | {a:>22} | "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from advisor.recursive.advise import maintenance_records
 from advisor.serve.query_path import serve_query, serve_update
 from advisor.serve.settings import AdviseSettings
 
@@ -33,4 +34,5 @@ def run_query_step(ctx: Context, strategy: str, step: dict, wl) -> tuple[dict, l
     served = serve_query(ctx, step["sql"], settings_for(wl, strategy, step["step"]), step=step["step"],
                          bindings=step.get("bindings", {}))
     served.record["template"] = step["template"]
-    return served.record, served.maintenance
+    recursive = maintenance_records(ctx.catalog, step["sql"], strategy, step["step"], wl.measure_recapture)
+    return served.record, served.maintenance + recursive
