@@ -9,6 +9,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from reports.html import write_report
+from reports.schema import load_run
+
 
 def demo_workload() -> Path:
     import workloads
@@ -32,6 +35,14 @@ def run_demo(ctx, options: dict, console, out: Path | None = None) -> Path:
         shutil.rmtree(run_dir)
     replay_isolated(options, str(demo_workload()), None, run_dir, fresh=False, console=console)
     return replay(ctx, str(demo_workload()), out=str(run_dir), console=console, quiet=True)  # finds every step done
+
+
+def closing(run_dir: Path) -> tuple[list[str], bool]:
+    """The demo's last lines (what was saved, where the report is) and whether every check passed."""
+    doc = load_run(run_dir)
+    sm = doc["summary"]
+    lines = saved_lines(doc) + [f"report: {write_report(run_dir)}"]
+    return lines, bool(sm["answers_identical"] and sm["maintained_equal_to_recapture"])
 
 
 def saved_lines(doc: dict) -> list[str]:

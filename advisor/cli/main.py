@@ -468,17 +468,12 @@ def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline"),
 @app.command("demo")
 def demo_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/demo).")):
     """The main job: replay the demo workload (CB-OPT-GB vs NO-PS, with updates) and write the report."""
-    from advisor.cli.demo import run_demo, saved_lines
-    from reports.html import write_report
-    from reports.schema import load_run
+    from advisor.cli.demo import closing, run_demo
 
-    run_dir = run_demo(ctx(), STATE, out, out_dir)
-    doc = load_run(run_dir)
-    for line in saved_lines(doc):
+    lines, passed = closing(run_demo(ctx(), STATE, out, out_dir))
+    for line in lines:
         out.print(line, highlight=False)
-    out.print(f"report: {write_report(run_dir)}", highlight=False)
-    sm = doc["summary"]
-    if not sm["answers_identical"] or not sm["maintained_equal_to_recapture"]:
+    if not passed:
         raise CheckFailed("a strategy returned a different answer or a maintained sketch differs from recapture")
 
 

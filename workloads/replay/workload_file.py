@@ -182,8 +182,6 @@ class Workload:
         """
         if self.query_log is not None:
             return list(known)
-        from sqlglot import exp
-
         texts = [t.sql for t in self.templates.values()]
         texts += [p.spec["sql"] for t in self.templates.values() for p in t.params
                   if p.kind == "quantile" and isinstance(p.spec, dict) and "sql" in p.spec]
