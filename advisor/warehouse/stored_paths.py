@@ -156,3 +156,38 @@ def migrate(conn, root: str) -> int:
         raise
     conn.execute("COMMIT")
     return changed
+
+
+def anchor(conn, root: str) -> int:
+    """Rewrite every place in a copied store to the path it names below ``root``, in one
+    transaction; returns the rows changed.  For a store cloned beside its warehouse (a replay's
+    per-strategy store): the clone keeps reading the original's files, and what it writes itself
+    is recorded relative to its own directory.
+
+    >>> import sqlite3
+    >>> c = sqlite3.connect(":memory:", isolation_level=None)
+    >>> _ = c.execute("CREATE TABLE layouts (id INTEGER, path TEXT)")
+    >>> for t, _k, _c, _w in _COLUMNS[:2] + _COLUMNS[3:]:
+    ...     _ = c.execute(f"CREATE TABLE {t} (table_name, version, from_version, to_version, id, sketch_id, "
+    ...                   "kind, base_path, ins_path, del_path, path)")
+    >>> _ = c.execute("INSERT INTO layouts VALUES (1, 'tables/t/layout_a')")
+    >>> anchor(c, "/run/warehouse"), c.execute("SELECT path FROM layouts").fetchone()[0]
+    (1, '/run/warehouse/tables/t/layout_a')
+    """
+    changed = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for table, keys, cols, cond in _COLUMNS:
+            for r in conn.execute(f"SELECT {', '.join(keys + cols)} FROM {table} WHERE {cond}").fetchall():
+                key, old = tuple(r[:len(keys)]), tuple(r[len(keys):])
+                new = tuple(resolve(root, p) for p in old)
+                if new != old:
+                    sets = ", ".join(f"{c}=?" for c in cols)
+                    where = " AND ".join(f"{k}=?" for k in keys)
+                    conn.execute(f"UPDATE {table} SET {sets} WHERE {where}", new + key)
+                    changed += 1
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return changed

@@ -31,6 +31,7 @@ from advisor import memory
 from advisor.maintain.policy.triggers import set_policy
 from advisor.maintain.spark import state_store
 from advisor.maintain.spark.state_rental import set_measured
+from advisor.warehouse.stored_paths import anchor
 from estimators import prefetch_jobs
 from workloads.replay import strategy_step
 
@@ -81,15 +82,17 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
 
 
 def clone_store(src: Path, dst_dir: Path) -> None:
-    """Copy the data warehouse's SQLite file into a strategy's directory (online backup, atomic)."""
+    """Copy the data warehouse's SQLite file into a strategy's directory (online backup, atomic), its
+    places anchored to the warehouse's directory (``stored_paths.anchor``)."""
     dst_dir.mkdir(parents=True, exist_ok=True)
     final = dst_dir / "advisor.db"
     if final.exists():
         return
     tmp = dst_dir / ".advisor.db.tmp"
-    a, b = sqlite3.connect(src), sqlite3.connect(tmp)
+    a, b = sqlite3.connect(src), sqlite3.connect(tmp, isolation_level=None)
     try:
         a.backup(b)
+        anchor(b, str(src.parent.absolute()))  # the clone reads the warehouse's files where they are
     finally:
         a.close()
         b.close()
