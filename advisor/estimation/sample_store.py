@@ -206,7 +206,8 @@ def sample_cached(catalog: Catalog, table: str, strata: list, theta: float, seed
     r = catalog.store.one("SELECT path, meta_json FROM samples WHERE table_name=? AND strata_json=? AND theta=? "
                           "AND seed=? AND table_version=? ORDER BY id DESC LIMIT 1",
                           (table, json.dumps(sorted(strata)), theta, seed, version))
-    return r is not None and Path(r["path"]).exists() and json.loads(r["meta_json"]).get("sampler") == SAMPLER
+    return (r is not None and filesystem.exists(catalog.store.resolve(r["path"]))
+            and json.loads(r["meta_json"]).get("sampler") == SAMPLER)
 
 
 def sampled_rows(df):
