@@ -94,7 +94,7 @@ def extra_jars(name: str) -> list[str]:
         if rec.get("packages") == list(coords) and rec["jars"] and all(Path(j).is_file() for j in rec["jars"]):
             return rec["jars"]
     except (OSError, ValueError, KeyError):
-        pass
+        pass  # no manifest yet, or a damaged one: resolve again below
     d.mkdir(parents=True, exist_ok=True)
     code = ("import sys; from pyspark.sql import SparkSession; "
             "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"

@@ -126,6 +126,22 @@ def _place(root: str, path: str | None) -> str | None:
     return legacy_place(path) or path
 
 
+def _rewrite(conn, fn) -> int:
+    """Apply ``fn`` to every artefact path column of the store (inside the caller's transaction);
+    returns the rows changed."""
+    changed = 0
+    for table, keys, cols, cond in _COLUMNS:
+        for r in conn.execute(f"SELECT {', '.join(keys + cols)} FROM {table} WHERE {cond}").fetchall():
+            key, old = tuple(r[:len(keys)]), tuple(r[len(keys):])
+            new = tuple(fn(p) for p in old)
+            if new != old:
+                sets = ", ".join(f"{c}=?" for c in cols)
+                where = " AND ".join(f"{k}=?" for k in keys)
+                conn.execute(f"UPDATE {table} SET {sets} WHERE {where}", new + key)
+                changed += 1
+    return changed
+
+
 def migrate(conn, root: str) -> int:
     """Rewrite the artefact paths of a store written before places were recorded (module
     docstring) to places below ``root``, in one transaction, once; returns the rows changed."""
@@ -135,15 +151,7 @@ def migrate(conn, root: str) -> int:
     changed = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for table, keys, cols, cond in _COLUMNS:
-            for r in conn.execute(f"SELECT {', '.join(keys + cols)} FROM {table} WHERE {cond}").fetchall():
-                key, old = tuple(r[:len(keys)]), tuple(r[len(keys):])
-                new = tuple(_place(root, p) for p in old)
-                if new != old:
-                    sets = ", ".join(f"{c}=?" for c in cols)
-                    where = " AND ".join(f"{k}=?" for k in keys)
-                    conn.execute(f"UPDATE {table} SET {sets} WHERE {where}", new + key)
-                    changed += 1
+        changed += _rewrite(conn, lambda p: _place(root, p))
         for lid, manifest in conn.execute("SELECT id, manifest_json FROM layouts").fetchall():
             entries = json.loads(manifest)
             new = [dict(m, path=m["path"].rstrip("/").rsplit("/", 1)[-1]) for m in entries]
@@ -177,15 +185,7 @@ def anchor(conn, root: str) -> int:
     changed = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for table, keys, cols, cond in _COLUMNS:
-            for r in conn.execute(f"SELECT {', '.join(keys + cols)} FROM {table} WHERE {cond}").fetchall():
-                key, old = tuple(r[:len(keys)]), tuple(r[len(keys):])
-                new = tuple(resolve(root, p) for p in old)
-                if new != old:
-                    sets = ", ".join(f"{c}=?" for c in cols)
-                    where = " AND ".join(f"{k}=?" for k in keys)
-                    conn.execute(f"UPDATE {table} SET {sets} WHERE {where}", new + key)
-                    changed += 1
+        changed += _rewrite(conn, lambda p: resolve(root, p))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
