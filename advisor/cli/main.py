@@ -52,6 +52,8 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes |
               nodes: int = typer.Option(100, "--nodes", help="topology: nodes (transit-stub, 100 per domain)."),
               density: float = typer.Option(2.0, "--density", help="topology: bidirectional links per node (1-8)."),
               radius_km: float = typer.Option(100.0, "--radius-km", help="airports: link airports this close."),
+              tables: Optional[str] = typer.Option(None, "--tables", help="tpch: only these tables "
+                                                   "(comma-separated, e.g. lineitem,orders; default all eight)."),
               replace: bool = typer.Option(False, "--replace", help="Drop existing tables of the dataset "
                                            "first (their versions, layouts and sketches).")):
     """Generate a dataset and store its tables as version 1 (topology: table link; airports: route)."""
@@ -65,14 +67,17 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes |
         raise BadInput("--rows must be >= 1 and --seed >= 0")
     from advisor.warehouse.catalog import Catalog
 
-    drops = replaced(Catalog.offline(ctx().store), dataset)
+    only = None if tables is None else tables.split(",")
+    if only is not None and dataset.lower() != "tpch":
+        raise BadInput("--tables applies to the tpch dataset only")
+    drops = replaced(Catalog.offline(ctx().store), dataset, only)
     if drops and not replace:
         raise BadInput(f"the warehouse already holds {'; '.join(drops)}: loading {dataset} again drops them; "
                        "pass --replace to do so")
     for d in drops:
         out.print(f"replacing {d}")
     counts = load_dataset(ctx().catalog, dataset, sf=sf, rows=rows, seed=seed, nodes=nodes, density=density,
-                          radius_km=radius_km)
+                          radius_km=radius_km, tables=only)
     for t, n in counts.items():
         out.print(f"loaded {t}: {n:,} rows")
 

@@ -183,3 +183,17 @@ def test_tpch_sf001(tmp_path):
 def test_tpch_rejects_bad_scale_factor(tmp_path, sf):
     with pytest.raises(BadInput):
         generate_tpch(sf, str(tmp_path))
+
+
+def test_tpch_only_some_tables(tmp_path):
+    paths = generate_tpch(0.01, str(tmp_path), ["orders", "LINEITEM"])
+    assert list(paths) == ["lineitem", "orders"]
+    assert {t: pq.ParquetFile(p).metadata.num_rows for t, p in paths.items()} == {
+        "lineitem": TPCH_SF001_ROWS["lineitem"], "orders": TPCH_SF001_ROWS["orders"]}
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["lineitem.parquet", "orders.parquet"]
+
+
+@pytest.mark.parametrize("tables", [["lineitems"], [], [" "]])
+def test_tpch_rejects_unknown_tables(tmp_path, tables):
+    with pytest.raises(BadInput, match="unknown TPC-H table"):
+        generate_tpch(0.01, str(tmp_path), tables)

@@ -146,3 +146,14 @@ def test_a_prepared_run_serves_a_file_that_changes_only_its_settings(tmp_path):
     (run / "log.jsonl").unlink()
     assert prepare(no_spark, settings, run, print)["steps"] == [{"step": 0}]
     assert json.loads((run / "plan.json").read_text())["sha256"] == settings.sha256  # now this file's
+
+
+def test_replay_generates_only_the_tpch_tables_it_reads(tmp_path):
+    from workloads.replay.runner import _tables_needed
+
+    assert _tables_needed(load_workload(ROOT / "workloads" / "demo.yaml"), "tpch") == ["lineitem"]
+    text = GOOD.replace("{name: crimes, rows: 1000}", "{name: tpch, sf: 0.01}").replace("crimes", "orders")
+    text = text.replace("FROM orders GROUP BY ward", "FROM customer JOIN nation ON c_nationkey = n_nationkey "
+                        "GROUP BY ward") + "layouts: [part.p_size]\n"
+    assert _tables_needed(load_workload(_write(tmp_path, text)), "tpch") == ["customer", "nation", "orders", "part"]
+    assert _tables_needed(load_workload(_write(tmp_path, GOOD)), "crimes") is None

@@ -27,13 +27,16 @@ TABLES = {"tpch": tpch.TABLES, "flights": ("flights", "airlines", "airports", "p
           "crimes": ("crimes",), "topology": ("link",), "airports": ("route",)}
 
 
-def replaced(catalog: Catalog, name: str) -> list[str]:
-    """What loading dataset ``name`` again would drop: one phrase per existing table (its versions,
-    layouts and the sketches that read it), empty when none of its tables exists yet."""
+def replaced(catalog: Catalog, name: str, tables: list[str] | None = None) -> list[str]:
+    """What loading dataset ``name`` (only ``tables`` of it, when given) again would drop: one phrase per
+    existing table (its versions, layouts and the sketches that read it), empty when none exists yet."""
     store = catalog.store
     sketches = latest_versions(store)
     out = []
+    wanted = None if tables is None else {t.strip().lower() for t in tables}
     for t in TABLES[name.lower()]:
+        if wanted is not None and t not in wanted:
+            continue
         if not catalog.exists(t):
             continue
         nv = store.one("SELECT count(*) n FROM versions WHERE table_name=?", (t,))["n"]
@@ -52,16 +55,17 @@ def _load_parquet_files(catalog: Catalog, files: dict[str, str], dataset: str) -
 
 
 def load_dataset(catalog: Catalog, name: str, sf: float = 0.1, rows: int = 100_000, seed: int = 7,
-                 nodes: int = 100, density: float = 2.0, radius_km: float = 100.0) -> dict[str, int]:
-    """Generate `name` and store every table as version 1; returns {table: rows}.  ``topology``
-    writes link(src, dst, cost), ``airports`` route(src, dst, km)."""
+                 nodes: int = 100, density: float = 2.0, radius_km: float = 100.0,
+                 tables: list[str] | None = None) -> dict[str, int]:
+    """Generate `name` and store every table as version 1 (TPC-H: only ``tables`` when given); returns
+    {table: rows}.  ``topology`` writes link(src, dst, cost), ``airports`` route(src, dst, km)."""
     name = name.lower()
     if name not in DATASETS:
         raise BadInput(f"unknown dataset {name!r} (choose one of: {', '.join(DATASETS)})")
     staging = tempfile.mkdtemp(prefix=tmp_name("staging") + "-", dir=str(catalog.store.warehouse))
     try:
         if name == "tpch":
-            return _load_parquet_files(catalog, generate_tpch(sf, staging), "tpch")
+            return _load_parquet_files(catalog, generate_tpch(sf, staging, tables), "tpch")
         if name == "flights":
             from workloads.data.flights import flights_tables  # reads its data when imported
 

@@ -25,22 +25,26 @@ TABLES = ("customer", "lineitem", "nation", "orders", "part", "partsupp", "regio
 MIN_SF, MAX_SF = 0.01, 10.0
 
 
-def generate_tpch(sf: float, out_dir: str) -> dict[str, str]:
-    """Write all eight TPC-H tables at scale factor `sf` to `out_dir`; return {table: parquet path}."""
+def generate_tpch(sf: float, out_dir: str, tables: tuple[str, ...] | list[str] | None = None) -> dict[str, str]:
+    """Write the TPC-H tables at scale factor `sf` (all eight, or only ``tables``) to `out_dir`; return
+    {table: parquet path}.  A workload over lineitem alone need not wait for the other seven."""
     _check_sf(sf)
+    tables = _check_tables(tables)
     cli = _find_cli()
     os.makedirs(out_dir, exist_ok=True)
     raw_dir = tempfile.mkdtemp(prefix=".tpchgen-", dir=out_dir)
     try:
         cmd = [cli, "parquet", "--scale-factor", format(float(sf), "g"), "--output-dir", raw_dir,
                "--overwrite", "--no-progress", "--quiet"]
+        if len(tables) < len(TABLES):
+            cmd += ["--tables", ",".join(tables)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             lines = [ln for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
             last = lines[-1].strip() if lines else "no output"
             raise RuntimeError(f"tpchgen-cli failed with exit code {proc.returncode}: {last}")
         paths: dict[str, str] = {}
-        for table in TABLES:
+        for table in tables:
             src = os.path.join(raw_dir, f"{table}.parquet")
             if not os.path.isfile(src):
                 raise RuntimeError(f"tpchgen-cli did not write {table}.parquet into {raw_dir}")
@@ -58,6 +62,22 @@ def _check_sf(sf: object) -> None:
         raise BadInput(f"TPC-H scale factor must be a number between {MIN_SF:g} and {MAX_SF:g}, got {sf!r}.")
     if not MIN_SF <= float(sf) <= MAX_SF:
         raise BadInput(f"TPC-H scale factor must be between {MIN_SF:g} and {MAX_SF:g}, got {float(sf):g}.")
+
+
+def _check_tables(tables) -> tuple[str, ...]:
+    """The requested TPC-H tables in canonical order (all eight when None); an unknown name is bad input.
+
+    >>> _check_tables(["Orders", "lineitem"])
+    ('lineitem', 'orders')
+    """
+    if tables is None:
+        return TABLES
+    wanted = {str(t).strip().lower() for t in tables if str(t).strip()}
+    unknown = sorted(wanted - set(TABLES))
+    if unknown or not wanted:
+        raise BadInput(f"unknown TPC-H table(s) {', '.join(unknown) or '(none given)'} "
+                       f"(choose from: {', '.join(TABLES)})")
+    return tuple(t for t in TABLES if t in wanted)
 
 
 def _find_cli() -> str:
