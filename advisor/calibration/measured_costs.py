@@ -46,7 +46,8 @@ class Calibration:
     sampled_part_s: list = field(default_factory=list)  # recent seconds per partition a sampled advice built
     estimate_s: list = field(default_factory=list)     # recent sampled advice after its pricing, minus draw and builds
     partition_s: list = field(default_factory=list)    # recent seconds per partition built (sizing without sampling)
-    overhead_s: list = field(default_factory=list)     # recent rest of such a sizing: planning, candidates, saving
+    overhead_s: list = field(default_factory=list)     # recent rest of such a sizing after its pricing
+    overhead_cold: bool = False                        # overhead_s holds only processes' first (cold) sizings
     query_s: dict = field(default_factory=dict)        # template -> ([plain s], [sketched s]), newest first
     maint_inc_steps: dict = field(default_factory=dict)  # template -> incremental step seconds, newest first
     use_s: dict = field(default_factory=dict)          # template -> [(sketched run, the capture it needed)], newest first
@@ -95,17 +96,22 @@ class Calibration:
                 else partition_prior_rows(table_rows, columns))
         return draw + missing * part + self.rows(statistics.median(self.estimate_s))
 
-    def sizing_rows(self, missing: int, table_rows: float, columns: int = 1) -> float:
+    def sizing_rows(self, missing: int, table_rows: float, columns: int = 1, warm: bool = False) -> float:
         """Advice without sampling (method exact, the OPT oracle), in rows, besides the capture job:
         the partitions still to build at their measured cost plus the measured rest.  Predicting it
         from whole recommendations charged every template the first, cold one (13.7 s
         predicted where a warm sizing took one capture).  Until a build is measured, one costs a
         ``columns``-th of a scan (the plain run reads that many columns of the table; a build reads
         one): priced at a whole scan each, two builds declined SF1's first two-attribute templates
-        before any was measured, where builds then took 0.3-1.1 s against 2.5-4 s scans."""
+        before any was measured, where builds then took 0.3-1.1 s against 2.5-4 s scans.  A ``warm``
+        process (it has advised before) charges a rest measured only cold as one job's fixed cost: the
+        cold rest is the process's one-time costs (in an SF1 replay 13 s of a first view registration,
+        charged as 22 scans, declined the next template's first instances before sizing)."""
         part = (self.rows(statistics.median(self.partition_s)) if self.partition_s
                 else partition_prior_rows(table_rows, columns))
         rest = self.rows(statistics.median(self.overhead_s)) if self.overhead_s else 0.0
+        if warm and self.overhead_cold:
+            rest = min(rest, self.fixed_rows)
         return missing * part + rest
 
 
@@ -198,7 +204,8 @@ def calibrate(store: Store, limit: int = 400) -> Calibration:
             elif "partitions" in s and ("exact" in s or "oracle" in s):
                 if rec.get("partitions_built"):
                     parts.append((s["partitions"] / rec["partitions_built"], cold))
-                rest.append((max(0.0, spent - s["partitions"]), cold))
+                # what it spent before its price was weighed (``planning``) is sunk when the next is priced
+                rest.append((max(0.0, spent - s["partitions"] - s.get("planning", 0.0)), cold))
             if cap.get("seconds") and rec.get("template"):
                 recap.setdefault(rec["template"], []).append(cap["seconds"])
     runs_only = fit_line(pts)
@@ -217,7 +224,8 @@ def calibrate(store: Store, limit: int = 400) -> Calibration:
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
     return Calibration(a, b, how, med(maint), med(recap), advice_s=warm_first(advice), draw_s=warm_first(draws),
                        sampled_part_s=warm_first(sampled_parts), estimate_s=warm_first(estimates), query_s=queries,
-                       use_s=uses, partition_s=warm_first(parts), overhead_s=warm_first(rest), answered=answered,
+                       use_s=uses, partition_s=warm_first(parts), overhead_s=warm_first(rest),
+                       overhead_cold=bool(rest) and all(cold for _, cold in rest), answered=answered,
                        identified=identified, maint_inc_steps={k: v for k, v in maint.items() if v})
 
 

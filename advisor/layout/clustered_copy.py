@@ -101,8 +101,8 @@ def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_pe
     """Write the sorted copy of ``df`` into the directory ``tmp``; returns its manifest with each
     file's name relative to the directory."""
     # The files are a function of the data alone: one sorted stream cut every `rows_per_file` rows,
-    # or, for integer and date attributes, contiguous key ranges of about `rows_per_file` rows cut at
-    # value boundaries from the exact value counts and written in parallel, one file each.
+    # or, for integer and date attributes, contiguous key ranges of at most `rows_per_file` rows cut
+    # at value boundaries from the exact value counts (``key_ranges``) and written in parallel.
     # (repartitionByRange draws its bounds from a sample seeded by the RDD id, so two builds of the
     # same table gave different files -- and different bytes/rows read for the same sketch.)
     if then is not None:
@@ -112,12 +112,9 @@ def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_pe
     if blocks.supported(dtype):
         block_rows = min(PAGE_ROWS or blocks.BLOCK_ROWS, max(1, rows_per_file // 4))
         df, starts, parts = with_blocks(df, attr, dtype, block_rows, rows_per_file)
-    if parts > 1:
-        out = df.repartition(parts, PART).sortWithinPartitions(*order).drop(PART).write
-    else:
-        out = (df.repartition(1).sortWithinPartitions(*order).drop(PART).write
-                 .option("maxRecordsPerFile", rows_per_file))
-    (out.option("parquet.block.size", ROW_GROUP_BYTES)
+    sorted_rows = (df.repartition(parts, PART) if parts > 1 else df.repartition(1)).sortWithinPartitions(*order)
+    (sorted_rows.drop(PART).write.option("maxRecordsPerFile", rows_per_file)
+        .option("parquet.block.size", ROW_GROUP_BYTES)
         .options(**({"parquet.page.row.count.limit": PAGE_ROWS} if PAGE_ROWS else {})).parquet(str(tmp)))
     if starts is not None:
         blocks.save_starts(tmp, starts)
@@ -170,15 +167,25 @@ def with_blocks(df, attr: str, dtype: str, rows: int, rows_per_file: int | None 
 
 
 def key_ranges(counts: np.ndarray, rows_per_file: int) -> np.ndarray:
-    """The key range (0, 1, ...) of each sorted distinct key with ``counts`` rows: range p starts at
-    the first key whose preceding rows reach p * ``rows_per_file``, so a value never spans two ranges.
+    """The key range (0, 1, ...) of each sorted distinct key with ``counts`` rows: consecutive keys,
+    a range of at most ``rows_per_file`` rows unless one value alone holds more (the writer then cuts
+    its files every ``rows_per_file`` rows), and a value never spans two ranges.
 
-    >>> key_ranges(np.array([400, 400, 400, 900, 10]), 1000).tolist()
-    [0, 0, 0, 1, 2]
+    >>> key_ranges(np.array([3, 3, 3, 3, 3, 2, 3]), 10).tolist()
+    [0, 0, 0, 1, 1, 1, 2]
+    >>> key_ranges(np.array([400, 20, 400]), 100).tolist()   # values larger than a file
+    [0, 1, 1]
     """
+    counts = np.asarray(counts, dtype=np.int64)
+    if not len(counts):
+        return counts
+    r = max(int(rows_per_file), 1)
+    widest = int(counts.max())
+    # a range starts at most every `step` rows, so with values of at most `widest` rows it holds <= r
+    step = r - widest + 1 if widest <= r else r
     before = np.cumsum(counts) - counts
-    cut = before // max(int(rows_per_file), 1)
-    return np.concatenate([[0], np.cumsum(cut[1:] != cut[:-1])]).astype(np.int64) if len(cut) else cut
+    cut = before // step
+    return np.concatenate([[0], np.cumsum(cut[1:] != cut[:-1])]).astype(np.int64)
 
 
 def partition_labels(spark, parts: int) -> np.ndarray:

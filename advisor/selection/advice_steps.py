@@ -7,6 +7,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
+from advisor.calibration import warmth
 from advisor.engine.execute import versions_now
 from advisor.errors import Unsupported
 from advisor.estimation.candidate_sizes import Candidate, SizeSummary
@@ -179,7 +180,8 @@ def check_can_pay(a: Advice) -> None:
     # measured costs off (the paper's model, timing-free decisions): sampling is not charged; a
     # candidate the by-value job cannot carry is captured in one more job, about one scan
     advice = (None if a.strategy == "OPT"
-              else w.sizing_rows(a.missing, T, len(a.shape.read_columns())) + (extra or 0) * T if a.unsampled
+              else w.sizing_rows(a.missing, T, len(a.shape.read_columns()), warmth.advised()) + (extra or 0) * T
+              if a.unsampled
               else None if not p.charge_advice
               else w.sampled_advice_rows(T, p.advice_prior_scans, cached=_sample_cached(a), missing=a.missing,
                                          columns=len(a.shape.read_columns())) if p.measured else w.advice_rows)

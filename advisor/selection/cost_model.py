@@ -140,12 +140,12 @@ class UseForecast:
             return self.advice_rows
         return self.fixed_rows if cached else prior_scans * (float(table_rows) + self.fixed_rows)
 
-    def sizing_rows(self, missing: int, table_rows: float, columns: int = 1) -> float:
+    def sizing_rows(self, missing: int, table_rows: float, columns: int = 1, warm: bool = False) -> float:
         """Predicted advice of a sizing without sampling (method exact, OPT) besides its capture job
         (``Calibration.sizing_rows``; ``columns``: how many of the table's columns a plain run reads)."""
         cal = self.calibration
         if cal is not None:
-            return cal.sizing_rows(missing, table_rows, columns)
+            return cal.sizing_rows(missing, table_rows, columns, warm)
 
         return missing * partition_prior_rows(table_rows, columns)
 

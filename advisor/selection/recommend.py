@@ -88,6 +88,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from advisor.calibration import warmth
 from advisor.errors import BadInput
 from advisor.partition.range_partition import MAX_FRAGMENTS
 from advisor.selection.advice_steps import (
@@ -114,18 +115,11 @@ if TYPE_CHECKING:
 METHODS = ("bootstrap", "clt", "exact")
 
 
-# set once this process has sampled or sized for advice: its imports (z3, the estimators) and the
-# first compilation of its Spark jobs are paid, and later advice does not pay them again
-_advised = False
-
-
 def _note_warmth(rec: dict) -> None:
     """Mark the record ``cold`` when it is the process's first to sample or size (``calibrate``
     predicts advice from warm records when it has them: in an SF1 replay the first
     sizing's rest took 2.9 s and the next 0.5 s, and their median declined three templates)."""
-    global _advised
-    rec["cold"] = not _advised
-    _advised = _advised or any(k in rec["seconds"] for k in ("sampling", "partitions", "oracle"))
+    warmth.note(rec)
 
 
 def validate(strategy: str, sample_rate: float, fragments, method: str) -> str:

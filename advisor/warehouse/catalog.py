@@ -522,6 +522,8 @@ class Catalog:
                 raise BadInput("the batch deletes the same row id more than once")
             deleted = current.join(F.broadcast(del_ids.select(RID)) if n_del_req < 1_000_000
                                    else del_ids.select(RID), RID, "left_semi").select(RID, *cols)
+            if n_del_req <= SMALL_BATCH_ROWS:  # counted, then written: one scan of the table, not two
+                deleted = deleted.localCheckpoint()
             found = deleted.count()
             if found != n_del_req:
                 raise BadInput(f"the batch deletes {n_del_req - found} row id(s) that are not in "

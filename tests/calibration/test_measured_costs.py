@@ -324,3 +324,30 @@ def test_advice_is_predicted_from_warm_records_when_there_are_any(tmp_path):
     assert cannot_pay(T, w, CostParams(), w.sizing_rows(1, T)) is None
     both = (1.1 + 0.3) / 2 + (2.9 + 0.5) / 2  # the median of the two, as before
     assert cannot_pay(T, w, CostParams(), cal.rows(both)) is not None
+
+
+def test_a_warm_process_does_not_charge_a_cold_sizings_one_time_costs(tmp_path):
+    """A replay's first sizing (SF1 top-k): 9.6 s planning, 5.9 s partitions, 72.4 s exact job and 13.5 s
+    more (the process's first view registration).  The planning is sunk when the next template is
+    priced; the rest, measured only cold, is one job's fixed cost to a process that has advised."""
+    store = Store(tmp_path / "wh")
+    for r in (1_000_000, 2_000_000, 4_000_000, 6_000_000, 500_000, 3_000_000):
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": 0.2 + 2.5e-7 * r, "template": "t"})
+    T = 6_000_000.0
+    store.log_run("recommend", "q", {"template": "a", "partitions_built": 1, "captured": {"seconds": 72.4},
+                                     "cold": True, "seconds": {"planning": 9.6, "partitions": 5.9, "exact": 72.4,
+                                                               "total": 101.4}})
+    cal = calibrate(store)
+    assert cal.overhead_cold and cal.overhead_s == [pytest.approx(13.5)]
+    assert cal.sizing_rows(0, T) == pytest.approx(cal.rows(13.5))            # a new (cold) process: as measured
+    assert cal.sizing_rows(0, T, warm=True) == pytest.approx(cal.fixed_rows)  # this process paid them already
+    assert cal.fixed_rows < cal.rows(13.5)
+    w = UseForecast(3, capture_rows=0.3 * T, calibration=cal)
+    assert cannot_pay(T, w, CostParams(), w.sizing_rows(0, T)) is not None
+    assert cannot_pay(T, w, CostParams(), w.sizing_rows(0, T, warm=True)) is None
+    store.log_run("recommend", "q", {"template": "b", "partitions_built": 0, "captured": {"seconds": 3.0},
+                                     "cold": False, "seconds": {"planning": 0.4, "partitions": 0.0, "exact": 3.0,
+                                                               "total": 3.9}})
+    warm = calibrate(store)
+    assert not warm.overhead_cold and warm.overhead_s == [pytest.approx(0.5)]
+    assert warm.sizing_rows(0, T, warm=True) == warm.sizing_rows(0, T) == pytest.approx(warm.rows(0.5))

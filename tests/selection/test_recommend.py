@@ -106,13 +106,12 @@ def test_exact_method_sizes_group_by_candidates_from_one_capture(ctx):
     """method exact: CB-OPT-GB's candidate g is sized by a capture by value; its size equals a
     fragment-id capture's, and the saved sketch is that capture. CB-OPT's pool holds non-group-by
     attributes, which only the estimator sizes: it falls back to sampling."""
-    from advisor.sketch.capture import capture
     from advisor.engine.execute import versions_now
-    from advisor.sketch.lookup import sketch_rows
     from advisor.plan.parse import parse_sql
-    from advisor.warehouse.sketch_records import load_sketch
-
     from advisor.selection.cost_model import CostParams
+    from advisor.sketch.capture import capture
+    from advisor.sketch.lookup import sketch_rows
+    from advisor.warehouse.sketch_records import load_sketch
 
     rec = recommend(ctx, HAVING, "CB-OPT-GB", method="exact", fragments=100, capture=True,
                     params=CostParams(measured=False))  # priors: the go does not depend on earlier tests
@@ -153,12 +152,12 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     whose base files hold about one group each, with a coarse layout (10 groups per file, so every
     layout file holds one of the 20 passing groups), is read from its base files, skipping most
     of their rows, with the plain answer."""
-    from advisor.sketch.capture import capture
-    from advisor.sketch.run import run_query
     from advisor.engine.execute import versions_now
     from advisor.partition.range_partition import load_partition
     from advisor.plan.parse import parse_sql
     from advisor.sketch.apply import layout_pays
+    from advisor.sketch.capture import capture
+    from advisor.sketch.run import run_query
 
     cat = ctx.catalog
     q = parse_sql(HAVING, ctx.schema_lookup())
@@ -222,9 +221,9 @@ def test_a_covariate_prior_is_named_in_the_estimation_notes(ctx, spark):
 def test_the_first_advice_of_a_process_is_marked_cold(ctx, monkeypatch):
     """Only the process's first sampling or sizing is ``cold`` (``calibrate.warm_first``); a
     recommendation that neither samples nor sizes (NO-PS) warms nothing."""
-    import advisor.selection.recommend as r
+    from advisor.calibration import warmth
 
-    monkeypatch.setattr(r, "_advised", False)
+    monkeypatch.setattr(warmth, "_advised", False)
     none = recommend(ctx, HAVING, "NO-PS")
     first = recommend(ctx, HAVING, "CB-OPT-GB", method="exact", fragments=100)
     second = recommend(ctx, HAVING, "CB-OPT-GB", method="exact", fragments=100)

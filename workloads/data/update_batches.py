@@ -32,8 +32,10 @@ def batch_frames(catalog: Catalog, table: str, inserts: int, deletes: int, seed:
         frac = min(1.0, 3.0 * n / max(1, rows) + 0.001)
         return cur.sample(False, frac, seed=s).orderBy(F.rand(s)).limit(n)
 
-    ins = pick(inserts, seed).select(*cols) if inserts else None
-    dels = pick(deletes, seed + 7919).select("_rid") if deletes else None
+    # materialized once: applying a batch counts, checks and writes each frame, and every action on
+    # a lazy sample re-read the whole table
+    ins = pick(inserts, seed).select(*cols).localCheckpoint() if inserts else None
+    dels = pick(deletes, seed + 7919).select("_rid").localCheckpoint() if deletes else None
     return ins, dels
 
 
