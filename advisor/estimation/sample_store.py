@@ -57,7 +57,7 @@ def _draw_locally(catalog: Catalog, table: str, strata: list, version: int) -> b
     """Whether the sample of ``table`` at ``version`` is drawn with pyarrow on the driver: small
     enough, and every stratum column of a type whose Spark label is reproduced."""
 
-    if not LOCAL_DRAW or catalog.store.remote:  # the driver writes the sample file locally
+    if not LOCAL_DRAW or catalog.store.remote:  # on a URI the table's files would reach the driver through py4j
         return False
     v = catalog.version(table, version)
     types = dict(catalog.schema(table))
