@@ -19,12 +19,14 @@ def default_warehouse() -> Path:
 class Context:
     """Holds what a command needs; Spark starts only when something asks for it."""
     def __init__(self, warehouse: Optional[Path | str] = None, master: Optional[str] = None,
-                 conf: Optional[dict] = None, spark=None, log_file: Optional[Path | str] = None):
+                 conf: Optional[dict] = None, spark=None, log_file: Optional[Path | str] = None,
+                 store_dir: Optional[Path | str] = None):
         self.master = master
         self.conf = conf or {}
         self.log_file = log_file  # where the Spark JVM's own output goes (None: the terminal)
         self._spark = spark
-        self.store = Store(warehouse if warehouse else default_warehouse())
+        # ``store_dir``: where the store of a warehouse URI lives (default: ``store.store_dir``)
+        self.store = Store(warehouse if warehouse else default_warehouse(), local_dir=store_dir)
         # the local directory of the store (and of run directories); the warehouse's files live
         # under ``store.root``, the same directory or a Hadoop file system URI
         self.warehouse = self.store.warehouse

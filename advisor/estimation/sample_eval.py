@@ -32,9 +32,11 @@ from sqlglot import exp
 from advisor import memory
 from advisor.caches import BoundedMemo
 from advisor.errors import BadInput, Unsupported
+from advisor.estimation import sample_files
 from advisor.maintain import exprs, relops
 from advisor.maintain.frames import READY_DTYPES, M
 from advisor.plan import ir
+from advisor.warehouse import filesystem
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.value_kinds import kind_of
 
@@ -79,32 +81,38 @@ def prime(path: str, table) -> None:
     """Remember the Arrow ``table`` just written as the sample file under ``path``, so that the
     estimate that drew it reads its rows from memory, not back from the file (~10 ms a query on a
     1M-row table, twice: fragment ids and the query's frame).  Kept only when the file reads back
-    with the very same schema, so the rows are the file's rows in the file's types."""
+    with the very same schema, so the rows are the file's rows in the file's types (samples are
+    drawn on the driver for local warehouses only: ``sample_store``)."""
 
+    if not filesystem.is_local(path):
+        return
     files = sorted(os.listdir(path))
     if len(files) != 1 or not pq.read_schema(os.path.join(path, files[0])).remove_metadata().equals(
             table.schema.remove_metadata()):
         return
-    _DRAWN.put((path, os.path.getmtime(path)), table)
+    _DRAWN.put((path, sample_files.stamp(path)), table)
     memory.relieve()
 
 
 def local_rows(path: str, columns: list) -> pd.DataFrame:
     """The sampled rows (not the reserve) of the stored sample at ``path``: ``_rid`` and ``columns``
     in the engine's nullable dtypes, read with pyarrow (or taken from the table just drawn,
-    ``prime``) and kept in a small in-process LRU."""
+    ``prime``) and kept in a small in-process LRU.  A sample on a Hadoop file system is read
+    through it (``sample_files``), never from the driver's disk."""
 
 
     def read():
         cols = ["_rid"] + sorted(set(columns))
         drawn = _DRAWN.get((path, mtime))
+        if drawn is None and not filesystem.is_local(path):
+            drawn = sample_files.read(path)
         if drawn is not None:
             rows = drawn.filter(drawn.column("_in")) if "_in" in drawn.column_names else drawn
             return to_nullable_pandas(rows.select(cols))
         d = ds.dataset(path, format="parquet")
         return to_nullable_pandas(d.to_table(columns=cols, filter=pc.field("_in") if "_in" in d.schema.names else None))
 
-    mtime = os.path.getmtime(path)
+    mtime = sample_files.stamp(path)
     return _cached(_SAMPLES, (path, mtime, tuple(sorted(set(columns)))), read)
 
 

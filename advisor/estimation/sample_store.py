@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
-from advisor.estimation import sample_eval
+from advisor.estimation import sample_eval, sample_files
 from advisor.warehouse import atomic, filesystem
 from advisor.warehouse.lock import writer_lock
 from estimators.sampling import reservoir_local
@@ -58,7 +57,7 @@ def _draw_locally(catalog: Catalog, table: str, strata: list, version: int) -> b
     """Whether the sample of ``table`` at ``version`` is drawn with pyarrow on the driver: small
     enough, and every stratum column of a type whose Spark label is reproduced."""
 
-    if not LOCAL_DRAW or catalog.store.remote:  # the driver writes the sample file locally
+    if not LOCAL_DRAW or catalog.store.remote:  # on a URI the table's files would reach the driver through py4j
         return False
     v = catalog.version(table, version)
     types = dict(catalog.schema(table))
@@ -107,7 +106,7 @@ def _widen(catalog: Catalog, table: str, version: int, path: str, missing: list)
     caches keyed by it).  The rows, keys and strata do not change."""
 
 
-    old = ds.dataset(path, format="parquet").to_table()
+    old = sample_files.read(path)
     extra = catalog.read_arrow(table, version, missing, with_rid=True)
     at = pc.index_in(old.column("_rid"), value_set=extra.column("_rid").cast(old.schema.field("_rid").type))
     if at.null_count:
@@ -115,8 +114,8 @@ def _widen(catalog: Catalog, table: str, version: int, path: str, missing: list)
     order = [c for c, _ in catalog.schema(table)]
     have = set(old.column_names) | set(missing)
     names = [c for c in order if c in have] + [c for c in old.column_names if c not in order]
-    reservoir_local.write(pa.table({c: (old.column(c) if c in old.column_names else extra.column(c).take(at))
-                                   for c in names}), path)
+    sample_files.write(pa.table({c: (old.column(c) if c in old.column_names else extra.column(c).take(at))
+                                 for c in names}), path)
 
 
 def _stored_columns(catalog: Catalog, table: str, meta: dict) -> set:
@@ -232,7 +231,8 @@ def _maintained(catalog: Catalog, table: str, strata: list, sj: str, theta: floa
     if pm.get("sampler") != SAMPLER or not pm.get("reserve") or not filesystem.exists(prev_path):
         return None
     ins, dels = catalog.delta(table, prev["table_version"], version)
-    got = maintain(catalog.spark, prev_path, ins, dels, strata, theta, seed, str(path))
+    got = maintain(catalog.spark, prev_path, ins, dels, strata, theta, seed, str(path),
+                   read=sample_files.read, write=sample_files.write)
     if got is None:
         return None
     N, n_strata, k = got

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
@@ -61,6 +60,7 @@ from advisor import memory
 from advisor.caches import BoundedMemo
 from advisor.engine.execute import table_view
 from advisor.errors import BadInput
+from advisor.estimation import sample_files
 from advisor.estimation.sample_eval import dimension_frame, local_frame, local_rows
 from advisor.partition.assign_pandas import assign
 from advisor.partition.refine import derive_partition, fine_partition
@@ -176,7 +176,7 @@ def _fragment_ids(path: str, parts: dict):
 
 
 
-    key = (path, os.path.getmtime(path))
+    key = (path, sample_files.stamp(path))
     entry = _FRAGS.pop(key, None) or {"base": None, "cols": {}}
     _FRAGS.put(key, entry)
     need = {k: p for k, p in sorted(parts.items()) if _pkey(p) not in entry["cols"]}
@@ -481,7 +481,7 @@ def _groups_key(shape: Shape, sample: SampleInfo, parts: dict, versions: dict, s
 
     spj = _spj_sql(shape.inner.child, shape.fact.scan_id, "sample",
                    lambda s: f"{s.table}@{versions.get(s.table)}")
-    return (sample.path, os.path.getmtime(sample.path), spj, tuple(shape.keys), tuple(map(tuple, shape.aggs)),
+    return (sample.path, sample_files.stamp(sample.path), spj, tuple(shape.keys), tuple(map(tuple, shape.aggs)),
             tuple(sorted(shape.args.items())), tuple(shape.strata),
             tuple(sorted((str(k), p.table, _pkey(p)) for k, p in parts.items())), settings)
 

@@ -101,6 +101,14 @@ class LocalFS:
             f.flush()
             os.fsync(f.fileno())
 
+    def upload(self, local: str, path) -> None:
+        """Copy the local file or directory tree ``local`` to ``path`` (replacing what is there)."""
+        self.remove(path)
+        if os.path.isdir(local):
+            shutil.copytree(local, local_path(path))
+        else:
+            shutil.copyfile(local, local_path(path))
+
     def stamp(self, path) -> tuple:
         """What changes when the file or directory at ``path`` is replaced (inode, mtime)."""
         st = os.stat(local_path(path))
@@ -179,6 +187,16 @@ class HadoopFS:
             out.hsync() if self.scheme == "hdfs" else out.flush()
         finally:
             out.close()
+
+    def upload(self, local: str, path) -> None:
+        """Copy the local file or directory tree ``local`` to ``path`` (replacing what is there).
+        ``FileUtil.copy`` from a ``java.io.File``: ``copyFromLocalFile`` needs the checksummed local
+        file system, which the session replaces with the raw one (``advisor.engine.session``)."""
+        self.remove(path)
+        jvm = self._jvm
+        if not jvm.org.apache.hadoop.fs.FileUtil.copy(jvm.java.io.File(str(Path(local).absolute())), self._fs,
+                                                      self._p(path), False, self._conf):
+            raise OSError(f"could not copy {local} to {path}")
 
     def stamp(self, path) -> tuple:
         st = self._fs.getFileStatus(self._p(path))

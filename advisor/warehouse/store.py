@@ -105,15 +105,17 @@ class Store:
     new, empty store even where the directory holds warehouse data or a damaged ``advisor.db``
     (which is kept beside it as ``advisor.db.damaged-<time>``)."""
 
-    def __init__(self, warehouse: Path | str, initialise: bool = False, quiet: bool = False):
+    def __init__(self, warehouse: Path | str, initialise: bool = False, quiet: bool = False,
+                 local_dir: Path | str | None = None):
         # ``root``: where the warehouse's files live, what stored places are relative to (``stored``);
-        # ``warehouse``: the local directory of the store and its lock (module docstring)
+        # ``warehouse``: the local directory of the store and its lock (module docstring), for a
+        # URI ``local_dir`` when given (a replay keeps each of its stores in its run directory)
         if filesystem.is_local(warehouse):
             self.warehouse = Path(filesystem.local_path(warehouse))
             self.root = str(self.warehouse.absolute())
         else:
             self.root = str(warehouse).rstrip("/")
-            self.warehouse = store_dir(self.root)
+            self.warehouse = Path(local_dir) if local_dir is not None else store_dir(self.root)
         self.remote = not filesystem.is_local(self.root)
         self.warehouse.mkdir(parents=True, exist_ok=True)
         self.path = self.warehouse / "advisor.db"

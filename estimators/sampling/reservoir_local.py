@@ -177,9 +177,8 @@ def write(sample_table, path: str) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     try:
-        int96 = any(pa.types.is_timestamp(f.type) and f.type.unit == "ns" for f in sample_table.schema)
-        pq.write_table(sample_table.replace_schema_metadata(None), os.path.join(tmp, "part-0.parquet"),
-                       use_deprecated_int96_timestamps=int96, compression="none", use_dictionary=False)
+        table, options = file_options(sample_table)
+        pq.write_table(table, os.path.join(tmp, "part-0.parquet"), **options)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # the stored sample is untouched; drop the attempt
         raise
@@ -187,3 +186,11 @@ def write(sample_table, path: str) -> None:
         os.replace(path, old)
     os.replace(tmp, path)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def file_options(sample_table) -> tuple:
+    """The sample as its file holds it (without the table's Spark schema) and pyarrow's options for
+    writing it (``write``'s docstring says why each)."""
+    int96 = any(pa.types.is_timestamp(f.type) and f.type.unit == "ns" for f in sample_table.schema)
+    return sample_table.replace_schema_metadata(None), {"use_deprecated_int96_timestamps": int96,
+                                                        "compression": "none", "use_dictionary": False}

@@ -39,16 +39,21 @@ def _delta_arrow(df, strata: Sequence[str], seed: int, id_col: str, id_type, col
     return df.select(*cols).toArrow()
 
 
+def _read_local(path: str):
+    return ds.dataset(path, format="parquet").to_table()
+
+
 def maintain(spark, old_path: str, ins, dels, strata: Sequence[str], theta: float, seed: int, out_path: str,
-             id_col: str = "_rid"):
+             id_col: str = "_rid", read=_read_local, write=write):
     """Write the maintained sample to ``out_path`` (one Parquet file) and return (population, strata,
     sample size), or return None when a fresh draw is needed.
 
     ``old_path``: the stored sample (with ``_n_g``, ``_stratum``, ``_key``, ``_in``); ``ins`` / ``dels``:
     Spark DataFrames of the net inserted and deleted rows between the two versions (table columns and
-    ``id_col``)."""
+    ``id_col``).  ``read(path)`` / ``write(table, path)`` read and replace a sample directory on the
+    driver (default: local paths; the warehouse passes its own file system's)."""
 
-    old = ds.dataset(old_path, format="parquet").to_table()
+    old = read(old_path)
     sdf = spark.read.parquet(old_path).limit(0)
     id_type = sdf.schema[id_col].dataType
     keep_cols = [c for c in old.column_names if c not in ("_n_g", "_in")]

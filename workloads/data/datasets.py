@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 
 from advisor.errors import BadInput
+from advisor.warehouse import filesystem, stored_paths
 from advisor.warehouse.atomic import tmp_name
 from advisor.warehouse.sketch_records import latest_versions
 from workloads.data import tpch
@@ -47,11 +48,28 @@ def replaced(catalog: Catalog, name: str, tables: list[str] | None = None) -> li
 
 
 def _load_parquet_files(catalog: Catalog, files: dict[str, str], dataset: str) -> dict[str, int]:
-    out = {}
-    for name, path in sorted(files.items()):
-        v = catalog.create_table(name, catalog.spark.read.parquet(path), dataset)
-        out[name] = v.rows
-    return out
+    """Store the staged Parquet ``files`` ({table: driver-local path}) as version 1 of each table.
+    Spark's executors read them: with a warehouse on a Hadoop file system they are first copied
+    below its URI (a cluster's executors do not see the driver's disk), and removed afterwards."""
+    store = catalog.store
+    upload = None
+    if store.remote:
+        upload = stored_paths.join(store.root, tmp_name("staging"))
+        fs = filesystem.for_path(upload, catalog.spark)
+        fs.mkdirs(upload)
+    try:
+        out = {}
+        for name, path in sorted(files.items()):
+            if upload is not None:
+                at = f"{upload}/{name}"
+                fs.upload(path, at)
+                path = at
+            v = catalog.create_table(name, catalog.spark.read.parquet(path), dataset)
+            out[name] = v.rows
+        return out
+    finally:
+        if upload is not None:
+            fs.remove(upload)
 
 
 def load_dataset(catalog: Catalog, name: str, sf: float = 0.1, rows: int = 100_000, seed: int = 7,

@@ -60,6 +60,7 @@ from workloads.data.external import vega_file
 from workloads.data.update_batches import batch_frames
 from workloads.replay.heap_release import HeapKeeper
 from workloads.replay.lockstep import Gate, available_bytes, memory_warning, run_lockstep
+from workloads.replay.run_places import RunPlaces
 from workloads.replay.run_summary import summarize
 from workloads.replay.step_list import plan_steps
 from workloads.replay.strategy_pass import ReplayLog, ReplayState, replay_strategy
@@ -92,9 +93,9 @@ def environment(spark) -> dict:
             "master": spark.sparkContext.master, "started": _now(), "finished": None}
 
 
-def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
+def prepare(ctx_factory: RunPlaces, wl: Workload, run_dir: Path, progress) -> dict:
     """Load data, build layouts and table statistics, draw the steps, apply every batch; returns (and
-    writes) plan.json."""
+    writes) plan.json.  ``ctx_factory`` makes the contexts over the run's warehouses (``run_places``)."""
 
     plan_path = run_dir / "plan.json"
     if plan_path.exists():
@@ -115,8 +116,8 @@ def prepare(ctx_factory, wl: Workload, run_dir: Path, progress) -> dict:
         _write_json(plan_path, plan)
         return plan
     wh = run_dir / "warehouse"
-    if wh.exists():  # an interrupted preparation: start it over
-        shutil.rmtree(wh)
+    ctx_factory.remove_all()  # an interrupted preparation: start it over
+    ctx_factory.remove(wh)
     ctx = ctx_factory(wh)
     cat = ctx.catalog
     secs, datasets = {}, []
@@ -345,17 +346,12 @@ def replay_isolated(options: dict, workload_path: str, strategies: list[str] | N
 PREPARE_ONLY = "ADVISOR_REPLAY_PREPARE_ONLY"  # set by ``replay_isolated`` for its preparing child
 
 
-def _contexts(spark):
-    """Factory of contexts over warehouse directories, all on one SparkSession."""
-    return lambda wh: Context(warehouse=wh, spark=spark)
-
-
 def prepare_run(ctx: Context, workload_path: str, out: str) -> None:
     """Prepare the run directory (data, layouts, statistics, probe, plan) and stop."""
     wl = load_workload(workload_path)
     run_dir = Path(out).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    prepare(_contexts(ctx.spark), wl, run_dir, lambda msg: print(f"preparing: {msg}", file=sys.stderr, flush=True))
+    prepare(RunPlaces.of(ctx, run_dir), wl, run_dir, lambda msg: print(f"preparing: {msg}", file=sys.stderr, flush=True))
 
 
 def replay(ctx: Context, workload_path: str, strategies: list[str] | None = None, out: str | None = None,
@@ -369,7 +365,7 @@ def replay(ctx: Context, workload_path: str, strategies: list[str] | None = None
     strats = _checked_strategies(wl, strategies)
     run_dir = _run_directory(ctx, wl, out, fresh)
     spark = ctx.spark
-    factory = _contexts(spark)
+    factory = RunPlaces.of(ctx, run_dir)
     gate = Gate.from_env()  # a child of ``replay_isolated``: wait for the parent before every step
     keeper = HeapKeeper(spark) if gate is not None else None  # gives idle heap back when memory is short
     prog = _Progress(console, strats, quiet or gate is not None)
@@ -401,8 +397,11 @@ def _checked_strategies(wl: Workload, strategies: list[str] | None) -> list[str]
 
 
 def _run_directory(ctx: Context, wl: Workload, out: str | None, fresh: bool) -> Path:
-    """The run directory (``out``, else the warehouse's runs/NAME), emptied first when ``fresh``."""
+    """The run directory (``out``, else the warehouse's runs/NAME), emptied first when ``fresh`` (with
+    its files below a warehouse URI, ``run_places``)."""
     run_dir = Path(out or (ctx.warehouse / "runs" / wl.name)).resolve()
+    if fresh:
+        RunPlaces.of(ctx, run_dir).remove_all()
     if fresh and run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from advisor.warehouse.catalog import Catalog
 from workloads.replay import strategy_step as replay_steps
 from workloads.replay.heap_release import HeapKeeper
 from workloads.replay.lockstep import Gate
+from workloads.replay.run_places import RunPlaces
 from workloads.replay.warmup import ROUTINES, clone_store, warm_up
 from workloads.replay.workload_file import Workload
 
@@ -63,7 +63,7 @@ class ReplayState:
     wl: Workload
     plan: dict
     run_dir: Path
-    factory: Callable[[Path], Context]
+    factory: RunPlaces
     gate: Optional[Gate]
     keeper: Optional[HeapKeeper]
     note: Callable[[str], None]
@@ -84,7 +84,8 @@ def replay_strategy(st: ReplayState, s: str) -> None:
     sdir = st.run_dir / "strategies" / s
     st.resumed = any(k[0] == s for k in st.log.done)
     _restore_checkpoint(st, s, sdir)
-    clone_store(st.run_dir / "warehouse" / "advisor.db", sdir)
+    data = st.run_dir / "warehouse"
+    clone_store(data / "advisor.db", sdir, st.factory.root(data))
     if st.wl.warmup and any((s, step["step"]) not in st.log.done for step in st.plan["steps"]):
         _warm_up(st, s)
     sctx, cat = _open_store(st, sdir)
@@ -178,9 +179,7 @@ def _restore_checkpoint(st: ReplayState, s: str, sdir: Path) -> None:
     if last is not None and (cp is None or not cp.exists()):
         return  # a run directory of an older version: continue with the store as it is
     if cp is None:  # nothing logged: start from a fresh clone, without the cut step's files
-        for d in ("tables", "states"):
-            shutil.rmtree(sdir / d, ignore_errors=True)
-        (sdir / "advisor.db").unlink()
+        st.factory.remove(sdir)
         return
     tmp = sdir / atomic.tmp_name("restore")
     src, dst = sqlite3.connect(cp), sqlite3.connect(tmp)

@@ -46,17 +46,19 @@ def forget_caches() -> int:
 
 def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
     """Run the warm-up for ``strategy``'s process (module docstring); returns the record to log:
-    {steps, seconds}.  ``factory(dir)`` makes a context over a warehouse directory."""
+    {steps, seconds}.  ``factory`` makes the contexts over the run's warehouses (``run_places``)."""
 
 
     steps = plan["steps"][:wl.warmup]
     quiet = dataclasses.replace(wl, measure_recapture=False)
     root = run_dir / "warmup" / strategy
-    shutil.rmtree(root, ignore_errors=True)
+    for routine in ROUTINES:
+        factory.remove(root / routine)
+    data = run_dir / "warehouse"
     t0 = time.perf_counter()
     try:
         for routine in ROUTINES:
-            clone_store(run_dir / "warehouse" / "advisor.db", root / routine)
+            clone_store(data / "advisor.db", root / routine, factory.root(data))
             ctx = factory(root / routine)
             cat = ctx.catalog
             try:
@@ -75,15 +77,17 @@ def warm_up(factory, run_dir: Path, plan: dict, wl, strategy: str) -> dict:
                 ctx.store.close()
     finally:
         forget_caches()
+        for routine in ROUTINES:
+            factory.remove(root / routine)
         shutil.rmtree(root, ignore_errors=True)
         if root.parent.is_dir() and not any(root.parent.iterdir()):
             root.parent.rmdir()  # the last process to warm up leaves no empty directory behind
     return {"steps": len(steps), "seconds": round(time.perf_counter() - t0, 4)}
 
 
-def clone_store(src: Path, dst_dir: Path) -> None:
+def clone_store(src: Path, dst_dir: Path, root: str) -> None:
     """Copy the data warehouse's SQLite file into a strategy's directory (online backup, atomic), its
-    places anchored to the warehouse's directory (``stored_paths.anchor``)."""
+    places anchored to ``root``, where the data warehouse's files live (``stored_paths.anchor``)."""
     dst_dir.mkdir(parents=True, exist_ok=True)
     final = dst_dir / "advisor.db"
     if final.exists():
@@ -92,7 +96,7 @@ def clone_store(src: Path, dst_dir: Path) -> None:
     a, b = sqlite3.connect(src), sqlite3.connect(tmp, isolation_level=None)
     try:
         a.backup(b)
-        anchor(b, str(src.parent.absolute()))  # the clone reads the warehouse's files where they are
+        anchor(b, root)  # the clone reads the warehouse's files where they are
     finally:
         a.close()
         b.close()
