@@ -13,12 +13,12 @@ HAVING / top-k / nested shape (``analyze``), or ``CannotEstimate`` with the part
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from sqlglot import exp
 
+from advisor.estimation.semi_join_bound import NoBound, subquery_bound
 from advisor.plan import ir
 from advisor.plan.to_sql import esql
 from estimators.aggregates import And, Cmp, Not, Or, agg_name
@@ -50,6 +50,7 @@ class Shape:
     fact_cols: dict = field(default_factory=dict)  # base column -> internal name in the fact scan
     relevant: set = field(default_factory=set)     # base columns used by keys, filters, joins, args
     agg_inputs: set = field(default_factory=set)   # base columns feeding aggregate arguments
+    bound: Optional[str] = None   # set when the shape is a semi-join subquery's whose sketch bounds the query's
 
     def read_columns(self) -> list:
         """Base columns of the sampled table the aggregation's input reads: keys, arguments,
@@ -57,7 +58,7 @@ class Shape:
         base = {c.name: c.source for c in self.fact.cols}
         refs = set(self.inner.keys) | {c for a in self.inner.aggs for c in ir.referenced(a.arg)}
         for n in self.inner.child.walk():
-            if isinstance(n, (ir.Select, ir.Join)):
+            if isinstance(n, (ir.Select, ir.Join, ir.SemiJoin, ir.AntiJoin)):
                 refs |= ir.referenced(n.cond)
             elif isinstance(n, ir.Project):
                 refs |= {c for e, _ in n.items for c in ir.referenced(e)}
@@ -139,6 +140,12 @@ def _conds(chain: list, names: dict):
 def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
     """Find the innermost aggregation, the table to sample and the HAVING/top-k/nested structure."""
     aggs, inner = _innermost_aggregation(query)
+    sub = _semi_join_subquery(query, inner)
+    if sub is not None:
+        shape = analyze(sub, rows_of)
+        shape.bound = (f"the IN subquery's sketch on {shape.fact.table} bounds the query's (its other reads of "
+                       f"{shape.fact.table} are joined on the subquery's key): sizes are upper bounds")
+        return shape
     fact = _fact_scan(inner, rows_of)
     path = _path(query.root, inner)[:-1][::-1]  # nodes above `inner`, bottom-up
     args, est_aggs, names = _inner_aggregates(inner)
@@ -154,6 +161,15 @@ def analyze(query: ir.Query, rows_of: Callable[[str], int]) -> Shape:
     return shape
 
 
+def _semi_join_subquery(query: ir.Query, inner: ir.Aggregate) -> Optional[ir.Query]:
+    """The semi-join subquery holding ``inner`` as a query of its own when its sketch bounds the
+    query's (``semi_join_bound``); None when ``inner`` is in no subquery's right side."""
+    try:
+        return subquery_bound(query, _path(query.root, inner))
+    except NoBound as e:
+        raise CannotEstimate(str(e)) from None
+
+
 def _innermost_aggregation(query: ir.Query) -> tuple[list, ir.Aggregate]:
     """The query's aggregations and the innermost one, which must read only scans, filters, joins
     and projections; CannotEstimate for anything else."""
@@ -167,19 +183,46 @@ def _innermost_aggregation(query: ir.Query) -> tuple[list, ir.Aggregate]:
     if len(aggs) > 2 or len(inner_l) != 1:
         raise CannotEstimate("more than one aggregation per level or more than two levels")
     inner = inner_l[0]
-    for n in inner.child.walk():
-        if not isinstance(n, (ir.Scan, ir.Select, ir.Join, ir.Project)):
+    for n in spine(inner.child):
+        if not isinstance(n, (ir.Scan, ir.Select, ir.Join, ir.Project, ir.SemiJoin, ir.AntiJoin)):
             raise CannotEstimate(f"{type(n).__name__} below the aggregation is not supported")
+    for side in filter_sides(inner.child):
+        for n in side.walk():
+            if not isinstance(n, (ir.Scan, ir.Select, ir.Join, ir.Project, ir.Distinct)):
+                raise CannotEstimate(f"{type(n).__name__} in an EXISTS / IN subquery below the aggregation "
+                                     "is not supported")
     return aggs, inner
 
 
+def spine(node: ir.Node):
+    """``node``'s subtree without the right sides of its semi- and anti-joins (the rows that reach
+    the aggregation come from these nodes' scans; the right sides only filter them)."""
+    yield node
+    for c in ([node.left] if isinstance(node, (ir.SemiJoin, ir.AntiJoin)) else node.children):
+        yield from spine(c)
+
+
+def filter_sides(node: ir.Node) -> list:
+    """The right sides of the semi- and anti-joins on ``node``'s spine."""
+    return [n.right for n in spine(node) if isinstance(n, (ir.SemiJoin, ir.AntiJoin))]
+
+
 def _fact_scan(inner: ir.Aggregate, rows_of: Callable[[str], int]) -> ir.Scan:
-    """The scan of the largest table below the aggregation (the one to sample), read only once."""
-    scans = [n for n in inner.child.walk() if isinstance(n, ir.Scan)]
+    """The scan of the largest table below the aggregation (the one to sample), read only once.  The
+    right side of a semi- or anti-join below it (EXISTS / IN / NOT EXISTS / NOT IN) is evaluated in
+    full against the sample, as joined tables are, so it may not read the sampled table nor a larger
+    one (the estimate would cost more than the query)."""
+    scans = [n for n in spine(inner.child) if isinstance(n, ir.Scan)]
     fact_table = max(sorted({s.table for s in scans}), key=rows_of)
     facts = [s for s in scans if s.table == fact_table]
     if len(facts) > 1:
         raise CannotEstimate(f"{fact_table} is read more than once below the aggregation")
+    for side in filter_sides(inner.child):
+        for t in sorted({n.table for n in side.walk() if isinstance(n, ir.Scan)}):
+            if t == fact_table or rows_of(t) > rows_of(fact_table):
+                raise CannotEstimate(f"an EXISTS / IN subquery below the aggregation reads {t}, "
+                                     f"{'the sampled table' if t == fact_table else 'larger than the sampled ' + fact_table}"
+                                     ": it is not evaluated in full for an estimate")
     return facts[0]
 
 
@@ -206,7 +249,7 @@ def _groupby_shape(inner: ir.Aggregate, fact: ir.Scan, est_aggs: list, args: dic
     base = {c.name: c.source for c in fact.cols}
     used = set(inner.keys) | {c for a in inner.aggs for c in ir.referenced(a.arg)}
     for n in inner.child.walk():
-        if isinstance(n, (ir.Select, ir.Join)):
+        if isinstance(n, (ir.Select, ir.Join, ir.SemiJoin, ir.AntiJoin)):
             used |= ir.referenced(n.cond)
     keys_base = [base[k] for k in inner.keys if k in base]
     return Shape("groupby", inner, fact, list(inner.keys), sorted(keys_base), est_aggs, args,

@@ -65,7 +65,7 @@ from advisor.estimation.sample_eval import dimension_frame, local_frame, local_r
 from advisor.partition.assign_pandas import assign
 from advisor.partition.refine import derive_partition, fine_partition
 from advisor.plan import ir
-from advisor.plan.to_sql import esql, q
+from advisor.plan.to_sql import Gen, Source, esql, gen, q
 from estimators import prefetch
 from estimators.aggregates import BLOCK_CELLS, estimate_groups
 from estimators.nested import estimate_nested
@@ -138,7 +138,8 @@ class Estimation:
 
 
 def _spj_sql(node: ir.Node, fact_id: int, fact_view: str, other: Callable[[ir.Scan], str]) -> str:
-    """SQL for a Scan/Select/Join/Project subtree; the fact scan reads the sample and carries its id."""
+    """SQL for a Scan/Select/Join/Project subtree (semi- and anti-joins with their right sides read
+    in full); the fact scan reads the sample and carries its id."""
     if isinstance(node, ir.Scan):
         items = [f"{q(c.source)} AS {q(c.name)}" for c in node.cols]
         if node.scan_id == fact_id:
@@ -151,6 +152,11 @@ def _spj_sql(node: ir.Node, fact_id: int, fact_view: str, other: Callable[[ir.Sc
         r_sql = _spj_sql(node.right, fact_id, fact_view, other)
         on = f" ON {esql(node.cond)}" if node.cond is not None else ""
         return f"SELECT * FROM ({l_sql}) l {'JOIN' if on else 'CROSS JOIN'} ({r_sql}) r{on}"
+    if isinstance(node, (ir.SemiJoin, ir.AntiJoin)):  # the right side in full (``query_shape._fact_scan``)
+        l_sql = _spj_sql(node.left, fact_id, fact_view, other)
+        r_sql, _ = gen(node.right, Gen(lambda s: Source(other(s))))
+        kw = "LEFT SEMI JOIN" if isinstance(node, ir.SemiJoin) else "LEFT ANTI JOIN"
+        return f"SELECT * FROM ({l_sql}) l {kw} ({r_sql}) r ON {esql(node.cond)}"
     items = [f"{esql(e)} AS {q(c.name)}" for e, c in node.items]
     if any(isinstance(m, ir.Scan) and m.scan_id == fact_id for m in node.walk()):
         items.append(SID)
@@ -323,7 +329,7 @@ def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, se
     parts = _build_partitions(r)
     g = _estimate_groups(r, sample, parts)
     t0 = time.perf_counter()
-    notes = _notes(sample, g.prior, shrink)
+    notes = _notes(sample, g.prior, shrink) + ([shape.bound] if shape.bound else [])
     sizes = _size_candidates(r, parts, g, _group_rate(shape, sample.meta))
     r.secs["sizes"] = time.perf_counter() - t0
     pair_sizes = _pair_sizes(g.pdf, g.fcols, sizes, parts, pairs(sizes)) if pairs else {}

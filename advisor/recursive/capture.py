@@ -13,7 +13,7 @@ from advisor.errors import BadInput
 from advisor.layout.registry import find_layout
 from advisor.partition.range_partition import RangePartition, build_partition, find_partition, fragment_ids
 from advisor.recursive.maintain import BatchResult, Policy, RecursiveState
-from advisor.sketch.apply import block_condition, layout_pays, layout_view, range_condition
+from advisor.sketch.apply import layout_condition, layout_pays, layout_view, range_condition
 from advisor.warehouse.table_files import RID
 
 DEFAULT_FRAGMENTS = 100
@@ -54,7 +54,7 @@ class RecursiveSketch:
         if lay is not None and layout_pays(
             catalog, self.shape.table, self.attr, self.version, self.part, self.fragments
         ):
-            cond = block_condition(lay, self.part, self.fragments) or self.condition()
+            cond = layout_condition(catalog, lay, self.version, self.part, self.fragments, self.condition())
             return layout_view(catalog, lay, self.version), cond
         return table_view(catalog, self.shape.table, self.version), self.condition()
 

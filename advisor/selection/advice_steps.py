@@ -139,8 +139,9 @@ def plan_candidates(a: Advice) -> None:
 
 def predict_reuse(a: Advice) -> None:
     """The template's predicted reuse and the measured costs the cost model weighs it with."""
-    w = a.workload = predict_workload(a.ctx.store, a.q, a.table, a.params, upto=a.versions[a.table],
-                                      table_rows=a.table_rows)
+    w = a.workload = replace(predict_workload(a.ctx.store, a.q, a.table, a.params, upto=a.versions[a.table],
+                                              table_rows=a.table_rows),
+                             reads=sum(s.table == a.table for s in a.q.scans()))
     a.rec["template"] = a.q.template
     a.rec["workload"] = {"predicted_reuses": w.reuses, "updates_per_use": w.updates_per_use, "steps_per_use": w.steps,
                          "scan_rows_per_s": w.scan_rate, "fixed_rows": w.fixed_rows,

@@ -25,6 +25,7 @@ from advisor.maintain.spark.service import maintain_sketch
 from advisor.partition.range_partition import load_partition
 from advisor.partition.refine import store_partition
 from advisor.safety.static_check import check_safety
+from advisor.selection.candidates import every_read
 from advisor.sketch.apply import range_condition
 from advisor.sketch.capture import capture_batch, sketch_attrs
 from advisor.sketch.lookup import companions, usable_sketches
@@ -71,7 +72,7 @@ def pair_candidates(cat: Catalog, q, shape, versions: dict, est, by: dict, units
         a, b = key.split("&")
         ca, cb = by[a], by[b]
         if key not in out:
-            v = check_safety(q.root, {shape.fact_cols[a], shape.fact_cols[b]}, stats, per_scan_max=2)
+            v = check_safety(q.root, every_read(q, table, a) | every_read(q, table, b), stats, per_scan_max=2)
             out[key] = Candidate(table, key, bool(v.safe), v.reason, min(ca.ndv, cb.ndv), ca.roles & cb.roles,
                                  attrs=(a, b))
         c = out[key]

@@ -45,13 +45,19 @@ def enumerate_candidates(catalog: Catalog, query, shape, versions: dict) -> list
     for col in candidate_columns(catalog, table):
         if col not in shape.fact_cols or col not in ndvs:
             continue
-        v = check_safety(query.root, {shape.fact_cols[col]}, stats)
+        v = check_safety(query.root, every_read(query, table, col), stats)
         # a join key that decides the groups keeps them whole, as a group-by attribute does
         gb = shape.determined(col) or deps.decides(shape.fact_cols[col], shape.keys)
         roles = {r for r, hit in (("gb", gb), ("rel", col in shape.relevant),
                                   ("agg", col in shape.agg_inputs), ("pk", col in pk)) if hit}
         out.append(Candidate(table, col, bool(v.safe), v.reason, ndvs[col], frozenset(roles)))
     return out + dim_candidates(catalog, query, shape, versions, stats)
+
+
+def every_read(query, table: str, col: str) -> set:
+    """The internal names of ``col`` in every access of ``table``: a sketch filters them all, so its
+    safety is proven over all of them (a semi-join subquery may read the sampled table again)."""
+    return {c.name for s in query.scans() if s.table == table for c in s.cols if c.source == col}
 
 
 def unique_columns(catalog: Catalog, query, versions: dict) -> dict:

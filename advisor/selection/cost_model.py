@@ -116,6 +116,8 @@ class UseForecast:
     calibration: object = None          # the ``advisor.calibration.measured_costs.Calibration`` behind the figures
     steps_per_use: float | None = None  # maintenance steps per use under the policy; None: one per batch
     state_buyable: bool = True          # operator state may be bought (``maintain.rent.too_big``: not too many groups)
+    reads: int = 1                      # accesses of the sampled table per run (Q18 reads lineitem twice): the
+                                        # sketch filters each, so a use saves and a capture reads that many scans
 
     @property
     def steps(self) -> float:
@@ -193,13 +195,14 @@ class Decision:
 
 def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostParams,
          job_rows: float | None = None, joined_rows: float = 0.0, sketches: int = 1,
-         layout_rows: float = 0.0) -> Costing:
+         layout_rows: float = 0.0, reads: int = 1) -> Costing:
     """Net benefit of capturing a sketch of size ``s`` and using it ``w.reuses`` times.  ``job_rows``
     (default: the table's rows) prices the capture and maintenance priors: a sketch of a joined
     dimension saves rows of that table but is captured and maintained with the whole query.
     ``joined_rows``: the fact rows such a sketch keeps out of the join (``join_share`` of their cost).
     ``sketches``: stored sketches behind the candidate (2 for a pair), each captured and maintained.
-    ``layout_rows``: this template's share of building the layout the sketch needs to skip."""
+    ``layout_rows``: this template's share of building the layout the sketch needs to skip.
+    ``reads``: the query's accesses of the sketched table, each filtered by the sketch."""
     T = float(table_rows)
     J = float(job_rows) if job_rows else T
     f = max(0.0, s.fragments)
@@ -207,7 +210,7 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
     capture = capture_rows(J, w, p)
     charged = 0.0 if w.capture_sunk else sketches * capture  # exact sizing captured it already: sunk
     read = s.sel if s.read is None else s.read
-    saving = (1.0 - read) * (T + p.join_share * joined_rows)
+    saving = (1.0 - read) * (reads * T + p.join_share * joined_rows)
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
     maint = sketches * w.steps * maintenance_per_update(J, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - charged - layout_rows
@@ -233,7 +236,7 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
 
 def capture_rows(T: float, w: UseForecast, p: CostParams) -> float:
     """One capture: as measured for the template, else an instrumented run plus a job's fixed cost."""
-    return w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T + w.fixed_rows
+    return w.capture_rows if w.capture_rows is not None else (1.0 + p.instr_overhead) * T * w.reads + w.fixed_rows
 
 
 def incremental_step_rows(T: float, w: UseForecast, p: CostParams) -> float:
@@ -274,14 +277,14 @@ def cannot_pay(T: float, w: UseForecast, p: CostParams, advice_rows: float | Non
     capture = capture_rows(T, w, p)
     maint = w.steps * maintenance_floor(T, capture, w, p)
     if advice_captures:
-        best = w.reuses * (T - maint) - max(capture, advice_rows or 0.0)
+        best = w.reuses * (w.reads * T - maint) - max(capture, advice_rows or 0.0)
     else:
-        best = w.reuses * (T - maint) - capture - (advice_rows or 0.0)
+        best = w.reuses * (w.reads * T - maint) - capture - (advice_rows or 0.0)
     if best > 0:
         return None
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     return (f"no-go before sampling: even a sketch that skips every row would save at most "
-            f"{scans(w.reuses * T):.2f} scans over {w.reuses:g} predicted use(s), against capture "
+            f"{scans(w.reuses * w.reads * T):.2f} scans over {w.reuses:g} predicted use(s), against capture "
             f"{scans(capture):.2f} + maintenance {scans(w.reuses * maint):.2f} + estimation "
             f"{scans(advice_rows or 0.0):.2f} (measured costs, else priors; one job's fixed cost = "
             f"{scans(w.fixed_rows):.2f} scans)")
@@ -289,9 +292,10 @@ def cannot_pay(T: float, w: UseForecast, p: CostParams, advice_rows: float | Non
 
 def best_granularity(sizes: dict, attr: str, table_rows: float, w: UseForecast, p: CostParams,
                      fragments: Optional[int] = None, job_rows: float | None = None,
-                     joined_rows: float = 0.0, sketches: int = 1, layout_rows: float = 0.0) -> Optional[Costing]:
+                     joined_rows: float = 0.0, sketches: int = 1, layout_rows: float = 0.0,
+                     reads: int = 1) -> Optional[Costing]:
     """The granularity with the largest net benefit (or the one fixed by ``fragments``)."""
-    opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows, sketches, layout_rows)
+    opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows, sketches, layout_rows, reads)
             for n, s in sorted(sizes.items())
             if fragments in (None, n)]
     return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
@@ -300,11 +304,12 @@ def best_granularity(sizes: dict, attr: str, table_rows: float, w: UseForecast, 
 def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: UseForecast, p: CostParams,
                       fragments: Optional[int] = None) -> Optional[Costing]:
     """``best_granularity`` for candidate ``c`` over ``sizes``: its own table's rows, the sampled
-    table's rows (``table_rows``) for capture and maintenance, and for a joined table's column the
-    fact rows it keeps out of the join."""
+    table's rows (``table_rows``) for capture and maintenance, for a joined table's column the
+    fact rows it keeps out of the join, and for the sampled table's column every access of it."""
     return best_granularity(sizes, c.attr, c.rows or table_rows, w, p, fragments, job_rows=table_rows,
                             joined_rows=table_rows if c.dim else 0.0, sketches=2 if c.attrs else 1,
-                            layout_rows=c.layout["share_rows"] if c.layout else 0.0)
+                            layout_rows=c.layout["share_rows"] if c.layout else 0.0,
+                            reads=1 if c.dim else w.reads)
 
 
 def granularities_for(ndv: int, grans: tuple, strict: bool = False) -> tuple:
