@@ -15,7 +15,9 @@ settings.load_profile("advisor")
 def spark():
     from advisor.engine.session import build_session
 
-    s = build_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g"},
+    # Delta Lake rebuilds a table's snapshot in 50 tasks unless told otherwise; test tables are tiny
+    s = build_session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "2g",
+                                   "spark.databricks.delta.snapshotPartitions": "2"},
                       app_name="advisor-tests")
     yield s
     s.stop()

@@ -24,7 +24,8 @@ KILLED = -9
 
 def run_child(argv: list[str], env: dict | None = None, moments_file: Path | None = None, wait: bool = True):
     """Run ``advisor ARGV`` in a forked child; returns its exit code (``KILLED`` when SIGKILLed), or
-    its pid when ``wait`` is false.  ``moments_file`` receives the crash points it passed."""
+    its pid when ``wait`` is false.  ``moments_file`` receives the names of the crash points it
+    passed, one a line, each written before the point acts (a run killed at a point lists it last)."""
     pid = os.fork()
     if pid == 0:  # the child: the CLI as a process runs it, then what its exit would do
         code = 1
@@ -36,19 +37,36 @@ def run_child(argv: list[str], env: dict | None = None, moments_file: Path | Non
 
             state_store._cache.clear()  # a CLI process starts with no operator state in memory
             atomic._counts.clear()  # ... and has passed no crash moment yet
+            if moments_file is not None:
+                _record_moments(atomic, moments_file)
             try:
                 main(argv)
                 code = 0
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             state_store.flush()  # the CLI's exit hook
-            if moments_file is not None:
-                moments_file.write_text(str(atomic.moments()))
         except BaseException:  # noqa: BLE001 - reported by the exit code
             traceback.print_exc()
         finally:
             os._exit(code)
     return wait_child(pid) if wait else pid
+
+
+def _record_moments(atomic, moments_file: Path) -> None:
+    """In a child: every crash point appends its name to ``moments_file`` before it acts."""
+    moments_file.write_text("")
+    point = atomic.crash_point
+
+    def recorded(name: str) -> None:
+        with open(moments_file, "a") as f:
+            f.write(name + "\n")
+        point(name)
+    atomic.crash_point = recorded
+
+
+def read_moments(moments_file: Path) -> list[str]:
+    """The crash points a child passed, in order (``run_child``'s ``moments_file``)."""
+    return moments_file.read_text().splitlines() if moments_file.exists() else []
 
 
 def wait_child(pid: int) -> int:

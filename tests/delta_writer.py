@@ -18,6 +18,8 @@ from advisor.engine.packages import jar_conf
 
 def main(pairs: list[tuple[str, str]]) -> None:
     b = SparkSession.builder.master("local[1]").appName("plain-writer").config("spark.ui.enabled", "false")
+    # small tables: a MERGE's or UPDATE's shuffles and a snapshot's state in a few tasks, not 200 or 50
+    b = b.config("spark.sql.shuffle.partitions", "4").config("spark.databricks.delta.snapshotPartitions", "2")
     for k, v in jar_conf().items():  # the Delta jars and its session extension, nothing of the advisor's
         b = b.config(k, v)
     s = b.getOrCreate()

@@ -85,11 +85,13 @@ def test_a_state_put_over_budget_leaves_the_cache_empty(monkeypatch):
     a state put into the in-process cache is dropped again at once."""
     from advisor.maintain.spark import state_store as states
 
-    monkeypatch.setenv(memory.ENV, "1")
-    states._cache.clear()
-    states._put(("w", 1), object(), 10)
-    assert not states._cache
-    monkeypatch.setenv(memory.ENV, str(1 << 20))  # a terabyte: nothing to relieve
-    states._put(("w", 2), object(), 10)
-    assert list(states._cache) == [("w", 2)]
-    states._cache.clear()
+    with caches.isolated():  # the valve sees the state cache alone, not the process's other memos
+        caches.register(states._cache)
+        monkeypatch.setenv(memory.ENV, "1")
+        states._cache.clear()
+        states._put(("w", 1), object(), 10)
+        assert not states._cache
+        monkeypatch.setenv(memory.ENV, str(1 << 20))  # a terabyte: nothing to relieve
+        states._put(("w", 2), object(), 10)
+        assert list(states._cache) == [("w", 2)]
+        states._cache.clear()

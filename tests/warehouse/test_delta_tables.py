@@ -66,7 +66,7 @@ def changed(spark, tmp_path_factory):
                    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"),      # updates and an insert
             (path, "UPDATE {t} SET v = v - 30 WHERE g = 460"),                            # g=460 drops out
         ]
-    subprocess.run([sys.executable, str(WRITER), json.dumps(stmts)], check=True, capture_output=True, timeout=600)
+    subprocess.run([sys.executable, str(WRITER), json.dumps(stmts)], check=True, capture_output=True, timeout=1800)
     return ctx, tables, sketches
 
 

@@ -90,10 +90,21 @@ def _build(spark, wh, tmp_path) -> tuple[list, object]:
     return rows, sk
 
 
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory):
+    """One warehouse built by ``_build``, then moved away from where it was built (nothing may
+    point there); each test starts from its own copy of it."""
+    base = tmp_path_factory.mktemp("moved")
+    rows, sk = _build(spark, base / "wh", base)
+    (base / "wh").rename(base / "built")
+    return base / "built", rows, sk
+
+
 @pytest.mark.parametrize("legacy", [False, True], ids=["relative", "older-absolute-store"])
-def test_a_copied_warehouse_answers_with_the_same_sketches(spark, tmp_path, legacy):
+def test_a_copied_warehouse_answers_with_the_same_sketches(spark, tmp_path, legacy, built):
     old, new = tmp_path / "old" / "wh", tmp_path / "new" / "moved"
-    rows, sk = _build(spark, old, tmp_path)
+    source, rows, sk = built
+    shutil.copytree(source, old)
     stored = _stored(old)
     assert all(stored[c] for c in ("versions.base_path", "versions.ins_path", "layouts.path", "samples.path",
                                    "states.path", "net_deltas.ins_path")), stored
