@@ -167,25 +167,25 @@ def with_blocks(df, attr: str, dtype: str, rows: int, rows_per_file: int | None 
 
 
 def key_ranges(counts: np.ndarray, rows_per_file: int) -> np.ndarray:
-    """The key range (0, 1, ...) of each sorted distinct key with ``counts`` rows: consecutive keys,
-    a range of at most ``rows_per_file`` rows unless one value alone holds more (the writer then cuts
-    its files every ``rows_per_file`` rows), and a value never spans two ranges.
+    """The key range (0, 1, ...) of each sorted distinct key with ``counts`` rows: consecutive keys
+    packed greedily into ranges of at most ``rows_per_file`` rows (a value holding more is a range of
+    its own, whose files the writer cuts every ``rows_per_file`` rows); a value never spans two ranges.
 
     >>> key_ranges(np.array([3, 3, 3, 3, 3, 2, 3]), 10).tolist()
     [0, 0, 0, 1, 1, 1, 2]
-    >>> key_ranges(np.array([400, 20, 400]), 100).tolist()   # values larger than a file
-    [0, 1, 1]
+    >>> key_ranges(np.array([400, 20, 40, 400, 1]), 100).tolist()   # values larger than a file
+    [0, 1, 1, 2, 3]
     """
     counts = np.asarray(counts, dtype=np.int64)
-    if not len(counts):
-        return counts
-    r = max(int(rows_per_file), 1)
-    widest = int(counts.max())
-    # a range starts at most every `step` rows, so with values of at most `widest` rows it holds <= r
-    step = r - widest + 1 if widest <= r else r
-    before = np.cumsum(counts) - counts
-    cut = before // step
-    return np.concatenate([[0], np.cumsum(cut[1:] != cut[:-1])]).astype(np.int64)
+    out = np.zeros(len(counts), dtype=np.int64)
+    ends = np.cumsum(counts)
+    r, i, p = max(int(rows_per_file), 1), 0, 0
+    while i < len(counts):  # one step per range: the last key whose rows still fit
+        before = ends[i] - counts[i]
+        j = max(i, int(np.searchsorted(ends, before + r, side="right")) - 1)
+        out[i:j + 1] = p
+        i, p = j + 1, p + 1
+    return out
 
 
 def partition_labels(spark, parts: int) -> np.ndarray:
