@@ -143,7 +143,8 @@ def test_sketched_runs_filter_by_blocks_and_answer_exactly(spark, laid_out):
     assert _sorted(sketched.rows) == _sorted(plain.rows)
     scan = next(s for s in q.scans() if s.table == "t")
     where = sketch_source(cat, sk, v)(scan).from_sql.split(" WHERE ", 1)[1]
-    assert where.startswith("__blk IN (") or where.startswith("(__blk IN (")  # the block list (ranges ANDed when finer)
+    # the block list leads (the sketch's ranges are ANDed when finer than its blocks)
+    assert where.startswith("__blk IN (") or where.startswith("(__blk IN (")
     assert sketched.metrics.rows_read < plain.metrics.rows_read
     # the rows inserted after the layout were numbered once, in copies beside the layout
     assert len(list((Path(lay["path"]) / blocks.ONTOP_DIR).glob("*.parquet"))) >= 1
