@@ -2,33 +2,16 @@
 driven through the same session factory via the CLI's --master flag."""
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import pyspark
 import pytest
 
-import pyspark
+from cluster_helpers import free_port, wait_port
 
 pytestmark = pytest.mark.cluster
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, timeout: float = 60) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise TimeoutError(f"port {port} did not open")
 
 
 @pytest.fixture(scope="module")
@@ -36,17 +19,17 @@ def cluster(tmp_path_factory):
     home = Path(pyspark.__file__).parent
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
                SPARK_LOG_DIR=str(tmp_path_factory.mktemp("logs")), SPARK_NO_DAEMONIZE="1")
-    port = _free_port()
+    port = free_port()
     cls = str(home / "bin" / "spark-class")
     master = subprocess.Popen([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(_free_port())],
+                               "--port", str(port), "--webui-port", str(free_port())],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"spark://127.0.0.1:{port}"
     worker = None
     try:
-        _wait_port(port)
+        wait_port(port)
         worker = subprocess.Popen([cls, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                                   "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
+                                   "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
                                    "--work-dir", str(tmp_path_factory.mktemp("work"))],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         yield url
