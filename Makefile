@@ -8,16 +8,19 @@ STAMP := $(VENV)/.installed
 
 # Spark packages (Delta Lake; the tests' MiniDFSCluster and S3 connector) are resolved from Maven Central
 # once into ~/.cache/advisor/spark-packages.
+# What the installers print goes to $(VENV)/install.log, shown only when a step fails.
 $(STAMP): pyproject.toml advisor/engine/packages.py
-	test -d $(VENV) || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/python -m advisor.engine.session >/dev/null
-	$(BIN)/python -c "from advisor.engine import packages as p; p.extra_jars('minidfs'); p.extra_jars('s3a')"
-	touch $(STAMP)
+	@echo "installing into $(VENV) (first run only; log: $(VENV)/install.log)"
+	@test -d $(VENV) || $(PY) -m venv $(VENV)
+	@( $(BIN)/pip install -q --upgrade pip && \
+	   $(BIN)/pip install -q -e '.[dev]' && \
+	   $(BIN)/python -m advisor.engine.session && \
+	   $(BIN)/python -c "from advisor.engine import packages as p; p.extra_jars('minidfs'); p.extra_jars('s3a')" \
+	 ) > $(VENV)/install.log 2>&1 || { tail -n 40 $(VENV)/install.log; exit 1; }
+	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/advisor demo
+	@$(BIN)/advisor demo
 
 # pytest exit code 5 (no tests collected) is turned into a failure on purpose.
 test: $(STAMP)

@@ -20,6 +20,7 @@ the merge sees the same net counts, so emitting only the net change is equivalen
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from advisor.plan import ir
@@ -100,6 +101,7 @@ class TopKOp(Op):
         last = before[-1] if before else None
         if last is not None and not self.complete:
             d = self._drop_beyond(d, last)
+        d = self._drop_trimmed(d)
         acc: dict[tuple, int] = {}
         for e, m in zip(zip(row_values(d, self.names), annotations(d, self.sids)), d[M].tolist()):
             acc[e] = acc.get(e, 0) + m
@@ -140,6 +142,42 @@ class TopKOp(Op):
             return d
         self.n_total += int(d[M].to_numpy()[beyond].sum())
         return d[~beyond].reset_index(drop=True)
+
+    def _drop_trimmed(self, d: pd.DataFrame) -> pd.DataFrame:
+        """Count into `n_total` and drop, in numpy, the rows of an insert-only batch that sort
+        strictly after `l` of the batch's own copies by the first order key: the trim after this
+        batch would drop them anyway, as at least `l` copies precede them.  A state's first batch
+        is every group of the aggregation below (SF1: 830k groups for a top-20); sorting them in
+        Python took 12 of a 28 s initialisation.  The first key is compared as float64, whose
+        rounding keeps the order (never reverses it), so "strictly after" in floats is strictly
+        after in the exact values; NULLs and non-numbers are kept."""
+        if len(d) <= 2 * self.l or not self.node.order:
+            return d
+        m = d[M].to_numpy(dtype=np.int64)
+        if (m <= 0).any():
+            return d
+        name, asc = self.node.order[0]
+        col = d[name]
+        if col.dtype.kind not in "iuf" and (col.dtype != object or pd.api.types.infer_dtype(col, skipna=True)
+                                             not in ("integer", "floating", "decimal", "mixed-integer-float")):
+            return d  # strings such as '10' would convert to numbers and order wrongly
+        try:
+            v = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError, OverflowError):
+            return d
+        s = v if asc else -v
+        ok = ~np.isnan(s)
+        order = np.argsort(s[ok], kind="stable")
+        cum = np.cumsum(m[ok][order])
+        at = int(np.searchsorted(cum, self.l))
+        if at >= len(cum):
+            return d
+        drop = np.zeros(len(d), dtype=bool)
+        drop[ok] = s[ok] > s[ok][order][at]
+        if not drop.any():
+            return d
+        self.n_total += int(m[drop].sum())
+        return d[~drop].reset_index(drop=True)
 
     def _beyond(self, last: tuple):
         """A cheap test that an entry sorts strictly after `last` by the first order key alone
