@@ -305,9 +305,11 @@ class PlainAggOp(AggOp):
                 del mu[f]
 
     # ----- bulk initialisation (``bulk``) -----
-    def load_bulk(self, keys: pd.DataFrame, cnt: np.ndarray, nn: dict, sums: dict, frags: list[pd.Series]) -> None:
+    def load_bulk(self, keys: pd.DataFrame, cnt: np.ndarray, nn: dict, sums: dict, frags: list[pd.Series],
+                  unscaled: dict | None = None) -> None:
         """Add one Spark aggregation's rows: `keys` the group-key columns (engine value forms), per
-        row its row count `cnt`, per aggregate the non-NULL counts `nn[j]` and sums `sums[j]`;
+        row its row count `cnt`, per aggregate the non-NULL counts `nn[j]` and sums `sums[j]` (or,
+        for a DECIMAL sum, `unscaled[j]`: an object array of its exact unscaled ints, None for NULL);
         `frags[s]` holds scan s's fragment per row (NULL: no fragment)."""
         codes = self._frame_codes(keys) if self.keys else self._codes([()] * len(cnt))
         w = np.asarray(cnt, dtype=np.int64)
@@ -321,6 +323,9 @@ class PlainAggOp(AggOp):
             arr = np.empty(int(ok.sum()), dtype=object)
             arr[:] = [v for v in vals if v is not None]
             np.add.at(self.sums[j], codes[ok], arr)
+        for j, vals in (unscaled or {}).items():
+            ok = np.asarray(nn[j]) > 0   # None exactly where no non-NULL value was summed
+            np.add.at(self.sums[j], codes[ok], vals[ok])
         for s, col in enumerate(frags):
             has = col.notna().to_numpy(dtype=bool)
             cs, ws = codes[has], w[has]
