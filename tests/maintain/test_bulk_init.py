@@ -187,7 +187,7 @@ def test_decimal_sums_arrive_exact_through_their_unscaled_text(spark, tmp_path):
     assert got[3][0] > 2 ** 63   # beyond BIGINT, still exact
     # both paths ran: BIGINT text for most groups, the Decimal where the text is no BIGINT
     c.read("dec").createOrReplaceTempView("dec_now")
-    u, s = bulk._sum_items(0, "sum(d)")
+    u, s = bulk._sum_items(0, "sum(d)", 2)
     paths = {r["g"]: (r["__u0"], r["__s0"]) for r in spark.sql(f"SELECT g, {u}, {s} FROM dec_now GROUP BY g").collect()}
     assert paths[1] == (1229, None) and paths[3][0] == 0 and paths[3][1] == Decimal("120000000000000000.00")
     assert bulk._unscaled_sums(spark, op, {0: "sum(d)", 1: "sum(e)"}, " FROM dec_now GROUP BY g") == {0, 1}

@@ -95,7 +95,7 @@ def initialise(state, base) -> bool:
     src = f" FROM ({sql}) _bulk{by}"
     exact = _unscaled_sums(spark, op, sums, src)
     for j, e in sums.items():
-        items += _sum_items(j, e) if j in exact else [f"{e} AS `__s{j}`"]
+        items += _sum_items(j, e, op.dec[j][1]) if j in exact else [f"{e} AS `__s{j}`"]
     df = spark.sql(f"SELECT {', '.join(items)}{src}").toPandas()
     _load_groups(op, df, [lam_of[s] for s in op.sids], exact)
     for join in [o for o in op.children[0].walk() if isinstance(o, JoinOp)]:
@@ -118,11 +118,14 @@ def _unscaled_sums(spark, op: PlainAggOp, sums: dict[int, str], src: str) -> set
     return {j for j in dec if getattr(schema[f"__s{j}"].dataType, "scale", None) == op.dec[j][1]}
 
 
-def _sum_items(j: int, e: str) -> list[str]:
-    """A DECIMAL sum as its unscaled value: the decimal's text (always ``scale`` digits after the
-    point) without the point, as BIGINT (``__u``, 0 where that overflows or the sum is NULL), and the
-    sum itself only where it overflowed (``__s``)."""
-    u = f"try_cast(replace(cast({e} AS STRING), '.', '') AS BIGINT)"
+def _sum_items(j: int, e: str, scale: int) -> list[str]:
+    """A DECIMAL sum as its unscaled value: the decimal's plain text, when it has exactly ``scale``
+    digits after the point, without the point, as BIGINT (``__u``; 0 where it does not fit, the text
+    is in scientific notation or the sum is NULL), and the sum itself only where ``__u`` does not hold
+    it (``__s``)."""
+    t = f"cast({e} AS STRING)"
+    plain = f"instr({t}, '.') = length({t}) - {scale}" if scale else f"{t} RLIKE '^-?[0-9]+$'"
+    u = f"CASE WHEN {plain} THEN try_cast(replace({t}, '.', '') AS BIGINT) END"
     return [f"coalesce({u}, 0) AS `__u{j}`", f"CASE WHEN {u} IS NULL THEN {e} END AS `__s{j}`"]
 
 
