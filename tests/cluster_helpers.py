@@ -91,7 +91,7 @@ def _stop(procs) -> None:
 def _alive(cluster: Cluster) -> int:
     try:
         return sum(w["state"] == "ALIVE" for w in cluster.state()["workers"])
-    except OSError:  # the web UI is not up yet
+    except (OSError, ValueError):  # the web UI is not up yet, or answers with an empty page while starting
         return 0
 
 
