@@ -84,14 +84,15 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes |
 
 @data_app.command("init")
 def data_init(force: bool = typer.Option(False, "--force", help="Start a new store even over existing "
-                                         "warehouse data or a damaged advisor.db (kept aside).")):
-    """Create an empty store in the warehouse directory."""
-    from advisor.warehouse.store import Store
-
-    wh = STATE.get("warehouse")
+                                         "warehouse data or a damaged advisor.db (kept aside); on a "
+                                         "warehouse URI the new store takes the warehouse over.")):
+    """Create an empty store in the warehouse directory (for a warehouse URI, on the driver)."""
     from advisor.context import default_warehouse
+    from advisor.warehouse import ownership, store
 
-    s = Store(wh or default_warehouse(), initialise=force)
+    s = store.Store(STATE.get("warehouse") or default_warehouse(), initialise=force)
+    if force and s.remote:  # the new store owns the warehouse URI from now on
+        ownership.take_over(s, ctx().spark)
     s.close()
     out.print(f"store ready: {s.path}")
 

@@ -26,7 +26,7 @@ from pyspark.sql import Window, functions as F
 
 from advisor.errors import BadInput
 from advisor.plan import arrow_filter
-from advisor.warehouse import atomic, delta_source, filesystem, stored_paths
+from advisor.warehouse import atomic, delta_source, filesystem, ownership, stored_paths
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.batches import read_batch
 from advisor.warehouse.lock import WarehouseBusy, writer_lock
@@ -70,6 +70,7 @@ class Catalog:
     def __init__(self, spark, store: Store):
         self.spark = spark
         self.store = store
+        ownership.claim(store, spark)  # a warehouse URI is written by one store only
         self.root = _tables_root(store)
         self.root.mkdir(parents=True, exist_ok=True)
         self.pins: dict[str, int] = {}

@@ -101,6 +101,17 @@ class LocalFS:
             f.flush()
             os.fsync(f.fileno())
 
+    def create_new(self, path, data: bytes) -> bool:
+        """Write ``data`` to a file that must not exist yet: False (nothing written) if it does."""
+        try:
+            with open(local_path(path), "xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except FileExistsError:
+            return False
+        return True
+
     def upload(self, local: str, path) -> None:
         """Copy the local file or directory tree ``local`` to ``path`` (replacing what is there)."""
         self.remove(path)
@@ -187,6 +198,22 @@ class HadoopFS:
             out.hsync() if self.scheme == "hdfs" else out.flush()
         finally:
             out.close()
+
+    def create_new(self, path, data: bytes) -> bool:
+        """Write ``data`` to a file that must not exist yet: False (nothing written) if it does.
+        HDFS's create without overwrite is atomic; an object store checks, then writes."""
+        try:
+            out = self._fs.create(self._p(path), False)
+        except Exception:  # FileAlreadyExistsException through py4j
+            if self.exists(path):
+                return False
+            raise
+        try:
+            out.write(bytearray(data))
+            out.hsync() if self.scheme == "hdfs" else out.flush()
+        finally:
+            out.close()
+        return True
 
     def upload(self, local: str, path) -> None:
         """Copy the local file or directory tree ``local`` to ``path`` (replacing what is there).

@@ -11,9 +11,9 @@ file system (``hdfs://``, ``s3a://``), the table files live there but the store 
 driver's local disk, in ``$ADVISOR_STORE_DIR`` or else ``~/.cache/advisor/stores/<host>-<hash of
 the URI>``: SQLite needs a file system with POSIX locks and in-place writes, which HDFS and object
 stores do not offer.  A second driver on another machine therefore sees an empty store for the
-same URI (it knows no tables) and, its lock guarding nothing the first one shares, must not write
-there; to move the driver, copy the store directory with the warehouse, or point
-``ADVISOR_STORE_DIR`` at it.  Rows name artefacts by their place below the root
+same URI (it knows no tables) and, its lock guarding nothing the first one shares, is refused
+there (``advisor.warehouse.ownership``); to move the driver, copy the store directory with the
+warehouse, or point ``ADVISOR_STORE_DIR`` at it.  Rows name artefacts by their place below the root
 (``advisor.warehouse.stored_paths``), so the same store also serves a copy of the warehouse.
 """
 

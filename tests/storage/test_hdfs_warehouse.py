@@ -112,3 +112,40 @@ def test_a_warehouse_on_hdfs_answers_and_maintains_like_plain(spark, hdfs, tmp_p
     assert [s.parts for s in latest_versions(moved.ctx.store)] == [head.parts]
     assert _sketched(moved, sql, head) == rows == _plain(moved, sql)
     moved.close()
+
+
+def test_a_second_store_is_refused_on_a_claimed_warehouse_until_it_takes_over(spark, hdfs, tmp_path, monkeypatch,
+                                                                              capsys):
+    """Two drivers (two stores) on one warehouse URI would write the same table files: the first to
+    open it owns it; another store gets one line and exit code 2, and writes nothing, until
+    ``data init --force`` hands the warehouse to it."""
+    wh = f"{hdfs}/warehouses/claimed"
+    monkeypatch.setenv("ADVISOR_STORE_DIR", str(tmp_path / "first"))
+    code, _, err = cli(["--warehouse", wh, "data", "load", "crimes", "--rows", "500"], capsys)
+    assert code == 0, err
+    fs = filesystem.for_path(wh, spark)
+    before = fs.list(f"{wh}/tables/crimes")
+    assert before
+
+    monkeypatch.setenv("ADVISOR_STORE_DIR", str(tmp_path / "second"))
+    code, _, err = cli(["--warehouse", wh, "data", "load", "crimes", "--rows", "700"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "belongs to another store" in lines[0], err
+    assert str(tmp_path / "first") in lines[0]
+    assert fs.list(f"{wh}/tables/crimes") == before  # nothing written by the refused store
+
+    # a copy of the owning store is the same owner
+    shutil.copytree(tmp_path / "first", tmp_path / "first-copy")
+    monkeypatch.setenv("ADVISOR_STORE_DIR", str(tmp_path / "first-copy"))
+    code, outp, err = cli(["--warehouse", wh, "run", "SELECT count(*) AS n FROM crimes", "--no-use", "--json"], capsys)
+    assert code == 0 and json.loads(outp)["rows"] == [[500]], err
+
+    # the second store takes the warehouse over; now the first is refused
+    monkeypatch.setenv("ADVISOR_STORE_DIR", str(tmp_path / "second"))
+    code, _, err = cli(["--warehouse", wh, "data", "init", "--force"], capsys)
+    assert code == 0, err
+    code, _, err = cli(["--warehouse", wh, "data", "load", "crimes", "--rows", "700", "--replace"], capsys)
+    assert code == 0, err
+    monkeypatch.setenv("ADVISOR_STORE_DIR", str(tmp_path / "first"))
+    code, _, err = cli(["--warehouse", wh, "run", "SELECT count(*) AS n FROM crimes", "--no-use"], capsys)
+    assert code == 2 and "belongs to another store" in err and str(tmp_path / "second") in err, err
