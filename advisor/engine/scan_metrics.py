@@ -41,23 +41,20 @@ def _metric(node, name: str) -> int:
     return 0
 
 
-def _children(node):
-    """Children of a physical plan node, looking through AQE wrappers and query stages."""
-    cls = node.getClass().getSimpleName()
+def _children(node, cls: str):
+    """Children of a physical plan node (of class ``cls``), looking through AQE wrappers and query
+    stages.  Every call crosses py4j, so sequences are read by size and index (one call a child)."""
     if cls == "AdaptiveSparkPlanExec":
         return [node.executedPlan()]
     if cls.endswith("QueryStageExec"):
         return [node.plan()]
     if cls == "ReusedExchangeExec":  # its scans ran once, under the original exchange
         return []
-    out = []
-    it = node.children().iterator()
-    while it.hasNext():
-        out.append(it.next())
+    kids = node.children()
+    out = [kids.apply(i) for i in range(kids.size())]
     subs = node.subqueries()
-    it = subs.iterator()
-    while it.hasNext():
-        out.append(it.next())
+    if not subs.isEmpty():
+        out += [subs.apply(i) for i in range(subs.size())]
     return out
 
 
@@ -88,7 +85,7 @@ def collect_scan_metrics(df) -> ScanMetrics:
             passes = 1.0
         elif cls == "ShuffleExchangeExec":
             passes = _sampling_passes(node)
-        stack.extend((c, passes) for c in _children(node))
+        stack.extend((c, passes) for c in _children(node, cls))
     return res
 
 
