@@ -47,3 +47,13 @@ def test_the_same_operations_on_a_local_disk_and_on_hdfs(spark, root):
     assert spark.read.parquet(str(final)).count() == 4  # the executors read what the driver wrote
     atomic.remove(final)
     assert not final.exists() and fs.list(str(d)) == [] and fs.list(str(d / "gone")) == []
+
+
+def test_create_new_writes_once_and_never_replaces(spark, root):
+    """The warehouse claim's primitive: a create that fails, writing nothing, where a file exists."""
+    fs = filesystem.for_path(root, spark)
+    fs.mkdirs(root)
+    path = f"{root}/claim.json"
+    assert fs.create_new(path, b"first") is True
+    assert fs.create_new(path, b"second") is False
+    assert fs.read_bytes(path) == b"first"
