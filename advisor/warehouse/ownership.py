@@ -61,5 +61,6 @@ def claim(store, spark=None) -> None:
 def take_over(store, spark=None) -> None:
     """Make ``store`` the owner of its warehouse URI whatever store owned it before."""
     if store.remote:
-        filesystem.for_path(store.root, spark).mkdirs(store.root)
-        filesystem.for_path(store.root, spark).write_bytes(f"{store.root}/{CLAIM}", _doc(store))
+        fs = filesystem.for_path(store.root, spark)
+        fs.mkdirs(store.root)
+        fs.write_bytes(f"{store.root}/{CLAIM}", _doc(store))
