@@ -48,7 +48,7 @@ Rules worth knowing:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -137,6 +137,9 @@ class GroupEstimates:
     B: int
     seed: int
     sample_bound: frozenset = field(default_factory=frozenset)
+    # the estimates before empirical-Bayes shrinkage, kept for the intervals' second model
+    # (``advisor.estimation.size_estimates``); None when not shrunk or not kept
+    unshrunk: Optional["GroupEstimates"] = field(default=None, repr=False)
 
     @property
     def n_groups(self) -> int:

@@ -69,6 +69,11 @@ def pair_estimate(a: SizeEstimate, b: SizeEstimate, joint: np.ndarray, confidenc
         per = np.einsum("ki,ij,kj->k", Ma, J, Mb)
         q = (1.0 - confidence) / 2.0
         lo, hi = (float(x) for x in np.quantile(per, [q, 1.0 - q]))
+        Qa, Qb = a.model_probability, b.model_probability
+        if Qa is not None and Qb is not None and Qa.shape[0] == Qb.shape[0]:  # the second model's too
+            per = np.einsum("ki,ij,kj->k", (rng.random(Qa.shape) < Qa).astype(float), J,
+                            (rng.random(Qb.shape) < Qb).astype(float))
+            lo, hi = min(lo, float(np.quantile(per, q))), max(hi, float(np.quantile(per, 1.0 - q)))
         method = "replicates"
     else:  # no replicates: marginal probabilities as if independent (a lower bound on the coverage)
         rows = float(Pa @ J @ Pb_)

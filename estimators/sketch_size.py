@@ -34,6 +34,15 @@ the fragment sizes ``|R_r|`` of the full table.  Outputs a ``SizeEstimate`` with
     ``mean +- z * sqrt(sum_r |R_r|^2 P_r (1 - P_r))`` treating fragments as independent -- too narrow
     when groups span many fragments (``method='normal'``).
 
+    **Model replicates** (``model_replicates``): pass replicates of the same groups under a second
+    model -- the paper's unshrunk bootstrap beside the shrinkage model (``estimators.shrinkage``).
+    The bootstrap varies the sample, not the model fitted to it: with thousands of groups the
+    pass-set noise averages out, and the interval is narrow around a centre the shrinkage prior has
+    moved (flights' delays are heavy-tailed; the prior is normal).  The interval is the hull of the
+    two models' replicate intervals; the expectation stays the first model's.  On flights' 50
+    generated advice queries the coverage went from 70.5 % to 83.5 % of (query, candidate) pairs,
+    and from 56 % to 86 % of those whose sketch holds under 90 % of the table (BENCHMARKS.md).
+
 Unseen rows of a group (candidate not determined by the group key) -- derivation
 --------------------------------------------------------------------------------
 A stratified sample shows only ``n_g`` of the ``N_g`` rows of group g, so only some of the fragments
@@ -142,6 +151,8 @@ class SizeEstimate:
     # (B, F) per replicate: P(fragment covered | that replicate's passing groups); None without replicates.
     # Two candidates sized from the same replicates can be combined per replicate (``estimators.pair_size``).
     replicate_probability: np.ndarray | None = field(default=None, repr=False)
+    # the same for the second model's replicates (``model_replicates``); None without them
+    model_probability: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def selectivity_ci(self) -> tuple[float, float]:
@@ -188,7 +199,8 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
                   determined: bool = False, alpha: float | None = None, n_col: str = "_n_g",
                   N_col: str = "N", window: bool = True, confidence: float = 0.95, seed: int = 0,
                   chunk_cells: int = 2_000_000, sample_groups: np.ndarray | None = None,
-                  reuse: dict | None = None, group_rate: float | None = None) -> SizeEstimate:
+                  reuse: dict | None = None, group_rate: float | None = None,
+                  model_replicates: np.ndarray | None = None) -> SizeEstimate:
     """Point, expected and interval sketch size for one candidate (see the module docstring).
 
     ``sample``: sample rows with ``group_cols`` and ``frag_col``; ``groups``: one row per group with
@@ -210,7 +222,9 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     ``group_rate``: the rate at which the sample drew a group's rows when groups are not its strata
     (a uniform sample, or group keys that span strata), so whole groups can be missing from it: the
     interval's upper end then allows for the passing ones among them (``unseen_group_rows``).  None:
-    every group of the population is in the sample.
+    every group of the population is in the sample.  ``model_replicates``: optional ``(B2, G)``
+    booleans, which groups pass under a second model; the interval then spans both models' (module
+    docstring), the expectation and point stay this model's.
     """
     group_cols = list(group_cols)
     ids, sizes = fragment_table(fragment_sizes)
@@ -232,7 +246,8 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
                         N_col, window, sample_groups)
         if reuse is not None:
             reuse.update(prep)
-    est = _size(p, pt, pass_replicates, sizes, ids, total, F, prep, chunk_cells, confidence, seed)
+    est = _size(p, pt, pass_replicates, sizes, ids, total, F, prep, chunk_cells, confidence, seed,
+                model_replicates)
     return _account_unseen(est, p, prep, sizes, total, group_rate, confidence)
 
 
@@ -347,22 +362,34 @@ def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determin
     return out
 
 
-def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells, confidence, seed) -> SizeEstimate:
+def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells, confidence, seed,
+          model_replicates=None) -> SizeEstimate:
     """The pass-probability part of ``estimate_size``: point, expectation and interval."""
     pf = _point_fragments(pt, prep["cert_g"], prep["cert_r"])
     rows_point = float(sizes[pf].sum())
     cells = _cell_model(p, prep, F)
-    gl = _relevant_groups(p, pt, pass_replicates)
-    cov = _coverage(p, pass_replicates, gl, cells, _reachable(prep["cert_r"], cells), sizes, total, chunk_cells)
+    B = 0 if pass_replicates is None else pass_replicates.shape[0]
+    reps = pass_replicates  # both models' replicates in one pass over the groups
+    if reps is not None and model_replicates is not None:
+        model_replicates = np.asarray(model_replicates, dtype=bool)
+        if model_replicates.ndim != 2 or model_replicates.shape[1] != p.shape[0]:
+            raise ValueError(f"model_replicates must have shape (B, {p.shape[0]})")
+        reps = np.concatenate([reps, model_replicates])
+    gl = _relevant_groups(p, pt, reps)
+    cov = _coverage(p, reps, gl, cells, _reachable(prep["cert_r"], cells), sizes, total, chunk_cells)
     P = _miss_to_probability(cov.log_miss)
-    Pb = None
-    if pass_replicates is not None:
+    Pb = Pm = None
+    if reps is not None:
         Pb = np.clip(np.where(cov.C > 0, 1.0, -np.expm1(cov.L)), 0.0, 1.0)
+        Pb, Pm = Pb[:B], (Pb[B:] if Pb.shape[0] > B else None)
         if JOINT_EXPECTATION and not cov.settled and np.allclose(p, pass_replicates.mean(axis=0), atol=1e-9):
             P = Pb.mean(axis=0)
     frags_exp, rows_exp = float(P.sum()), float(P @ sizes)
     if Pb is not None:
         (ci_lo, ci_hi), method = _replicate_interval(Pb, sizes, confidence, seed), "replicates"
+        if Pm is not None:
+            lo2, hi2 = _replicate_interval(Pm, sizes, confidence, seed)
+            ci_lo, ci_hi = min(ci_lo, lo2), max(ci_hi, hi2)
     else:
         (ci_lo, ci_hi), method = _normal_interval(P, rows_exp, sizes, total, confidence), "normal"
     return SizeEstimate(
@@ -371,7 +398,7 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         rows_point=rows_point, selectivity_point=rows_point / total, total_rows=total,
         n_fragments=F, touch=prep["touch"], alpha=prep["alpha"], confidence=confidence,
         point_fragments=tuple(ids[pf].tolist()), fragment_probability=pd.Series(P, index=ids, name="p"),
-        settled=cov.settled, replicate_probability=Pb)
+        settled=cov.settled, replicate_probability=Pb, model_probability=Pm)
 
 
 def _point_fragments(pt: np.ndarray, cert_g: np.ndarray, cert_r: np.ndarray) -> np.ndarray:

@@ -40,6 +40,11 @@ Decisions (documented deviations from the paper):
   (``sel_point``) then under-counts; the ranking uses the expectation.
   The prior mean may come from a candidate attribute that explains the group means
   (``estimators.shrinkage``; ``COVARIATE_PRIOR``, on by default).
+* **Intervals over two models.** The sizes' intervals span the replicates of the shrunk estimates
+  and of the unshrunk ones (``MODEL_INTERVAL``; ``estimators.sketch_size``, model replicates): the
+  bootstrap does not vary the prior the shrinkage fitted, and where that prior is wrong (heavy
+  tails) the shrunk interval alone is narrow around a moved centre.  Expectations and picks are the
+  shrunk model's.
 * **Granularities.** One fine partition (the largest requested fragment count) is built and stored
   per attribute; coarser ones are derived from it in memory (``select.derive_partition``) and stored
   only if a sketch is captured on them (``select.store_partition``).
@@ -47,6 +52,7 @@ Decisions (documented deviations from the paper):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -67,7 +73,7 @@ from advisor.partition.refine import derive_partition, fine_partition
 from advisor.plan import ir
 from advisor.plan.to_sql import Gen, Source, esql, gen, q
 from estimators import prefetch
-from estimators.aggregates import BLOCK_CELLS, estimate_groups
+from estimators.aggregates import BLOCK_CELLS, estimate_groups, pass_matrix
 from estimators.nested import estimate_nested
 from estimators.pair_size import MAX_PAIR_CELLS, joint_counts, pair_estimate
 from estimators.sketch_size import estimate_size, group_rows, size_for_having
@@ -82,6 +88,7 @@ from advisor.estimation.sample_store import SampleInfo, get_sample, sampled_rows
 from estimators import bootstrap as _bootstrap  # noqa: F401 - kept for callers that reach it here
 from estimators.shrinkage import shrink_groups  # noqa: F401 - re-exported
 
+MODEL_INTERVAL = True  # intervals span the unshrunk bootstrap's too (estimators.sketch_size, model replicates)
 COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
 
 # Group statistics per (sample file, aggregation input, partitions, estimator settings): queries of
@@ -103,8 +110,9 @@ _GROUPS = BoundedMemo("group estimates", _GROUPS_KEEP, max_bytes=_GROUPS_BYTES, 
 def _entry_bytes(entry: tuple) -> int:
     """Bytes of an entry's sample frame, existence flags and replicates."""
     pdf, _, est = entry[:3]
+    raw = est.unshrunk
     return int(pdf.memory_usage(index=False).sum()) + int(est.exists.nbytes) + sum(
-        int(np.asarray(r).nbytes) for r in est.replicates.values())
+        int(np.asarray(r).nbytes) for e in (est, raw) if e is not None for r in e.replicates.values())
 
 
 def _keep_groups(key: tuple, entry: tuple) -> None:
@@ -379,7 +387,7 @@ def _estimate_groups(r: _Run, sample: SampleInfo, parts: dict) -> _Groups:
     timed as ``sample_query`` and ``groups``."""
     t0 = time.perf_counter()
     gkey = _groups_key(r.shape, sample, parts, r.versions,
-                       (r.method, r.B, r.seed, str(r.shrink), COVARIATE_PRIOR, r.local))
+                       (r.method, r.B, r.seed, str(r.shrink), COVARIATE_PRIOR, MODEL_INTERVAL, r.local))
     hit = _GROUPS.pop(gkey, None)
     if hit is None:
         r.say("running the query's joins and filters over the sample")
@@ -405,11 +413,29 @@ def _shrunk_groups(r: _Run, pdf, fcols: dict) -> tuple:
     gcols = r.shape.keys + [U]
     est = estimate_groups(pdf, gcols, r.shape.aggs, method=r.method, B=r.B, seed=r.seed, where=U)
     prior = {}
+    if r.shrink and MODEL_INTERVAL:  # kept unshrunk for the intervals' second model
+        est.unshrunk = dataclasses.replace(est, frame=est.frame.copy(),
+                                           replicates={k: v.copy() for k, v in est.replicates.items()})
     if r.shrink:  # True / 'normal': the normal prior; 't': Student-t (see shrink_groups)
         covs = {a: fcols[(a, max(g))] for a, g in r.plan.items()} if COVARIATE_PRIOR else None
         prior = shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(r.shape.strata) == len(r.shape.keys),
                               prior="t" if r.shrink == "t" else "normal", covariates=covs)
     return est, prior
+
+
+def _model_replicates(shape: Shape, est) -> np.ndarray | None:
+    """(B, G): which groups pass (rank in the top k, reach a passing outer group) in each replicate
+    of the unshrunk estimates, the intervals' second model; None without shrinkage.  Computed per
+    query: it depends on the HAVING constant or LIMIT, which cached group estimates do not."""
+    raw = est.unshrunk
+    if raw is None:
+        return None
+    if shape.kind == "nested":
+        return estimate_nested(raw, shape.outer_keys + [U], shape.outer_aggs, shape.having,
+                               shape.outer_having).provenance
+    if shape.kind == "topk":
+        return topk_probability(raw, shape.topk[0], shape.topk[1], shape.topk[2], shape.having).in_topk
+    return pass_matrix(raw, shape.having)
 
 
 def _pass_probabilities(shape: Shape, est) -> tuple:
@@ -443,10 +469,11 @@ def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None
     if "sg" not in preps:  # the frames below list est.frame's groups in its order, whatever the kind
         preps["sg"] = group_rows(nested.inner_frame if nested is not None else topk.frame if topk is not None
                                  else g.est.frame, passing, gcols)  # one group lookup for all candidates
+    mix = _model_replicates(shape, g.est)
     for (a, n), part in parts.items():
         r.say(f"sizing {part.table}.{part.attr} at {n} fragments")
         det = part.table != table or shape.determined(a)
-        kw = dict(frag_col=g.fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=r.seed,
+        kw = dict(model_replicates=mix, frag_col=g.fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=r.seed,
                   sample_groups=preps["sg"], reuse=preps.setdefault((a, n, det), {}), group_rate=rate)
         fsz = np.asarray(part.sizes, dtype=float)
         if nested is not None:

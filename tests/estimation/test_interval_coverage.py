@@ -3,7 +3,8 @@ table, grouped by a key the sample is stratified on and by one with more groups 
 budget (a uniform sample that misses whole groups), each candidate sized at 100 fragments by the
 advisor's estimation (real Spark, stored sample, 50 replicates) and checked against the exact size
 computed with numpy from the same partitions.  A point interval must be labelled exact and be
-right."""
+right.  A second set averages heavy-tailed values (a fifth of the groups run late, rows skewed like
+delays), where the shrinkage prior is the wrong shape: its intervals must cover too."""
 
 from __future__ import annotations
 
@@ -50,9 +51,13 @@ def _queries(pdf: pd.DataFrame) -> list[tuple[str, str, float]]:
 def _exact_rows(pdf, key, agg, thr, attr, part) -> float:
     vals = pdf.groupby(key)["v"].agg("size" if agg == "count" else "sum")
     passing = set(vals.index[vals.to_numpy() > thr])
-    col = pdf.loc[pdf[key].isin(passing), attr].to_numpy()
+    return _covered_rows(pdf.loc[pdf[key].isin(passing), attr].to_numpy(), part)
+
+
+def _covered_rows(values: np.ndarray, part) -> float:
+    """Rows of the partition's fragments that hold any of ``values``."""
     bounds = np.array([decode_value(b, part.dtype) for b in part.boundaries], dtype=float)
-    frags = np.unique(np.searchsorted(bounds, col, side="right"))
+    frags = np.unique(np.searchsorted(bounds, values, side="right"))
     return float(np.asarray(part.sizes, dtype=float)[frags].sum())
 
 
@@ -87,3 +92,47 @@ def test_bootstrap_intervals_cover_the_exact_size(table):
     missed = [r for r in report if not r[-1]]
     assert coverage >= 0.90, missed
     assert all(ex and ok for _, _, ex, ok in points), points
+
+
+@pytest.fixture(scope="module")
+def delays(spark, tmp_path_factory):
+    """1,500 groups of 40 rows: most groups average ~10, a fifth sit in a log-normal tail, and rows
+    scatter around their group's mean with a right skew and 3 % large outliers."""
+    rng = np.random.default_rng(31)
+    groups = 1500
+    g = rng.permutation(np.repeat(np.arange(groups), ROWS // groups))
+    late = rng.random(groups) < 0.2
+    mean = np.where(late, 10 + rng.lognormal(2.0, 0.8, groups), rng.normal(10, 3, groups))
+    v = (mean[g] + rng.exponential(15.0, ROWS) - 15.0
+         + np.where(rng.random(ROWS) < 0.03, rng.exponential(120.0, ROWS), 0.0))
+    pdf = pd.DataFrame({"g": g.astype("int64"), "v": v.round(1)})
+    pdf["near"] = (pdf["g"] * 10 + rng.integers(0, 40, ROWS)).astype("int64")
+    ctx = Context(tmp_path_factory.mktemp("delays") / "wh", spark=spark)
+    ctx.catalog.create_table("t", spark.createDataFrame(pdf))
+    return ctx, pdf
+
+
+def test_intervals_cover_heavy_tailed_averages(delays):
+    """Upper-tail HAVING avg thresholds (seeded quantiles 0.75-0.99 of the exact group averages):
+    the shrunk estimates alone miss where the normal prior pulls the tail groups below the
+    threshold; the intervals span the unshrunk estimates' replicates as well."""
+    ctx, pdf = delays
+    cat = ctx.catalog
+    vals = pdf.groupby("g")["v"].mean()
+    hits, total, missed = 0, 0, []
+    for quantile in np.random.default_rng(8).uniform(0.75, 0.99, 30):
+        thr = float(np.quantile(vals.to_numpy(), quantile))
+        sql = f"SELECT g, avg(v) AS a FROM t GROUP BY g HAVING avg(v) > {thr:.4f}"
+        q = parse_sql(sql, ctx.schema_lookup())
+        shape = analyze(q, lambda t: cat.version(t).rows)
+        est = estimate(cat, shape, {a: (100,) for a in ("g", "near")}, 0.05, 0, versions=versions_now(cat, q))
+        passing = set(vals.index[vals.to_numpy() > thr])
+        for a in ("g", "near"):
+            s, part = est.sizes[(a, 100)], est.partitions[(a, 100)]
+            exact = _covered_rows(pdf.loc[pdf["g"].isin(passing), a].to_numpy(), part)
+            ok = s.ci_lo - 1e-6 <= exact <= s.ci_hi + 1e-6
+            hits, total = hits + ok, total + 1
+            if not ok:
+                missed.append((round(quantile, 3), a, s.ci_lo, s.rows_expected, s.ci_hi, exact))
+    assert total == 60
+    assert hits / total >= 0.90, missed

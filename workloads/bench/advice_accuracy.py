@@ -399,6 +399,8 @@ if __name__ == "__main__":
                     help="ablation: 'own' sizes each group's locality window from its own rows only")
     ap.add_argument("--align-min", type=int, default=None,
                     help="ablation: other containing groups before a window is clipped (0: never clip)")
+    ap.add_argument("--no-model-interval", action="store_true",
+                    help="ablation: intervals from the shrunk estimates' replicates alone")
     ap.add_argument("--no-covariate", action="store_true",
                     help="ablation: shrink towards the mean of all groups, never a covariate's bins")
     ap.add_argument("--reestimate", default=None,
@@ -414,6 +416,8 @@ if __name__ == "__main__":
         windows.ALIGN_MIN = a.align_min
     if a.no_covariate:
         size_estimates.COVARIATE_PRIOR = False
+    if a.no_model_interval:
+        size_estimates.MODEL_INTERVAL = False
     c = Context(a.warehouse, master="local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     shrink = False if a.no_shrink else (a.shrink or True)
     if a.reestimate:
@@ -422,7 +426,8 @@ if __name__ == "__main__":
         res = {"thetas": list(thetas), "config": dict(src["config"], shrink=shrink, method=a.method,
                                                       reestimated=a.reestimate,
                                                       window_width=a.window_width, align_min=a.align_min,
-                                                      covariate_prior=not a.no_covariate),
+                                                      covariate_prior=not a.no_covariate,
+                                                      model_interval=not a.no_model_interval),
                "datasets": {}}
         keep = set(a.templates.split(",")) if a.templates else None
         for ds in a.datasets.split(","):
