@@ -22,10 +22,11 @@ $(STAMP): pyproject.toml advisor/engine/packages.py
 demo: $(STAMP)
 	@$(BIN)/advisor demo
 
-# pytest exit code 5 (no tests collected) is turned into a failure on purpose.
+# pytest exit code 5 (no tests collected) is turned into a failure on purpose.  Two workers, each
+# with its own SparkSession, take whole test files (``--dist loadfile``: module fixtures stay shared).
 test: $(STAMP)
 	scripts/ensure-chromium
-	$(BIN)/python -m pytest -q -m "not soak"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
+	$(BIN)/python -m pytest -q -m "not soak" -n 2 --dist loadfile; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
