@@ -473,8 +473,9 @@ def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None
     for (a, n), part in parts.items():
         r.say(f"sizing {part.table}.{part.attr} at {n} fragments")
         det = part.table != table or shape.determined(a)
-        kw = dict(model_replicates=mix, frag_col=g.fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=r.seed,
-                  sample_groups=preps["sg"], reuse=preps.setdefault((a, n, det), {}), group_rate=rate)
+        kw = dict(frag_col=g.fcols[(a, n)], determined=det, total_rows=float(sum(part.sizes)), seed=r.seed,
+                  sample_groups=preps["sg"], reuse=preps.setdefault((a, n, det), {}), group_rate=rate,
+                  model_replicates=mix)
         fsz = np.asarray(part.sizes, dtype=float)
         if nested is not None:
             sizes[(a, n)] = estimate_size(passing, nested.inner_frame, fsz, group_cols=gcols,

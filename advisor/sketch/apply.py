@@ -100,10 +100,11 @@ LAYOUT_GAIN = 0.8
 # maintained version, and tested per row.  Measured at SF1 over the l_orderkey layout (random
 # fragments of 10,000; first run of a fresh filter, then the same text again): 30 runs cost +0.04 s
 # over the block list alone, 60 runs +0.22 s, 120 runs +0.56 s, 250 runs +1.06 s (+0.33 s repeated),
-# about 4 ms a run, the time a plain scan takes for ~16,000 rows of lineitem.  A replay that ANDed
-# them whenever their pages were fewer than 0.8 of the blocks' ran big_orders' reuses 2.5-3.5 s
-# against 0.7-1.3 s, above the plain run.  So the ranges are ANDed only when the rows they spare
-# pay for their runs (``FINER`` and ``RUN_ROWS``).
+# about 4 ms a run, the time a plain scan takes for ~16,000 rows of lineitem.  In the selective SF1
+# replay, ANDing them whenever their pages were fewer than 0.8 of the blocks' ran big_orders' reuses
+# 2.0-3.5 s on each new sketch version's first run, above the plain run; with the rule below they
+# take 0.88 s each.  So the ranges are ANDed only when the rows they spare pay for their runs
+# (``FINER`` and ``RUN_ROWS``).
 FINER = 0.8
 RUN_ROWS = 16_000
 
