@@ -64,16 +64,12 @@ def pair_estimate(a: SizeEstimate, b: SizeEstimate, joint: np.ndarray, confidenc
         # attribute): quantiles of the expected coverage alone ignore the unseen-row draws and
         # covered only 84-87 % of the real sizes at 95 % (flights and crimes)
         rng = np.random.default_rng(seed)
-        Ma = (rng.random(Ra.shape) < Ra).astype(float)
-        Mb = (rng.random(Rb.shape) < Rb).astype(float)
-        per = np.einsum("ki,ij,kj->k", Ma, J, Mb)
         q = (1.0 - confidence) / 2.0
-        lo, hi = (float(x) for x in np.quantile(per, [q, 1.0 - q]))
+        lo, hi = _drawn_interval(Ra, Rb, J, rng, q)
         Qa, Qb = a.model_probability, b.model_probability
         if Qa is not None and Qb is not None and Qa.shape[0] == Qb.shape[0]:  # the second model's too
-            per = np.einsum("ki,ij,kj->k", (rng.random(Qa.shape) < Qa).astype(float), J,
-                            (rng.random(Qb.shape) < Qb).astype(float))
-            lo, hi = min(lo, float(np.quantile(per, q))), max(hi, float(np.quantile(per, 1.0 - q)))
+            lo2, hi2 = _drawn_interval(Qa, Qb, J, rng, q)
+            lo, hi = min(lo, lo2), max(hi, hi2)
         method = "replicates"
     else:  # no replicates: marginal probabilities as if independent (a lower bound on the coverage)
         rows = float(Pa @ J @ Pb_)
@@ -88,6 +84,17 @@ def pair_estimate(a: SizeEstimate, b: SizeEstimate, joint: np.ndarray, confidenc
         method=method, rows_point=point, selectivity_point=point / total, total_rows=total,
         n_fragments=int(J.shape[0] + J.shape[1]), touch="pair", confidence=confidence,
         point_fragments=(), fragment_probability=None, settled=a.settled and b.settled)
+
+
+def _drawn_interval(Ra: np.ndarray, Rb: np.ndarray, J: np.ndarray, rng: np.random.Generator,
+                    q: float) -> tuple[float, float]:
+    """Quantiles ``q`` and ``1 - q`` of the rows covered when each replicate's fragments of both
+    attributes are drawn as Bernoullis of their probabilities (rows ``Ra``, ``Rb``)."""
+    Ma = (rng.random(Ra.shape) < Ra).astype(float)
+    Mb = (rng.random(Rb.shape) < Rb).astype(float)
+    per = np.einsum("ki,ij,kj->k", Ma, J, Mb)
+    lo, hi = np.quantile(per, [q, 1.0 - q])
+    return float(lo), float(hi)
 
 
 def pair_read_fraction(rows: np.ndarray, keep_a: np.ndarray, keep_b: np.ndarray) -> float:
