@@ -228,13 +228,22 @@ def driver_boundaries(col, dtype: str, n: int) -> tuple[list, list]:
     where = [min(m - 1, int(i / n * m)) for i in range(1, n)]
     d = _as_doubles(vals, dtype)
     if d is not None:
-        order = np.argsort(d, kind="stable")
-        srt = d[order]
+        if k in ("int", "date", "bool") and (m == 0 or float(np.abs(d).max()) < 2.0 ** 53):
+            # the doubles are the values exactly: sort them alone (0.33 s against the stable
+            # argsort's 0.80 s for 6M TPC-H l_suppkey values) and cast the picked ones back
+            srt = np.sort(d)
+            def pick(idx):
+                ints = pa.array(srt[idx].astype(np.int64))
+                return (ints.cast(pa.int32()) if pa.types.is_date32(vals.type) else ints).cast(vals.type).to_pylist()
+        else:
+            order = np.argsort(d, kind="stable")
+            srt = d[order]
+            def pick(idx):
+                return vals.take(pa.array(order[idx], type=pa.int64())).to_pylist()
         starts = np.flatnonzero(np.concatenate([[True], srt[1:] != srt[:-1]])) if m else np.zeros(0, np.int64)
         if len(starts) <= n + 1:
-            firsts = vals.take(pa.array(order[starts], type=pa.int64())).to_pylist()
-            return [encode_value(v) for v in firsts], [0] + np.diff(np.append(starts, m)).tolist() + [nulls]
-        bounds = _clean(vals.take(pa.array(order[where], type=pa.int64())).to_pylist(), dtype)
+            return [encode_value(v) for v in pick(starts)], [0] + np.diff(np.append(starts, m)).tolist() + [nulls]
+        bounds = _clean(pick(np.asarray(where, dtype=np.int64)), dtype)
         cuts = np.searchsorted(srt, [to_double(b, dtype) for b in bounds], side="left")
         return bounds, np.diff(np.concatenate([[0], cuts, [m]])).astype(int).tolist() + [nulls]
     vc = pc.value_counts(vals)  # one hash pass: the distinct count, and the counts when few

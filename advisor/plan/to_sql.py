@@ -6,7 +6,7 @@ bitmap (`bitmap_construct_agg(bitmap_bit_position(frag + 1))`), and later aggreg
 (`bitmap_or_agg`). The capture query's single output row holds one bitmap per sketched scan.
 
 A third kind, VAL, carries the sketched attribute's *value* instead of a fragment id. It is used
-only when every aggregation above the scan groups by that attribute (``advisor.sketch.capture.value_lineage``):
+only when every aggregation above the scan groups by that attribute (``advisor.plan.value_lineage``):
 then all provenance rows of a group share the value, an aggregation keeps it with ``min``, the
 root collects the distinct values, and the driver maps them to fragments.  No per-row fragment
 assignment and no bitmaps: the capture costs about one plain run of the query.
@@ -213,7 +213,7 @@ def query_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> str:
 def answer_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[str, dict[str, int]]:
     """The query's answer (user-visible columns first, in ``query_sql``'s order) with each result
     row's Λ columns after them, for a capture that answers its query in the same job.  Only for
-    captures by value (every Λ of kind VAL at the root, ``advisor.sketch.capture.value_lineage``): a row
+    captures by value (every Λ of kind VAL at the root, ``advisor.plan.value_lineage``): a row
     then carries one value per sketched scan, so the driver reads the sketch off the answer's rows
     (no per-row bitmaps).  Returns (sql, {Λ column: scan_id})."""
     g, body, lams = _instrumented(query, source)

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
-from sqlglot import exp
-
 from advisor.engine.execute import RunResult, table_view, versions_now
 from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.errors import BadInput, Unsupported
@@ -29,6 +27,7 @@ from advisor.partition.assign_pandas import assign
 from advisor.partition.range_partition import RangePartition, assign_column, build_partition, find_partition
 from advisor.plan import ir
 from advisor.plan.to_sql import VAL, Source, answer_sql, capture_sql, lam_name, null_flag
+from advisor.plan.value_lineage import groups_by_value
 from advisor.safety.static_check import check_safety
 from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.sketch_records import Sketch, SketchPart, decode_bitmap, save_sketch
@@ -79,10 +78,7 @@ def ensure_partition(catalog: Catalog, table: str, attr: str, fragments: int, ve
 
 def value_lineage(query: ir.Query, on: dict[str, str]) -> bool:
     """True when the value of each sketched attribute is constant over the provenance of every
-    result row: every Aggregate / DISTINCT above a sketched scan keeps the attribute (by its
-    internal name, or a name a projection gave it unchanged) among its keys, every top-k above it
-    still outputs it (so ties never pick between fragments), there is at least one such
-    aggregation, and no UNION lies above it."""
+    result row (``advisor.plan.value_lineage``)."""
 
     names = {}
     for s in query.scans():
@@ -92,36 +88,7 @@ def value_lineage(query: ir.Query, on: dict[str, str]) -> bool:
                 return False
             names[s.scan_id] = hit[0]
 
-    def walk(node: ir.Node):
-        """(ok, scan_id -> (names the attribute goes by here, grouped by an aggregation yet))."""
-        if isinstance(node, ir.Scan):
-            return True, ({node.scan_id: (frozenset([names[node.scan_id]]), False)}
-                          if node.scan_id in names else {})
-        ok, below = True, {}
-        for ch in node.children:
-            o, b = walk(ch)
-            ok, below = ok and o, {**below, **b}
-        if not ok or not below:
-            return ok, below
-        if isinstance(node, ir.Union):
-            return False, below
-        if isinstance(node, ir.Project):
-            return True, {sid: (al | {c.name for e, c in node.items
-                                       if isinstance(e, exp.Column) and e.name in al}, g)
-                          for sid, (al, g) in below.items()}
-        if isinstance(node, ir.Aggregate):
-            keys = set(node.keys)
-        elif isinstance(node, (ir.Distinct, ir.TopK)):
-            keys = {c.name for c in node.cols}
-        else:
-            return True, below
-        if any(not (al & keys) for al, _ in below.values()):
-            return False, below
-        grouped = not isinstance(node, ir.TopK)
-        return True, {sid: (al, g or grouped) for sid, (al, g) in below.items()}
-
-    ok, seen = walk(query.root)
-    return ok and bool(seen) and all(g for _, g in seen.values())
+    return groups_by_value(query.root, names)
 
 
 def by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition]) -> bool:

@@ -193,3 +193,71 @@ def test_decimal_sums_arrive_exact_through_their_unscaled_text(spark, tmp_path):
     assert bulk._unscaled_sums(spark, op, {0: "sum(d)", 1: "sum(e)"}, " FROM dec_now GROUP BY g") == {0, 1}
     slow = init_state(c, sk, q, sketched_scans(c, q, sk), use_bulk=False)
     assert st.sketch() == slow.sketch()
+
+
+@pytest.mark.parametrize("sql,attr", SUPPORTED + [
+    ("SELECT g1, sum(v) AS a, count(*) AS n FROM facts GROUP BY g1 HAVING sum(v) > 1500", "k"),
+    ("SELECT d, g1, sum(m) AS a FROM facts GROUP BY d, g1 HAVING sum(m) > 50", "d"),
+    ("SELECT x, count(v) AS c FROM (SELECT g2 AS x, v FROM facts) s GROUP BY x HAVING count(v) > 30", "g2"),
+])
+def test_driver_state_equals_spark_state(cat, monkeypatch, sql, attr):
+    """The pyarrow initialisation (``bulk_arrow``) builds exactly the Spark aggregation's state."""
+    q = _q(cat, sql)
+    part = build_partition(cat, "facts", attr, 8)
+    sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
+    sketched = sketched_scans(cat, q, sk)
+    driver = init_state(cat, sk, q, sketched, use_bulk=True)
+    monkeypatch.setattr(bulk, "initialise_on_driver", lambda op, base: False)
+    on_spark = init_state(cat, sk, q, sketched, use_bulk=True)
+    assert driver.snapshot() == on_spark.snapshot()
+    assert driver.sketch() == on_spark.sketch()
+
+
+def test_driver_takes_the_plain_shapes_and_leaves_the_rest_to_spark(cat, monkeypatch):
+    from advisor.maintain.spark import bulk_arrow
+
+    took = {}
+    real = bulk_arrow.initialise_on_driver
+    monkeypatch.setattr(bulk, "initialise_on_driver",
+                        lambda op, base: took.setdefault(len(took), real(op, base)))
+    cases = [("SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500", "g1", True),
+             ("SELECT g2, count(*) AS a FROM facts WHERE v > 10 GROUP BY g2 HAVING count(*) >= 40", "k", False),
+             ("SELECT count(*) AS n, sum(v) AS s FROM facts WHERE w > 3", "k", False)]
+    for sql, attr, want in cases:
+        q = _q(cat, sql)
+        part = build_partition(cat, "facts", attr, 8)
+        sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
+        took.clear()
+        init_state(cat, sk, q, sketched_scans(cat, q, sk), use_bulk=True)
+        assert took == {0: want}, sql
+    monkeypatch.setattr(bulk_arrow, "DRIVER_MAX_ROWS", 10)   # facts has 700 rows
+    q = _q(cat, cases[0][0])
+    part = build_partition(cat, "facts", "g1", 8)
+    sk = capture(cat, q, {"facts": "g1"}, 8, check=False, partitions={"facts": part}).sketch
+    took.clear()
+    init_state(cat, sk, q, sketched_scans(cat, q, sk), use_bulk=True)
+    assert took == {0: False}
+
+
+def test_driver_decimal_sums_beyond_bigint_are_exact(spark, tmp_path):
+    """18-digit decimals whose sums pass 2**63 unscaled: the driver's sums equal Python's."""
+    from decimal import Decimal
+
+    from advisor.maintain.spark import bulk_arrow
+
+    c = Catalog(spark, Store(tmp_path / "decdrv"))
+    rows = [(g, Decimal("9000000000000000.25") * (1 if i % 5 else -1) if (g, i) != (2, 0) else None)
+            for g in (1, 2, 3) for i in range(25)]
+    c.create_table("dd", spark.createDataFrame(rows, "g int, d decimal(18,2)"))
+    q = _q(c, "SELECT g, sum(d) AS s FROM dd GROUP BY g HAVING count(*) > 0")
+    part = build_partition(c, "dd", "g", 2)
+    sk = capture(c, q, {"dd": "g"}, 2, check=False, partitions={"dd": part}).sketch
+    st = init_state(c, sk, q, sketched_scans(c, q, sk), use_bulk=True)
+    op = bulk.plain_agg_op(st)
+    got = {op.index.key(int(code))[0]: op.sums[0][code] for code in op.index.live()}
+    want = {}
+    for g, d in rows:
+        if d is not None:
+            want[g] = want.get(g, 0) + int(d.scaleb(2))
+    assert got == want and max(abs(v) for v in got.values()) > 2 ** 63
+    assert bulk_arrow.scan_columns(bulk.lowest_aggregate(q.root).child) is not None

@@ -1,0 +1,170 @@
+"""Bulk initialisation of the lowest aggregation on the driver, with pyarrow: no Spark job.
+
+``bulk_init`` computes the state that matters (per group the row count, per aggregate the non-NULL
+count and sum, per sketched scan the rows in each fragment) with one Spark aggregation whose answer
+has a row per (group, fragment).  Where that aggregation reads one table directly (a scan, or a
+projection of its plain columns) of at most ``DRIVER_MAX_ROWS`` rows, the same numbers come from
+reading the columns with pyarrow and grouping them on the driver: at TPC-H SF1, ``GROUP BY
+l_orderkey`` with ``sum(l_quantity)`` (1.5M groups) read in 0.27 s and grouped in 0.35 s, where the
+Spark job and the transfer of its 1.5M rows took 2.5-4.7 s.  Keys are converted as the maintenance
+engine converts batch rows (``to_nullable_pandas``), so later batches find their groups.
+
+Sums are exact as the Spark path's: DECIMAL arguments of at most 18 digits (a sum of up to 10M of
+them fits arrow's 38 digits) arrive as their unscaled integers; integer arguments only when no sum
+can pass 2**63; floating-point arguments, timestamps and float keys are left to Spark (summation
+order, time zones and NaN grouping differ).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from advisor.maintain.base_side import OLD
+from advisor.maintain.frames import normalize_frame
+from advisor.maintain.operators.aggregate_arrays import PlainAggOp
+from advisor.partition.assign_pandas import assign
+from advisor.plan import ir
+from advisor.plan.value_lineage import groups_by_value
+from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
+from advisor.warehouse.value_kinds import kind_of
+
+DRIVER_MAX_ROWS = 10_000_000   # as ``range_partition`` partitions columns on the driver
+_DEC_DIGITS = 18               # 10M sums of 18-digit decimals stay within decimal128's 38 digits
+
+
+def scan_columns(node: ir.Node) -> Optional[tuple[ir.Scan, dict[str, str]]]:
+    """(the scan, internal name -> base column) when ``node`` reads one table's columns as they
+    are: a scan, or a projection of plain columns over one; else None."""
+    if isinstance(node, ir.Scan):
+        return node, {c.name: c.source for c in node.cols}
+    if isinstance(node, ir.Project) and isinstance(node.child, ir.Scan):
+        inner = {c.name: c.source for c in node.child.cols}
+        out = {}
+        for e, c in node.items:
+            if not isinstance(e, exp.Column) or e.name not in inner:
+                return None
+            out[c.name] = inner[e.name]
+        return node.child, out
+    return None
+
+
+def _key_ok(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+            or pa.types.is_date32(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t))
+
+
+def _sum_ok(op: PlainAggOp, j: int, col: pa.ChunkedArray, rows: int) -> bool:
+    """A sum of ``col`` computed here is exact and in the form the operator keeps."""
+    t = col.type
+    if pa.types.is_decimal(t):
+        return j in op.dec and t.precision <= _DEC_DIGITS and t.scale == op.dec[j][1]
+    if pa.types.is_integer(t) and j not in op.dec:
+        mm = pc.min_max(col)
+        most = max(abs(mm["min"].as_py() or 0), abs(mm["max"].as_py() or 0))
+        return most * max(rows, 1) < 2 ** 63
+    return False
+
+
+def unscaled_ints(arr: pa.Array) -> np.ndarray:
+    """A decimal128 array's unscaled integers as an object array of exact Python ints (None for
+    NULL): the 64-bit ones straight from the buffer, the rest from both words.
+
+    >>> import decimal
+    >>> a = pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-1e17")], pa.decimal128(38, 2))
+    >>> unscaled_ints(a).tolist()
+    [125, None, -10000000000000000000]
+    """
+    n = len(arr)
+    out = np.empty(n, dtype=object)
+    if n == 0:
+        return out
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + n))[2 * arr.offset:]
+    lo, hi = words[0::2], words[1::2]
+    fits = hi == (lo >> 63)
+    out[:] = lo.tolist()
+    for i in np.flatnonzero(~fits):
+        out[i] = (int(hi[i]) << 64) | (int(lo[i]) & 0xFFFFFFFFFFFFFFFF)
+    if arr.null_count:
+        out[np.asarray(arr.is_null())] = None
+    return out
+
+
+def _engine_values(col: pa.ChunkedArray) -> pd.Series:
+    """A column in the maintenance engine's value forms, as batch rows arrive in it."""
+    return normalize_frame(to_nullable_pandas(pa.table({"v": col})))["v"]
+
+
+def initialise_on_driver(op: PlainAggOp, base) -> bool:
+    """Load ``op`` (a fresh lowest aggregation) from its table read on the driver (``base``: a
+    ``SparkBase`` at OLD); False, with nothing loaded, where the plan or the types need Spark."""
+    node = op.node
+    if not isinstance(node, ir.Aggregate) or not node.keys:
+        return False
+    got = scan_columns(node.child)
+    if got is None:
+        return False
+    scan, src = got
+    catalog, version = base.catalog, base.versions[OLD][scan.table]
+    rows = catalog.version(scan.table, version).rows
+    if rows > DRIVER_MAX_ROWS or any(k not in src for k in op.keys):
+        return False
+    args = {}
+    for j, a in enumerate(op.aggs):
+        if a.func not in ("count", "sum", "avg") or a.distinct:
+            return False
+        if a.arg is not None:
+            if not isinstance(a.arg, exp.Column) or a.arg.name not in src:
+                return False
+            args[j] = src[a.arg.name]
+    sketched = {sid: base.sketched[sid] for sid in op.sids if sid in base.sketched}
+    if len(sketched) != len(op.sids) or any(sid != scan.scan_id for sid in sketched):
+        return False
+    attrs = {sid: scan.col(name).source for sid, (name, _) in sketched.items()}
+    if any(kind_of(part.dtype) == "ts" for _, part in sketched.values()):
+        return False
+    cols = list(dict.fromkeys([src[k] for k in op.keys] + list(args.values()) + list(attrs.values())))
+    tab = catalog.read_arrow(scan.table, version, cols)
+    if not all(_key_ok(tab.column(src[k]).type) for k in op.keys):
+        return False
+    sums = [j for j, a in enumerate(op.aggs) if a.arg is not None and a.func in ("sum", "avg")]
+    if not all(_sum_ok(op, j, tab.column(args[j]), rows) for j in sums):
+        return False
+
+    key_of = {sid: next((k for k in op.keys if src[k] == attrs[sid]), None) for sid in op.sids}
+    by_value = (all(k is not None for k in key_of.values())
+                and groups_by_value(node, {sid: name for sid, (name, _) in sketched.items()}))
+    data = {f"k{i}": tab.column(src[k]) for i, k in enumerate(op.keys)}
+    data.update({f"a{j}": tab.column(c) for j, c in args.items()})
+    frag_keys = []
+    if not by_value:   # a fragment per row, grouped with the keys
+        for s, sid in enumerate(op.sids):
+            values = _engine_values(tab.column(attrs[sid]))
+            data[f"f{s}"] = pa.array(assign(values, sketched[sid][1]), type=pa.int64())
+            frag_keys.append(f"f{s}")
+    del tab
+    aggs = [([], "count_all")] + [(f"a{j}", "count") for j in args] + [(f"a{j}", "sum") for j in sums]
+    g = pa.table(data).group_by([f"k{i}" for i in range(len(op.keys))] + frag_keys,
+                                use_threads=True).aggregate(aggs)
+
+    keys = normalize_frame(to_nullable_pandas(g.select([f"k{i}" for i in range(len(op.keys))])
+                                              .rename_columns(list(op.keys))))
+    nn = {j: g.column(f"a{j}_count").to_numpy() for j in args}
+    plain, unscaled = {}, {}
+    for j in sums:
+        col = g.column(f"a{j}_sum").combine_chunks()
+        if pa.types.is_decimal(col.type):
+            unscaled[j] = unscaled_ints(col)
+        else:
+            plain[j] = col.to_pylist()
+    if by_value:   # each group's fragment is its attribute value's
+        frags = [pd.Series(assign(keys[key_of[sid]], sketched[sid][1])) for sid in op.sids]
+    else:
+        frags = [pd.Series(g.column(f).to_numpy()) for f in frag_keys]
+    op.load_bulk(keys, g.column("count_all").to_numpy(), nn, plain, frags, unscaled)
+    return True
