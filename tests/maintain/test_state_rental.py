@@ -32,6 +32,20 @@ def test_ski_rental_rule(spent, nxt, init, want):
     assert rent.should_rent(spent, nxt, init) is want
 
 
+def test_an_answering_recapture_is_rent_only_beyond_the_sketched_run(tmp_path):
+    """The owner of state runs the query too: an answering recapture's rent is its seconds less
+    the template's median sketched run (all of it while no sketched run is logged)."""
+    store = Store(tmp_path)
+    assert rent.answered_rent(store, "t", 2.9) == 2.9
+    for secs in (0.4, 0.5, 0.9):
+        store.log_run("run", "SELECT 1", {"template": "t", "sketch": 3, "seconds": secs})
+    store.log_run("run", "SELECT 1", {"template": "t", "seconds": 2.0})   # plain: not an owner's run
+    store.log_run("run", "SELECT 1", {"template": "u", "sketch": 4, "seconds": 0.1})
+    assert rent.answered_rent(store, "t", 2.9) == pytest.approx(2.4)
+    assert rent.answered_rent(store, "t", 0.3) == 0.0
+    assert rent.answered_rent(store, None, 2.9) == 2.9
+
+
 def test_rent_spend_is_recorded_per_sketch_version(tmp_path):
     store = Store(tmp_path)
     assert rent.rent_of(store, 7) == (0.0, 0.0)

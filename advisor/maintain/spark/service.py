@@ -178,8 +178,9 @@ def _recapture(catalog: Catalog, sk: Sketch, query, new: dict, t0: float, init_w
                n_delta: int = 0, answer: bool = False, booked: float | None = None) -> MaintResult:
     """Recapture the chain's next version at ``new``.  With ``init_with`` = (sketched, topk buffer)
     operator state is initialised for it (a top-k buffer ran dry); without, the chain stays
-    state-less and the recapture is booked as rent (``rent``): its seconds, or ``booked`` (the
-    prior, when costs are not measured)."""
+    state-less and the recapture is booked as rent (``rent``): its seconds (beyond a sketched run
+    when it also answered the query, ``state_rental.answered_rent``), or ``booked`` (the prior, when
+    costs are not measured)."""
 
     on = {p.table: p.attr for p in sk.parts}
     parts = {p.table: load_partition(catalog.store, p.partition_id) for p in sk.parts}
@@ -192,6 +193,8 @@ def _recapture(catalog: Catalog, sk: Sketch, query, new: dict, t0: float, init_w
     if init_with is None:
         rows = sum(catalog.version(t, v).rows for t, v in new.items())
         paid = state_rental.booked(catalog.store, rows, res.seconds) if booked is None else booked
+        if res.answer is not None and booked is None and state_rental.measured(catalog.store):
+            paid = state_rental.answered_rent(catalog.store, sk.template, paid)
         state_rental.record_rent(catalog.store, res.sketch.id, spent + paid, paid)
     else:
         state = init_state(catalog, load_sketch(catalog.store, res.sketch.id), query, *init_with)
