@@ -54,9 +54,18 @@ def can_isolate(hide: Path) -> bool:
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1, never through a proxy
 
 
-def _json(ui: str) -> dict:
-    with _DIRECT.open(f"{ui}/json/", timeout=10) as r:
-        return json.loads(r.read())
+def _json(ui: str, tries: int = 5) -> dict:
+    """A web UI's JSON status.  A busy UI can drop the connection or answer with an empty page (seen
+    on a worker's UI right after a two-worker replay on 2 cores): asked again after a second."""
+    for i in range(tries):
+        try:
+            with _DIRECT.open(f"{ui}/json/", timeout=10) as r:
+                return json.loads(r.read())
+        except (OSError, ValueError):
+            if i == tries - 1:
+                raise
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -90,7 +99,7 @@ def _stop(procs) -> None:
 
 def _alive(cluster: Cluster) -> int:
     try:
-        return sum(w["state"] == "ALIVE" for w in cluster.state()["workers"])
+        return sum(w["state"] == "ALIVE" for w in _json(cluster.ui, tries=1)["workers"])
     except (OSError, ValueError):  # the web UI is not up yet, or answers with an empty page while starting
         return 0
 

@@ -9,11 +9,11 @@ one Spark job,
     SELECT keys, frag_1..frag_n, count(1), count(arg_j), sum(arg_j)
     FROM (instrumented subtree) GROUP BY keys, frag_1..frag_n
 
-whose answer has (groups x fragments) rows, far fewer than the input; where the aggregation
-reads one table of at most 10M rows directly, pyarrow computes the same numbers on the driver
-(``bulk_arrow``). The operators above the
-aggregation (HAVING, projection, top-k, an outer aggregation) then take the aggregation's output
-as an ordinary insert batch, so their state is exactly what the row path builds.
+whose answer has (groups x fragments) rows, far fewer than the input.  Where the aggregation reads
+one table of at most 10M rows as it is, pyarrow computes the same numbers on the driver instead
+(``bulk_arrow``).  The operators above the aggregation (HAVING, projection, top-k, an outer
+aggregation) then take the aggregation's output as an ordinary insert batch, so their state is
+exactly what the row path builds.
 
 Supported plans (`supports`): from the root down, unary operators only (Select, Project, TopK,
 Aggregate, Distinct) to the lowest Aggregate/Distinct, whose aggregates are COUNT/SUM/AVG without
@@ -36,13 +36,10 @@ from advisor.maintain.base_side import OLD
 from advisor.maintain.decimals import unscaled_exact
 from advisor.maintain.frames import normalize_frame, row_values
 from advisor.maintain.operators.aggregate_arrays import PlainAggOp
-from advisor.maintain.spark.bulk_arrow import initialise_on_driver
 from advisor.maintain.operators.join import JoinOp
-from advisor.partition.assign_pandas import assign
+from advisor.maintain.spark.bulk_arrow import initialise_on_driver
 from advisor.plan import ir
 from advisor.plan.to_sql import Gen, esql, gen, q
-from advisor.plan.value_lineage import groups_by_value
-from advisor.warehouse.value_kinds import kind_of
 
 BLOOM_MAX_KEYS = 200_000
 _BULK_FUNCS = ("count", "sum", "avg")
@@ -96,8 +93,7 @@ def _initialise_on_spark(op: PlainAggOp, base) -> None:
     """Load ``op`` from the Spark aggregation in the module's docstring, and the blooms of the
     joins below it."""
     spark = base.catalog.spark
-    by_value = _groups_by_value(op, base)
-    g = Gen(base.source(OLD, by_value=by_value))
+    g = Gen(base.source(OLD))
     sql, lams = gen(op.node.child, g)
     lam_of = {g.lams[name]: name for name in lams}          # sid -> Λ column
     items = [q(k) for k in op.keys] + [q(lam_of[s]) for s in op.sids]
@@ -115,23 +111,9 @@ def _initialise_on_spark(op: PlainAggOp, base) -> None:
     for j, e in sums.items():
         items += _sum_items(j, e, op.dec[j][1]) if j in exact else [f"{e} AS `__s{j}`"]
     df = spark.sql(f"SELECT {', '.join(items)}{src}").toPandas()
-    if by_value:  # each group's value of the sketched attribute -> its fragment, on the driver
-        for s in op.sids:
-            df[lam_of[s]] = assign(df[lam_of[s]], base.sketched[s][1])
     _load_groups(op, df, [lam_of[s] for s in op.sids], exact)
     for join in [o for o in op.children[0].walk() if isinstance(o, JoinOp)]:
         _fill_blooms(join, base)
-
-
-def _groups_by_value(op: PlainAggOp, base) -> bool:
-    """The aggregation groups by every sketched attribute (``advisor.plan.value_lineage``; not a
-    timestamp, whose collected values come back in the session's time zone): then a group's
-    fragment is its attribute value's, assigned on the driver, and the job neither assigns a
-    fragment to every input row nor groups by one.  At TPC-H SF1, ``GROUP BY l_suppkey`` sketched
-    on l_suppkey initialised in 1.77 s that way against 0.88 s for the plain query."""
-    names = {sid: attr for sid, (attr, part) in base.sketched.items() if sid in op.sids}
-    return (bool(names) and set(names) == set(op.sids) and groups_by_value(op.node, names)
-            and all(kind_of(base.sketched[sid][1].dtype) != "ts" for sid in names))
 
 
 def _unscaled_sums(spark, op: PlainAggOp, sums: dict[int, str], src: str) -> set[int]:

@@ -34,7 +34,7 @@ from advisor.maintain.frames import fcol, normalize_frame, py_scalar
 from advisor.maintain.operators.join import JoinOp
 from advisor.partition.range_partition import assign_column
 from advisor.plan import ir
-from advisor.plan.to_sql import BM, VAL, Gen, Source, gen, q
+from advisor.plan.to_sql import BM, Gen, Source, gen, q
 from advisor.sketch.capture import FRAG
 from advisor.warehouse.sketch_records import decode_bitmap
 
@@ -95,9 +95,8 @@ class SparkBase:
         self.rows_fetched = 0
         self.cache_hits = 0
 
-    def source(self, version: str, register: bool = True, by_value: bool = False):
-        """How each scan reads its table at OLD or NEW (sketched scans with their fragment column,
-        or with ``by_value`` their sketched attribute itself, ``to_sql`` kind VAL).
+    def source(self, version: str, register: bool = True):
+        """How each scan reads its table at OLD or NEW (sketched scans with their fragment column).
 
         With ``register=False`` only the view names are produced (no Spark call): enough to
         build the SQL text that keys the side cache."""
@@ -108,8 +107,6 @@ class SparkBase:
             if scan.scan_id in self.sketched:
                 attr_internal, part = self.sketched[scan.scan_id]
                 attr = scan.col(attr_internal).source
-                if by_value:
-                    return Source(table_view(self.catalog, scan.table, v), attr, VAL)
                 name = self.catalog.view_name(scan.table, v, f"_cap{part.id}")
                 if register and not self.catalog.spark.catalog.tableExists(name):
                     df = self.catalog.read(scan.table, v)
