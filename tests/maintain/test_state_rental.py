@@ -46,6 +46,24 @@ def test_an_answering_recapture_is_rent_only_beyond_the_sketched_run(tmp_path):
     assert rent.answered_rent(store, None, 2.9) == 2.9
 
 
+def test_a_plan_the_driver_cannot_initialise_is_priced_by_spark_initialisations(tmp_path):
+    """Driver initialisations (``bulk_arrow``) are fast; they price plans of their own shape, never
+    one that needs Spark (a filter below the aggregation)."""
+    import json
+    import time
+
+    store = Store(tmp_path)
+    with store.tx() as c:
+        c.execute("INSERT INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
+                  (1, "", json.dumps({"init_seconds": 0.3, "init_rows": 6_000_000, "bulk": True,
+                                      "driver": True}), time.time()))
+    schema = lambda t: [("g", "int"), ("v", "int")]  # noqa: E731
+    plain = parse_sql("SELECT g, count(*) AS n FROM t GROUP BY g HAVING count(*) > 3", schema).root
+    filtered = parse_sql("SELECT g, count(*) AS n FROM t WHERE v > 2 GROUP BY g HAVING count(*) > 3", schema).root
+    assert rent.predict_init(store, plain, 6_000_000, True) == pytest.approx(0.3)
+    assert rent.predict_init(store, filtered, 6_000_000, True) == pytest.approx(6_000_000 / rent.BULK_INIT_ROWS_PER_S)
+
+
 def test_rent_spend_is_recorded_per_sketch_version(tmp_path):
     store = Store(tmp_path)
     assert rent.rent_of(store, 7) == (0.0, 0.0)
@@ -170,7 +188,7 @@ def test_chain_rents_then_buys_and_stays_correct(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(rent, "MIN_INIT_SECONDS", 0.0)
     monkeypatch.setattr(rent, "INIT_ROWS_PER_S", rows / 2.5)
     monkeypatch.setattr(rent, "RECAPTURE_ROWS_PER_S", rows / 1.0)
-    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False: rent.INIT_ROWS_PER_S)
+    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False: rent.INIT_ROWS_PER_S)
     sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
     q = parse_sql(sql, lambda t: cat.schema(t))
     parts = {"facts": build_partition(cat, "facts", "g1", 6)}
@@ -208,7 +226,7 @@ def test_a_purchase_skips_the_rent_and_stays_correct(spark, tmp_path, monkeypatc
     rows = cat.version("facts").rows
     monkeypatch.setattr(rent, "MIN_INIT_SECONDS", 0.0)
     monkeypatch.setattr(rent, "RECAPTURE_ROWS_PER_S", rows / 1.0)
-    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False: rows / 50.0)  # state: 50 recaptures
+    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False: rows / 50.0)  # state: 50 recaptures
     sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
     q = parse_sql(sql, lambda t: cat.schema(t))
     parts = {"facts": build_partition(cat, "facts", "g1", 6)}

@@ -54,6 +54,54 @@ def scan_columns(node: ir.Node) -> Optional[tuple[ir.Scan, dict[str, str]]]:
     return None
 
 
+_INTS = ("tinyint", "smallint", "int", "bigint")
+
+
+def shape_on_driver(node: Optional[ir.Node]) -> bool:
+    """The plan-level half of ``initialise_on_driver``'s test (no data read): ``node``, a lowest
+    aggregation, has keys, reads one table as it is, and aggregates plain columns with COUNT, or
+    SUM/AVG of integers or decimals of at most 18 digits; no key is a float or a timestamp.  What
+    prices an initialisation before it runs (``state_rental.predict_init``).
+
+    >>> from advisor.plan.parse import parse_sql
+    >>> from advisor.maintain.spark.bulk_init import lowest_aggregate
+    >>> schema = {"t": [("k", "int"), ("d", "decimal(15,2)"), ("x", "double")]}
+    >>> q = lambda sql: lowest_aggregate(parse_sql(sql, schema.get).root)
+    >>> shape_on_driver(q("SELECT k, sum(d) AS s FROM t GROUP BY k HAVING sum(d) > 5"))
+    True
+    >>> shape_on_driver(q("SELECT k, sum(x) AS s FROM t GROUP BY k HAVING sum(x) > 5"))
+    False
+    >>> shape_on_driver(q("SELECT k, count(*) AS n FROM t WHERE d > 1 GROUP BY k HAVING count(*) > 5"))
+    False
+    """
+    if not isinstance(node, ir.Aggregate) or not node.keys:
+        return False
+    got = scan_columns(node.child)
+    if got is None:
+        return False
+    _, src = got
+    dtype = {c.name: c.dtype.lower() for c in node.child.cols}
+    if any(k not in src or dtype[k].startswith(("float", "double", "timestamp")) for k in node.keys):
+        return False
+    for a in node.aggs:
+        if a.func not in ("count", "sum", "avg") or a.distinct:
+            return False
+        if a.arg is None:
+            continue
+        if not isinstance(a.arg, exp.Column) or a.arg.name not in src:
+            return False
+        t = dtype[a.arg.name]
+        if a.func != "count" and not (t in _INTS or (t.startswith("decimal") and _digits(t) <= _DEC_DIGITS)):
+            return False
+    return True
+
+
+def _digits(dtype: str) -> int:
+    """The precision of a ``decimal(p,s)`` type string."""
+    inner = dtype[dtype.index("(") + 1:dtype.index(")")] if "(" in dtype else "10,0"
+    return int(inner.split(",")[0])
+
+
 def _key_ok(t: pa.DataType) -> bool:
     return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
             or pa.types.is_date32(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t))
@@ -104,24 +152,14 @@ def initialise_on_driver(op: PlainAggOp, base) -> bool:
     """Load ``op`` (a fresh lowest aggregation) from its table read on the driver (``base``: a
     ``SparkBase`` at OLD); False, with nothing loaded, where the plan or the types need Spark."""
     node = op.node
-    if not isinstance(node, ir.Aggregate) or not node.keys:
+    if not shape_on_driver(node):
         return False
-    got = scan_columns(node.child)
-    if got is None:
-        return False
-    scan, src = got
+    scan, src = scan_columns(node.child)
     catalog, version = base.catalog, base.versions[OLD][scan.table]
     rows = catalog.version(scan.table, version).rows
     if rows > DRIVER_MAX_ROWS or any(k not in src for k in op.keys):
         return False
-    args = {}
-    for j, a in enumerate(op.aggs):
-        if a.func not in ("count", "sum", "avg") or a.distinct:
-            return False
-        if a.arg is not None:
-            if not isinstance(a.arg, exp.Column) or a.arg.name not in src:
-                return False
-            args[j] = src[a.arg.name]
+    args = {j: src[a.arg.name] for j, a in enumerate(op.aggs) if a.arg is not None}
     sketched = {sid: base.sketched[sid] for sid in op.sids if sid in base.sketched}
     if len(sketched) != len(op.sids) or any(sid != scan.scan_id for sid in sketched):
         return False

@@ -81,7 +81,8 @@ def initialise(state, base) -> bool:
     op = plain_agg_op(state)
     if op is None or state.batches:
         return False
-    if not initialise_on_driver(op, base):  # one table of up to 10M rows: pyarrow (``bulk_arrow``)
+    state.init_on_driver = initialise_on_driver(op, base)  # one table of up to 10M rows: ``bulk_arrow``
+    if not state.init_on_driver:
         _initialise_on_spark(op, base)
     op.started = True
     op.pending = op.all_outputs()

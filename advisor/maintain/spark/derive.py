@@ -112,11 +112,14 @@ def _heads(catalog: Catalog, query, want: dict) -> list[Sketch]:
                    and {p.table: (p.attr, p.partition_id) for p in s.parts} == want), key=lambda s: -s.id)
 
 
-def _init_record(catalog: Catalog, root, t0: float, versions: dict[str, int], template: str | None = None) -> dict:
-    """The ``states`` record of a bulk initialisation started at ``t0`` (feeds ``state_rental.init_rate``)."""
+def _init_record(catalog: Catalog, root, t0: float, versions: dict[str, int], template: str | None,
+                 state: MaintState) -> dict:
+    """The ``states`` record of ``state``'s bulk initialisation started at ``t0`` (feeds
+    ``state_rental.init_rate``)."""
     return {"init_seconds": round(time.perf_counter() - t0, 4),
             "init_rows": sum(catalog.version(t, v).rows for t, v in versions.items()),
-            "init_groups": state_rental.state_groups(catalog.store, root, template), "bulk": True}
+            "init_groups": state_rental.state_groups(catalog.store, root, template), "bulk": True,
+            "driver": bool(getattr(state, "init_on_driver", False))}
 
 
 def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
@@ -132,7 +135,7 @@ def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int])
             t0 = time.perf_counter()
             hq = parse_sql(head.sql, lambda t: catalog.schema(t))
             st = init_state(catalog, head, hq, sketched_scans(catalog, hq, head))
-            state_store.save(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template))
+            state_store.save(catalog, head.id, st, _init_record(catalog, hq.root, t0, versions, hq.template, st))
         elif not current(head):
             res = maintain_sketch(catalog, head.id)  # one incremental step (the head has state)
             if res.how != "incremental":
@@ -168,7 +171,7 @@ def _bought_state(catalog: Catalog, query, want: dict, heads: list[Sketch],
                 [SketchPart(t, a, pid, frozenset()) for t, (a, pid) in sorted(want.items())], dict(versions))
     st = init_state(catalog, sk, query, sketched_scans(catalog, query, sk))
     bought = {"spent": round(spent, 4), "next": round(nxt, 4), "predicted": round(init, 4)}
-    return st, _init_record(catalog, query.root, t0, versions, query.template) | {"bought": bought}
+    return st, _init_record(catalog, query.root, t0, versions, query.template, st) | {"bought": bought}
 
 
 def derive_sketch(catalog: Catalog, query, on: dict[str, str], partitions: dict, versions: dict[str, int]):

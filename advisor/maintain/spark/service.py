@@ -144,6 +144,7 @@ def _maintain(catalog: Catalog, sketch_id: int, topk_buffer: int | None, answer:
         t_init = time.perf_counter()
         state = init_state(catalog, sk, query, sketched, topk_buffer)
         init = {"init_seconds": round(time.perf_counter() - t_init, 4), "init_rows": rows, "bulk": is_bulk,
+                "driver": bool(getattr(state, "init_on_driver", False)),
                 "init_groups": state_rental.state_groups(catalog.store, query.root, query.template)}
     deltas, n_delta = {}, 0
     for t in tables:

@@ -1,16 +1,18 @@
 """Rent or buy operator state (ski rental) for a sketch chain that has none yet.
 
-Initialising IMP state means one Spark aggregation where the plan allows (``bulk``, about a
-capture) or else reading every table the query reads into the engine (SF0.1 lineitem: ~5 s),
-while a recapture costs one instrumented scan (~1-2 s).  State pays off only if the chain is
+Initialising IMP state means one aggregation where the plan allows (``bulk``): on the driver with
+pyarrow where it reads one table as it is (``bulk_arrow``, a fraction of a scan), else on Spark
+(about a capture); or else reading every table the query reads into the engine (SF0.1 lineitem:
+~5 s), while a recapture costs one instrumented scan (~1-2 s).  State pays off only if the chain is
 maintained again and again, which is not known in advance.  The classic ski-rental rule is
 2-competitive: keep *renting* (recapture, no state) while the recapture time already spent on the
 chain plus the next recapture stays within the estimated *purchase* (state initialisation); then
 buy.  Tables small enough to initialise in under ``MIN_INIT_SECONDS`` are bought at once.  The
 initialisation estimate (``predict_init``) is the rows over the median rate of earlier
-initialisations in this store (recorded in the ``states`` rows), else a prior, plus the groups the
-state will hold over ``GROUPS_PER_S``: the state's groups cross to the driver and are loaded there,
-so a state of 1.5M groups (TPC-H SF1 ``GROUP BY l_orderkey``) took 7.5 s where states of 2-20k groups
+initialisations in this store (recorded in the ``states`` rows; for a plan the driver cannot
+initialise, those on Spark only: the driver's are several times faster), else a prior, plus the
+groups the state will hold over ``GROUPS_PER_S``: the state's groups are loaded on the driver, so
+a state of 1.5M groups (TPC-H SF1 ``GROUP BY l_orderkey``) took 7.5 s where states of 2-20k groups
 over the same 6M rows took 2.3-3.3 s.  The recapture estimate is the chain's last recapture, else a
 scan-rate prior.  Chain spend is kept in the ``maint_rent`` table, keyed by the sketch version.
 
@@ -29,6 +31,8 @@ import time
 from typing import TYPE_CHECKING
 
 from advisor.calibration.measured_costs import PRIOR_ROWS_PER_S, calibrate
+from advisor.maintain.spark.bulk_arrow import DRIVER_MAX_ROWS, shape_on_driver
+from advisor.maintain.spark.bulk_init import lowest_aggregate
 from advisor.maintain.spark.state_store import template_groups
 from advisor.plan import ir
 from advisor.warehouse.column_stats import store_ndv
@@ -92,23 +96,25 @@ def answered_rent(store: Store, template: str | None, seconds: float) -> float:
     return max(0.0, seconds - statistics.median(sketched)) if sketched else seconds
 
 
-def init_rate(store: Store, bulk: bool = False) -> float:
+def init_rate(store: Store, bulk: bool = False, spark_only: bool = False) -> float:
     """Rows per second of state initialisation observed in this store (median over the same kind:
-    Spark bulk or row path), else the kind's prior.  The time ``predict_init`` gives a recorded
-    state's groups (``init_groups``) is taken out first.  Initialisations whose groups account for
+    bulk or row path; with ``spark_only``, bulk ones on Spark only), else the kind's prior.  The
+    time ``predict_init`` gives a recorded state's groups (``init_groups``) is taken out first.  Initialisations whose groups account for
     more than half their time say little about the rows' rate and are left out while others exist;
     with only such, at most half is taken out.  (Clamping SF1 big_orders' 6.7 s at half, with 4.9 s
     of it its 1.48M groups, priced small states' initialisations at 3.3 s against 1.6-2.5 s
     measured, and kept renting or declining their chains.)"""
+    prior = BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
     if not measured(store):
-        return BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
+        return prior
     rates, dominated = [], []
     # only initialisations: every incremental step also writes a states row, and the newest 50 rows of
     # a busy store held none (the prior was used after the first 50 steps)
     for r in store.query("SELECT meta_json FROM states WHERE meta_json LIKE '%\"init_seconds\"%' "
                          "ORDER BY created DESC LIMIT 50"):
         m = json.loads(r["meta_json"])
-        if m.get("init_seconds") and m.get("init_rows") and bool(m.get("bulk")) == bulk:
+        if (m.get("init_seconds") and m.get("init_rows") and bool(m.get("bulk")) == bulk
+                and not (spark_only and m.get("driver"))):
             groups_s = float(m.get("init_groups") or 0.0) / GROUPS_PER_S
             if groups_s <= 0.5 * m["init_seconds"]:
                 rates.append(m["init_rows"] / max(m["init_seconds"] - groups_s, 1e-3))
@@ -116,7 +122,7 @@ def init_rate(store: Store, bulk: bool = False) -> float:
                 dominated.append(m["init_rows"] / max(0.5 * m["init_seconds"], 1e-3))
     if rates or dominated:
         return statistics.median(rates or dominated)
-    return BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
+    return prior
 
 
 def state_groups(store: Store, root, template: str | None = None) -> float:
@@ -163,8 +169,12 @@ def too_big(store: Store, root, template: str | None = None) -> bool:
 def predict_init(store: Store, root, rows: float, bulk: bool, template: str | None = None,
                  measured: bool = True) -> float:
     """Predicted seconds to initialise the operator state of plan ``root`` over ``rows`` input rows
-    (``measured=False``: at the kind's prior rate, module docstring)."""
-    rate = init_rate(store, bulk) if measured else (BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S)
+    (``measured=False``: at the kind's prior rate, module docstring).  A plan the driver cannot
+    initialise (``bulk_arrow.shape_on_driver``) is priced by Spark initialisations alone: in the
+    demo, a top-k over a filtered lineitem was priced by the driver's 1.5 s for 1.5M groups and
+    bought for 4.6 s on Spark one batch before the workload ended."""
+    spark_only = bulk and not (rows <= DRIVER_MAX_ROWS and shape_on_driver(lowest_aggregate(root)))
+    rate = init_rate(store, bulk, spark_only) if measured else (BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S)
     return rows / rate + state_groups(store, root, template) / GROUPS_PER_S
 
 
