@@ -157,7 +157,7 @@ def initialise_on_driver(op: PlainAggOp, base) -> bool:
     scan, src = scan_columns(node.child)
     catalog, version = base.catalog, base.versions[OLD][scan.table]
     rows = catalog.version(scan.table, version).rows
-    if rows > DRIVER_MAX_ROWS or any(k not in src for k in op.keys):
+    if rows > DRIVER_MAX_ROWS:
         return False
     args = {j: src[a.arg.name] for j, a in enumerate(op.aggs) if a.arg is not None}
     sketched = {sid: base.sketched[sid] for sid in op.sids if sid in base.sketched}

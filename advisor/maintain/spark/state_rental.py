@@ -89,9 +89,9 @@ def booked(store: Store, rows: float, seconds: float) -> float:
 def answered_rent(store: Store, template: str | None, seconds: float) -> float:
     """The rent of a recapture that also answered its query: what it cost beyond the sketched run
     an owner of state would have made instead (the template's median sketched run logged in this
-    store; all of it when none is).  Renting competes with owning, and the owner runs the query too:
-    booking a whole answering recapture (2.9 s against 0.5 s sketched runs of a TPC-H SF1 top-k)
-    bought a 4.8 s state one batch before the workload ended."""
+    store; all of it when none is).  Renting competes with owning, and the owner runs the query too
+    (the demo's top-k over lineitem: answering recaptures of 2.2-2.9 s against sketched runs of
+    0.3-0.6 s)."""
     sketched = calibrate(store).query_s.get(template, ([], []))[1] if template is not None else []
     return max(0.0, seconds - statistics.median(sketched)) if sketched else seconds
 
