@@ -50,6 +50,13 @@ def _q(cat, sql):
     return parse_sql(sql, lambda t: cat.schema(t))
 
 
+def _bulk_state(cat, q, table, attr, n):
+    """Capture ``q`` sketched on ``table.attr`` at ``n`` fragments and bulk-initialise its state."""
+    part = build_partition(cat, table, attr, n)
+    sk = capture(cat, q, {table: attr}, n, check=False, partitions={table: part}).sketch
+    return sk, init_state(cat, sk, q, sketched_scans(cat, q, sk), use_bulk=True)
+
+
 def test_supports_the_aggregation_shapes_only(cat):
     assert all(bulk.supports(_q(cat, s).root) for s, _ in SUPPORTED)
     assert not any(bulk.supports(_q(cat, s).root) for s in UNSUPPORTED)
@@ -171,9 +178,7 @@ def test_decimal_sums_arrive_exact_through_their_unscaled_text(spark, tmp_path):
             (4, Decimal("0.00"), Decimal("0.0000000001")), (5, None, None), (5, None, Decimal("3"))]
     c.create_table("dec", spark.createDataFrame(rows, "g int, d decimal(38,2), e decimal(20,10)"))
     q = _q(c, "SELECT g, sum(d) AS sd, sum(e) AS se FROM dec GROUP BY g HAVING count(*) > 0")
-    part = build_partition(c, "dec", "g", 2)
-    sk = capture(c, q, {"dec": "g"}, 2, check=False, partitions={"dec": part}).sketch
-    st = init_state(c, sk, q, sketched_scans(c, q, sk), use_bulk=True)
+    sk, st = _bulk_state(c, q, "dec", "g", 2)
     op = bulk.plain_agg_op(st)
     got = {op.index.key(int(code))[0]: [op.sums[j][code] if op.nn[j][code] else None for j in (0, 1)]
            for code in op.index.live()}
@@ -224,18 +229,12 @@ def test_driver_takes_the_plain_shapes_and_leaves_the_rest_to_spark(cat, monkeyp
              ("SELECT g2, count(*) AS a FROM facts WHERE v > 10 GROUP BY g2 HAVING count(*) >= 40", "k", False),
              ("SELECT count(*) AS n, sum(v) AS s FROM facts WHERE w > 3", "k", False)]
     for sql, attr, want in cases:
-        q = _q(cat, sql)
-        part = build_partition(cat, "facts", attr, 8)
-        sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
         took.clear()
-        init_state(cat, sk, q, sketched_scans(cat, q, sk), use_bulk=True)
+        _bulk_state(cat, _q(cat, sql), "facts", attr, 8)
         assert took == {0: want}, sql
     monkeypatch.setattr(bulk_arrow, "DRIVER_MAX_ROWS", 10)   # facts has 700 rows
-    q = _q(cat, cases[0][0])
-    part = build_partition(cat, "facts", "g1", 8)
-    sk = capture(cat, q, {"facts": "g1"}, 8, check=False, partitions={"facts": part}).sketch
     took.clear()
-    init_state(cat, sk, q, sketched_scans(cat, q, sk), use_bulk=True)
+    _bulk_state(cat, _q(cat, cases[0][0]), "facts", "g1", 8)
     assert took == {0: False}
 
 
@@ -250,9 +249,7 @@ def test_driver_decimal_sums_beyond_bigint_are_exact(spark, tmp_path):
             for g in (1, 2, 3) for i in range(25)]
     c.create_table("dd", spark.createDataFrame(rows, "g int, d decimal(18,2)"))
     q = _q(c, "SELECT g, sum(d) AS s FROM dd GROUP BY g HAVING count(*) > 0")
-    part = build_partition(c, "dd", "g", 2)
-    sk = capture(c, q, {"dd": "g"}, 2, check=False, partitions={"dd": part}).sketch
-    st = init_state(c, sk, q, sketched_scans(c, q, sk), use_bulk=True)
+    _, st = _bulk_state(c, q, "dd", "g", 2)
     op = bulk.plain_agg_op(st)
     got = {op.index.key(int(code))[0]: op.sums[0][code] for code in op.index.live()}
     want = {}
