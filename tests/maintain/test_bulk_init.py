@@ -226,7 +226,9 @@ def test_driver_takes_the_plain_shapes_and_leaves_the_rest_to_spark(cat, monkeyp
     monkeypatch.setattr(bulk, "initialise_on_driver",
                         lambda op, base: took.setdefault(len(took), real(op, base)))
     cases = [("SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500", "g1", True),
-             ("SELECT g2, count(*) AS a FROM facts WHERE v > 10 GROUP BY g2 HAVING count(*) >= 40", "k", False),
+             ("SELECT g2, count(*) AS a FROM facts WHERE v > 10 GROUP BY g2 HAVING count(*) >= 40", "k", True),
+             ("SELECT g2, count(*) AS a FROM facts WHERE w > 3 GROUP BY g2 HAVING count(*) >= 40", "k", False),
+             ("SELECT g1, sum(v * w) AS a FROM facts GROUP BY g1 HAVING sum(v * w) > 0", "k", False),
              ("SELECT count(*) AS n, sum(v) AS s FROM facts WHERE w > 3", "k", False)]
     for sql, attr, want in cases:
         took.clear()
@@ -258,3 +260,59 @@ def test_driver_decimal_sums_beyond_bigint_are_exact(spark, tmp_path):
             want[g] = want.get(g, 0) + int(d.scaleb(2))
     assert got == want and max(abs(v) for v in got.values()) > 2 ** 63
     assert bulk_arrow.scan_columns(bulk.lowest_aggregate(q.root).child) is not None
+
+
+FILTERED = [
+    ("SELECT g1, sum(v * 2 - k) AS a FROM facts WHERE v > 10 GROUP BY g1 HAVING sum(v * 2 - k) > 0", "k"),
+    ("SELECT g2, count(*) AS a FROM facts WHERE d >= DATE '2020-06-01' AND NOT (g1 = 0) GROUP BY g2 "
+     "HAVING count(*) > 3", "d"),
+    ("SELECT g1, count(v) AS a FROM facts WHERE g2 IN ('c1', 'c2', 'c3') OR v BETWEEN 0 AND 50 GROUP BY g1 "
+     "HAVING count(v) > 3", "g1"),
+    ("SELECT g1, sum(v) AS a FROM facts WHERE NOT (v > 20) GROUP BY g1 HAVING sum(v) > 0", "k"),
+    ("SELECT g1, count(*) AS a FROM facts WHERE v IS NULL OR g2 < 'c2' GROUP BY g1 HAVING count(*) > 2", "g1"),
+    ("SELECT ok, sum(p * (1 - disc)) AS r FROM li WHERE sd > DATE '1995-03-15' GROUP BY ok "
+     "ORDER BY r DESC LIMIT 5", "ok"),
+    ("SELECT ok, sum(p * (1 - disc) + 0.5) AS r, avg(q) AS a FROM li WHERE disc BETWEEN 0.02 AND 0.07 "
+     "AND q >= 3 GROUP BY ok HAVING sum(p * (1 - disc) + 0.5) > 100", "sd"),
+]
+
+
+@pytest.fixture(scope="module")
+def li(cat, spark):
+    """A small lineitem-like table: decimal(15,2) prices and discounts, dates, NULLs among them."""
+    import datetime as dt
+    from decimal import Decimal
+
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for i in range(600):
+        price = None if i % 37 == 0 else Decimal(int(rng.integers(100, 10_000_000))) / 100
+        disc = None if i % 41 == 0 else Decimal(int(rng.integers(0, 11))) / 100
+        rows.append((int(rng.integers(0, 60)), price, disc, dt.date(1995, 1, 1) + dt.timedelta(days=int(rng.integers(0, 200))),
+                     int(rng.integers(1, 50))))
+    cat.create_table("li", spark.createDataFrame(rows, "ok bigint, p decimal(15,2), disc decimal(15,2), sd date, q int"))
+    return cat
+
+
+@pytest.mark.parametrize("sql,attr", FILTERED)
+def test_driver_evaluates_filters_and_arithmetic_as_spark(li, monkeypatch, sql, attr):
+    """Filters (three-valued, NULLs included) and exact integer/DECIMAL arithmetic below the
+    aggregation: the driver builds the Spark aggregation's state, and it did take them."""
+    from advisor.maintain.spark import bulk_arrow
+
+    cat, table = li, ("li" if "FROM li" in sql else "facts")
+    q = _q(cat, sql)
+    part = build_partition(cat, table, attr, 8)
+    sk = capture(cat, q, {table: attr}, 8, check=False, partitions={table: part}).sketch
+    sketched = sketched_scans(cat, q, sk)
+    took = []
+    real = bulk_arrow.initialise_on_driver
+    monkeypatch.setattr(bulk, "initialise_on_driver", lambda op, base: took.append(real(op, base)) or took[-1])
+    driver = init_state(cat, sk, q, sketched, use_bulk=True)
+    assert took == [True]
+    monkeypatch.setattr(bulk, "initialise_on_driver", lambda op, base: False)
+    on_spark = init_state(cat, sk, q, sketched, use_bulk=True)
+    assert driver.snapshot() == on_spark.snapshot()
+    assert driver.sketch() == on_spark.sketch()

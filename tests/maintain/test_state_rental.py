@@ -48,7 +48,7 @@ def test_an_answering_recapture_is_rent_only_beyond_the_sketched_run(tmp_path):
 
 def test_a_plan_the_driver_cannot_initialise_is_priced_by_spark_initialisations(tmp_path):
     """Driver initialisations (``bulk_arrow``) are fast; they price plans of their own shape, never
-    one that needs Spark (a filter below the aggregation)."""
+    one that needs Spark (a double below the aggregation)."""
     import json
     import time
 
@@ -57,11 +57,11 @@ def test_a_plan_the_driver_cannot_initialise_is_priced_by_spark_initialisations(
         c.execute("INSERT INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
                   (1, "", json.dumps({"init_seconds": 0.3, "init_rows": 6_000_000, "bulk": True,
                                       "driver": True}), time.time()))
-    schema = lambda t: [("g", "int"), ("v", "int")]  # noqa: E731
-    plain = parse_sql("SELECT g, count(*) AS n FROM t GROUP BY g HAVING count(*) > 3", schema).root
-    filtered = parse_sql("SELECT g, count(*) AS n FROM t WHERE v > 2 GROUP BY g HAVING count(*) > 3", schema).root
+    schema = lambda t: [("g", "int"), ("v", "int"), ("x", "double")]  # noqa: E731
+    plain = parse_sql("SELECT g, count(*) AS n FROM t WHERE v > 2 GROUP BY g HAVING count(*) > 3", schema).root
+    doubles = parse_sql("SELECT g, count(*) AS n FROM t WHERE x > 2 GROUP BY g HAVING count(*) > 3", schema).root
     assert rent.predict_init(store, plain, 6_000_000, True) == pytest.approx(0.3)
-    assert rent.predict_init(store, filtered, 6_000_000, True) == pytest.approx(6_000_000 / rent.BULK_INIT_ROWS_PER_S)
+    assert rent.predict_init(store, doubles, 6_000_000, True) == pytest.approx(6_000_000 / rent.BULK_INIT_ROWS_PER_S)
 
 
 def test_rent_spend_is_recorded_per_sketch_version(tmp_path):

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from advisor.maintain import exact_arrow
 from advisor.maintain.base_side import OLD
 from advisor.maintain.frames import normalize_frame
 from advisor.maintain.operators.aggregate_arrays import PlainAggOp
@@ -41,17 +42,42 @@ _DEC_DIGITS = 18               # 10M sums of 18-digit decimals stay within decim
 def scan_columns(node: ir.Node) -> Optional[tuple[ir.Scan, dict[str, str]]]:
     """(the scan, internal name -> base column) when ``node`` reads one table's columns as they
     are: a scan, or a projection of plain columns over one; else None."""
-    if isinstance(node, ir.Scan):
-        return node, {c.name: c.source for c in node.cols}
-    if isinstance(node, ir.Project) and isinstance(node.child, ir.Scan):
-        inner = {c.name: c.source for c in node.child.cols}
-        out = {}
-        for e, c in node.items:
-            if not isinstance(e, exp.Column) or e.name not in inner:
+    got = scan_chain(node)
+    return None if got is None or got[2] else got[:2]
+
+
+def scan_chain(node: ir.Node) -> Optional[tuple[ir.Scan, dict[str, str], list[exp.Expression]]]:
+    """(the scan, internal name -> base column, the filters' conditions over base columns) when
+    ``node`` is one table's scan under filters and projections of plain columns; else None."""
+    chain = []
+    while isinstance(node, (ir.Select, ir.Project)):
+        chain.append(node)
+        node = node.child
+    if not isinstance(node, ir.Scan):
+        return None
+    names = {c.name: c.source for c in node.cols}
+    conds = []
+    for m in reversed(chain):
+        if isinstance(m, ir.Select):
+            cond = _renamed(m.cond, names)
+            if cond is None:
                 return None
-            out[c.name] = inner[e.name]
-        return node.child, out
-    return None
+            conds.append(cond)
+            continue
+        out = {}
+        for e, c in m.items:
+            if not isinstance(e, exp.Column) or e.name not in names:
+                return None
+            out[c.name] = names[e.name]
+        names = out
+    return node, names, conds
+
+
+def _renamed(e: exp.Expression, names: dict[str, str]) -> Optional[exp.Expression]:
+    """``e`` with its columns named by ``names`` (None when one is not there)."""
+    if any(c.name not in names for c in e.find_all(exp.Column)):
+        return None
+    return e.transform(lambda n: exp.column(names[n.name], quoted=True) if isinstance(n, exp.Column) else n)
 
 
 _INTS = ("tinyint", "smallint", "int", "bigint")
@@ -59,8 +85,9 @@ _INTS = ("tinyint", "smallint", "int", "bigint")
 
 def shape_on_driver(node: Optional[ir.Node]) -> bool:
     """The plan-level half of ``initialise_on_driver``'s test (no data read): ``node``, a lowest
-    aggregation, has keys, reads one table as it is, and aggregates plain columns with COUNT, or
-    SUM/AVG of integers or decimals of at most 18 digits; no key is a float or a timestamp.  What
+    aggregation, has keys, reads one table, and aggregates plain columns with COUNT, or
+    SUM/AVG of integers or decimals of at most 18 digits, or of +, - and * over them
+    (``exact_arrow``), under filters ``exact_arrow`` evaluates; no key is a float or a timestamp.  What
     prices an initialisation before it runs (``state_rental.predict_init``).
 
     >>> from advisor.plan.parse import parse_sql
@@ -72,15 +99,22 @@ def shape_on_driver(node: Optional[ir.Node]) -> bool:
     >>> shape_on_driver(q("SELECT k, sum(x) AS s FROM t GROUP BY k HAVING sum(x) > 5"))
     False
     >>> shape_on_driver(q("SELECT k, count(*) AS n FROM t WHERE d > 1 GROUP BY k HAVING count(*) > 5"))
+    True
+    >>> shape_on_driver(q("SELECT k, sum(d * (1 - d)) AS s FROM t GROUP BY k ORDER BY s DESC LIMIT 3"))
+    True
+    >>> shape_on_driver(q("SELECT k, count(*) AS n FROM t WHERE x > 1 GROUP BY k HAVING count(*) > 5"))
     False
     """
     if not isinstance(node, ir.Aggregate) or not node.keys:
         return False
-    got = scan_columns(node.child)
+    got = scan_chain(node.child)
     if got is None:
         return False
-    _, src = got
-    dtype = {c.name: c.dtype.lower() for c in node.child.cols}
+    scan, src, conds = got
+    types = _base_types(scan)
+    if any(not exact_arrow.supported(c, types, condition=True) for c in conds):
+        return False
+    dtype = {name: types[base] for name, base in src.items()}
     if any(k not in src or dtype[k].startswith(("float", "double", "timestamp")) for k in node.keys):
         return False
     for a in node.aggs:
@@ -88,12 +122,22 @@ def shape_on_driver(node: Optional[ir.Node]) -> bool:
             return False
         if a.arg is None:
             continue
-        if not isinstance(a.arg, exp.Column) or a.arg.name not in src:
+        if not isinstance(a.arg, exp.Column):  # an expression: exact integer or DECIMAL arithmetic
+            arg = _renamed(a.arg, src)
+            if arg is None or not exact_arrow.supported(arg, types, condition=False):
+                return False
+            continue
+        if a.arg.name not in src:
             return False
         t = dtype[a.arg.name]
         if a.func != "count" and not (t in _INTS or (t.startswith("decimal") and _digits(t) <= _DEC_DIGITS)):
             return False
     return True
+
+
+def _base_types(scan: ir.Scan) -> dict[str, str]:
+    """Base column -> its type (lower case) of the scanned table."""
+    return {c.source: c.dtype.lower() for c in scan.cols}
 
 
 def _digits(dtype: str) -> int:
@@ -107,16 +151,26 @@ def _key_ok(t: pa.DataType) -> bool:
             or pa.types.is_date32(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t))
 
 
-def _sum_ok(op: PlainAggOp, j: int, col: pa.ChunkedArray, rows: int) -> bool:
-    """A sum of ``col`` computed here is exact and in the form the operator keeps."""
+def _sum_ok(op: PlainAggOp, j: int, col, rows: int, computed: bool = False) -> bool:
+    """A sum of ``col`` computed here is exact and in the form the operator keeps.  A
+    ``computed`` DECIMAL column (``_computed``: 64-bit unscaled values) sums exactly whatever its
+    declared precision."""
     t = col.type
     if pa.types.is_decimal(t):
-        return j in op.dec and t.precision <= _DEC_DIGITS and t.scale == op.dec[j][1]
+        return j in op.dec and (computed or t.precision <= _DEC_DIGITS) and t.scale == op.dec[j][1]
     if pa.types.is_integer(t) and j not in op.dec:
         mm = pc.min_max(col)
         most = max(abs(mm["min"].as_py() or 0), abs(mm["max"].as_py() or 0))
         return most * max(rows, 1) < 2 ** 63
     return False
+
+
+def _computed(e: exp.Expression, tab: pa.Table, types: dict) -> pa.Array:
+    """An aggregate's argument expression per row (``exact_arrow.number``): DECIMAL results as
+    decimal128 of their scale, integer ones as int64; NULL where an operand is."""
+    num = exact_arrow.number(e, tab, types)
+    ints = pa.array(num.values, type=pa.int64(), mask=~num.valid)
+    return ints.cast(pa.decimal128(38, 0)).view(pa.decimal128(38, num.scale)) if num.decimal else ints
 
 
 def unscaled_ints(arr: pa.Array) -> np.ndarray:
@@ -154,36 +208,47 @@ def initialise_on_driver(op: PlainAggOp, base) -> bool:
     node = op.node
     if not shape_on_driver(node):
         return False
-    scan, src = scan_columns(node.child)
+    scan, src, conds = scan_chain(node.child)
+    types = _base_types(scan)
     catalog, version = base.catalog, base.versions[OLD][scan.table]
     rows = catalog.version(scan.table, version).rows
     if rows > DRIVER_MAX_ROWS:
         return False
-    args = {j: src[a.arg.name] for j, a in enumerate(op.aggs) if a.arg is not None}
+    args = {j: _renamed(a.arg, src) for j, a in enumerate(op.aggs) if a.arg is not None}
     sketched = {sid: base.sketched[sid] for sid in op.sids if sid in base.sketched}
     if len(sketched) != len(op.sids) or any(sid != scan.scan_id for sid in sketched):
         return False
     attrs = {sid: scan.col(name).source for sid, (name, _) in sketched.items()}
     if any(kind_of(part.dtype) == "ts" for _, part in sketched.values()):
         return False
-    cols = list(dict.fromkeys([src[k] for k in op.keys] + list(args.values()) + list(attrs.values())))
-    tab = catalog.read_arrow(scan.table, version, cols)
+    read = [src[k] for k in op.keys] + [c for e in list(args.values()) + conds for c in exact_arrow.columns_of(e)]
+    tab = catalog.read_arrow(scan.table, version, list(dict.fromkeys(read + list(attrs.values()))))
     if not all(_key_ok(tab.column(src[k]).type) for k in op.keys):
         return False
+    try:
+        if conds:
+            kept = np.ones(len(tab), dtype=bool)
+            for c in conds:
+                kept &= exact_arrow.keep(c, tab, types)
+            tab = tab.filter(pa.array(kept))
+        values = {j: (tab.column(e.name) if isinstance(e, exp.Column) else _computed(e, tab, types))
+                  for j, e in args.items()}
+    except exact_arrow.Unsupported:
+        return False
     sums = [j for j, a in enumerate(op.aggs) if a.arg is not None and a.func in ("sum", "avg")]
-    if not all(_sum_ok(op, j, tab.column(args[j]), rows) for j in sums):
+    if not all(_sum_ok(op, j, values[j], rows, not isinstance(args[j], exp.Column)) for j in sums):
         return False
 
     key_of = {sid: next((k for k in op.keys if src[k] == attrs[sid]), None) for sid in op.sids}
     by_value = (all(k is not None for k in key_of.values())
                 and groups_by_value(node, {sid: name for sid, (name, _) in sketched.items()}))
     data = {f"k{i}": tab.column(src[k]) for i, k in enumerate(op.keys)}
-    data.update({f"a{j}": tab.column(c) for j, c in args.items()})
+    data.update({f"a{j}": v for j, v in values.items()})
     frag_keys = []
     if not by_value:   # a fragment per row, grouped with the keys
         for s, sid in enumerate(op.sids):
-            values = _engine_values(tab.column(attrs[sid]))
-            data[f"f{s}"] = pa.array(assign(values, sketched[sid][1]), type=pa.int64())
+            vals = _engine_values(tab.column(attrs[sid]))
+            data[f"f{s}"] = pa.array(assign(vals, sketched[sid][1]), type=pa.int64())
             frag_keys.append(f"f{s}")
     del tab
     aggs = [([], "count_all")] + [(f"a{j}", "count") for j in args] + [(f"a{j}", "sum") for j in sums]
