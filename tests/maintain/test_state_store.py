@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from advisor.maintain.spark import state_store as states
@@ -65,11 +66,16 @@ def test_load_takes_the_cached_state_and_reads_the_file_after_eviction(cat):
     assert back is not st and back.snapshot() == st.snapshot()
 
 
-def test_copy_is_independent_of_the_cached_state(cat):
+def test_peek_leaves_the_state_cached_and_fresh_copies_are_independent(cat):
     st = _state()
     states.save(cat, 1, st)
-    c = states.copy(cat, 1)
+    assert states.peek(cat, 1) is st
+    c = states.fresh(st)
     assert c is not st and c.snapshot() == st.snapshot()
+    for a, b in zip(c.root_op.walk(), st.root_op.walk()):
+        for name, v in vars(b).items():
+            if isinstance(v, np.ndarray) and v.size:
+                assert not np.shares_memory(vars(a)[name], v), name
     assert states.load(cat, 1) is st
 
 
@@ -78,7 +84,7 @@ def test_a_state_never_written_reads_as_no_state(cat):
     states.save(cat, 1, _state())
     states._cache.clear()  # what a killed process leaves behind
     assert not states.has(cat.store, 1)
-    assert states.load(cat, 1) is None and states.copy(cat, 1) is None
+    assert states.load(cat, 1) is None and states.peek(cat, 1) is None
 
 
 def test_eviction_over_the_budget_writes_the_dirty_state_first(cat, monkeypatch):

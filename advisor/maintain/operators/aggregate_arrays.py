@@ -139,9 +139,11 @@ class PlainAggOp(AggOp):
                     out[i] = frozenset(f for f, n in mu.items() if n > 0)
         return out
 
-    def _columns(self, codes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    def _columns(self, codes: np.ndarray, framed: bool = False) -> tuple[np.ndarray, list, list[np.ndarray]]:
         """(exists?, per aggregate its values, per scan its annotations) of the groups `codes`;
-        counts as int64 arrays, sums and averages as object arrays (None where all were NULL)."""
+        counts as int64 arrays, sums and averages as object arrays (None where all were NULL).
+        ``framed``: exact DECIMAL sums as a nullable float array, the form their output column
+        takes (``_frame``), without a Python object per group."""
         cnt = self.cnt[codes]
         exists = cnt > 0 if not self.is_global else np.ones(len(codes), dtype=bool)
         vals = []
@@ -156,6 +158,11 @@ class PlainAggOp(AggOp):
             sm = self.sums[j][codes]
             has = nn != 0
             out = np.full(len(codes), None, dtype=object)
+            if framed and j in self.dec and how == 2 and has.any():
+                floats = np.zeros(len(codes), dtype=np.float64)
+                floats[has] = spark_sums(sm[has], self.dec[j][1])
+                vals.append(pd.arrays.FloatingArray(floats, ~has))
+                continue
             if j in self.dec:  # exact unscaled sums: Spark's DECIMAL result (``decimals``)
                 out[has] = (spark_sums(sm[has], self.dec[j][1]).tolist() if how == 2 else
                             [self._mean(j, u, n) for u, n in zip(sm[has].tolist(), nn[has].tolist())])
@@ -170,7 +177,8 @@ class PlainAggOp(AggOp):
         """The output rows of groups `codes` (with their values and annotations) as a frame."""
         data: dict = dict(zip(self.keys, self.index.key_columns(codes, len(self.keys))))
         for a, col in zip(self.aggs, vals):
-            data[a.out.name] = (pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
+            data[a.out.name] = (col if isinstance(col, pd.arrays.FloatingArray) else
+                                pd.arrays.IntegerArray(col, np.zeros(len(col), dtype=bool))
                                 if col.dtype == np.int64 else from_values(col.tolist()))
         data[M] = mults
         for sid, col in zip(self.sids, anns):
@@ -180,7 +188,7 @@ class PlainAggOp(AggOp):
     def all_outputs(self) -> pd.DataFrame:
         """Every live group as an insert (a bulk initialisation's output)."""
         codes = self.index.live()
-        exists, vals, anns = self._columns(codes)
+        exists, vals, anns = self._columns(codes, framed=True)
         keep = np.flatnonzero(exists)
         return self._frame(codes[keep], [col[keep] for col in vals], [a[keep] for a in anns],
                            np.ones(len(keep), dtype=np.int64))

@@ -123,7 +123,7 @@ def _init_record(catalog: Catalog, root, t0: float, versions: dict[str, int], te
 
 
 def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int]) -> tuple[MaintState, int] | None:
-    """(a copy of the operator state, the head's id) of one of ``heads`` at ``versions``: a head with
+    """(the operator state, to read only, and the head's id) of one of ``heads`` at ``versions``: a head with
     state (caught up by one incremental step if stale), else a current head whose state is
     initialised now (one Spark aggregation, about a capture), else None."""
 
@@ -143,7 +143,7 @@ def _head_state(catalog: Catalog, heads: list[Sketch], versions: dict[str, int])
             head = load_sketch(catalog.store, res.new_id)
             if not current(head):
                 continue
-        st = state_store.copy(catalog, head.id)  # a copy: the head keeps its own
+        st = state_store.peek(catalog, head.id)  # read only: the derivation copies what it takes
         if st is not None:
             return st, head.id
     return None
@@ -204,12 +204,12 @@ def derive_sketch(catalog: Catalog, query, on: dict[str, str], partitions: dict,
     if src is None or dst is None or not _same_below(old, new):
         return None  # the instances differ below the aggregation: no head of this template serves
     for name in ("index", "cnt", "nn", "sums", "f1", "c1", "multi", "dec", "started"):
-        setattr(dst, name, getattr(src, name))
+        setattr(dst, name, state_store.fresh(getattr(src, name)))  # the head keeps its own
     sj, dj = ([o for o in a.children[0].walk() if isinstance(o, JoinOp)] for a in (src, dst))
     if len(sj) != len(dj):
         return None
     for a, b in zip(sj, dj):  # same subtree below the aggregation: the joins' key filters carry over
-        b.use_bloom, b.bloom_l, b.bloom_r = a.use_bloom, a.bloom_l, a.bloom_r
+        b.use_bloom, b.bloom_l, b.bloom_r = a.use_bloom, state_store.fresh(a.bloom_l), state_store.fresh(a.bloom_r)
     dst.pending = dst.all_outputs()
     per_scan = new.apply({}, SparkBase(catalog, sketched, versions, versions))
     scan_table = {s.scan_id: s.table for s in query.scans()}

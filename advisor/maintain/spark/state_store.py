@@ -17,12 +17,15 @@ file only once the file is complete, so a killed process leaves no row naming a 
 from __future__ import annotations
 
 import atexit
+import copy
 import json
 import pickle
 import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from advisor import memory
 from advisor.caches import BoundedMemo
@@ -163,14 +166,47 @@ def load(catalog: Catalog, sketch_id: int) -> MaintState | None:
         return None  # damaged state: fall back to re-initialisation
 
 
-def copy(catalog: Catalog, sketch_id: int) -> MaintState | None:
-    """An independent copy of the sketch's state (the head keeps its own), or None."""
+def peek(catalog: Catalog, sketch_id: int) -> MaintState | None:
+    """The sketch's state to read, not to change (the cached object itself, or read from its
+    file), or None.  A caller that keeps parts of it copies them (``fresh``)."""
     hit = _cache.get((str(catalog.store.path), sketch_id))
     if hit is not None:
         _cache.move_to_end((str(catalog.store.path), sketch_id))
-        return pickle.loads(pickle.dumps(hit[0], protocol=pickle.HIGHEST_PROTOCOL))
+        return hit[0]
     path = _file(catalog.store, sketch_id)
     return MaintState.from_bytes(path.read_bytes()) if path is not None else None
+
+
+_IMMUTABLE = (int, float, str, bytes, bool, tuple, frozenset, type(None), np.generic)
+
+
+def fresh(x):
+    """An independent copy of a piece of operator state: arrays copied (object arrays hold
+    immutable ints and frozensets, so a shallow copy is a full one), containers and plain objects
+    rebuilt, immutable values shared.  For SF1 ``GROUP BY l_orderkey`` (1.5M groups) the lowest
+    aggregation's arrays copy in milliseconds, where pickling the whole state took 0.17 s.
+
+    >>> import numpy as np
+    >>> a = {"c": np.arange(3), "m": [{1: {2: 3}}]}
+    >>> b = fresh(a); b["c"][0] = 9; b["m"][0][1][2] = 0
+    >>> a["c"].tolist(), a["m"]
+    ([0, 1, 2], [{1: {2: 3}}])
+    """
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, _IMMUTABLE):
+        return x
+    if isinstance(x, list):
+        return list(x) if all(isinstance(v, _IMMUTABLE) for v in x) else [fresh(v) for v in x]
+    if isinstance(x, dict):
+        return dict(x) if all(isinstance(v, _IMMUTABLE) for v in x.values()) else {k: fresh(v) for k, v in x.items()}
+    if isinstance(x, set):
+        return set(x)
+    if hasattr(x, "__dict__"):
+        y = copy.copy(x)
+        y.__dict__.update({k: fresh(v) for k, v in x.__dict__.items()})
+        return y
+    return copy.deepcopy(x)
 
 
 def _file(store: Store, sketch_id: int) -> Path | None:
