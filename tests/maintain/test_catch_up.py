@@ -29,7 +29,7 @@ def _setup(spark, tmp_path, recapture_s: float):
 
 def test_maintenance_dearer_than_the_saving_is_declined(spark, tmp_path, monkeypatch):
     cat, q, sk = _setup(spark, tmp_path, recapture_s=3.0)  # saves 0.2 s per use, recapture 3 s
-    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False: 5.0)  # state for 500 rows: 100 s, never pays
+    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False, driver_only=False: 5.0)  # state for 500 rows: 100 s, never pays
     declined: list[str] = []
     assert before_use(cat, q, declined) == []
     # four logged runs of the template per batch, each saving 1.0 - 0.8 s: 0.8 s against 3 s

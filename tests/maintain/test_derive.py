@@ -178,6 +178,7 @@ def test_stale_stateless_heads_buy_state_by_ski_rental(cat, monkeypatch):
     v = {"facts": cat.current_version("facts")}
     q = _q(cat, sql.format(1400))
     monkeypatch.setattr(R, "GROUPS_PER_S", 1e-3)  # the state is predicted to cost far more than a capture
+    monkeypatch.setattr(R, "DRIVER_GROUPS_PER_S", 1e-3)  # (on either path)
     assert derive_sketch(cat, q, {"facts": "g1"}, {"facts": part}, v) is None
     predicted = R.predict_init(cat.store, q.root, cat.version("facts", v["facts"]).rows, bulk=True)
     R.record_rent(cat.store, head.id, predicted, 1.0)  # the template's chains have spent that much

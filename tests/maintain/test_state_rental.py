@@ -64,6 +64,27 @@ def test_a_plan_the_driver_cannot_initialise_is_priced_by_spark_initialisations(
     assert rent.predict_init(store, doubles, 6_000_000, True) == pytest.approx(6_000_000 / rent.BULK_INIT_ROWS_PER_S)
 
 
+def test_a_driver_shaped_plan_is_priced_by_driver_initialisations_and_their_group_rate(tmp_path, monkeypatch):
+    """The driver groups without a transfer: its groups cost ``DRIVER_GROUPS_PER_S``, and its own
+    records price it, not the Spark ones (about three times slower for the same rows)."""
+    import json
+    import time
+
+    store = Store(tmp_path)
+    with store.tx() as c:
+        for sid, meta in [(1, {"init_seconds": 0.5, "init_rows": 6_000_000, "init_groups": 0, "bulk": True,
+                               "driver": True}),
+                          (2, {"init_seconds": 6.0, "init_rows": 6_000_000, "init_groups": 0, "bulk": True})]:
+            c.execute("INSERT INTO states(sketch_id, path, meta_json, created) VALUES (?,?,?,?)",
+                      (sid, "", json.dumps(meta), time.time()))
+    monkeypatch.setattr(rent, "state_groups", lambda *a, **k: 1_500_000)
+    schema = lambda t: [("g", "int"), ("v", "int"), ("x", "double")]  # noqa: E731
+    driver = parse_sql("SELECT g, sum(v) AS n FROM t WHERE v > 2 GROUP BY g HAVING sum(v) > 3", schema).root
+    spark = parse_sql("SELECT g, sum(x) AS n FROM t GROUP BY g HAVING sum(x) > 3", schema).root
+    assert rent.predict_init(store, driver, 6_000_000, True) == pytest.approx(0.5 + 1.5)
+    assert rent.predict_init(store, spark, 6_000_000, True) == pytest.approx(6.0 + 1_500_000 / rent.GROUPS_PER_S)
+
+
 def test_rent_spend_is_recorded_per_sketch_version(tmp_path):
     store = Store(tmp_path)
     assert rent.rent_of(store, 7) == (0.0, 0.0)
@@ -151,7 +172,8 @@ def test_initialisations_dominated_by_their_groups_do_not_set_the_row_rate(tmp_p
 def test_state_groups_come_from_the_keys_statistics(spark, tmp_path):
     """The groups a state will hold: the product of the group keys' distinct counts, capped by the
     rows under the aggregation; a top-k over an aggregation holds the aggregation's groups.  The
-    predicted initialisation grows by groups / GROUPS_PER_S over the same rows."""
+    predicted initialisation grows by groups / DRIVER_GROUPS_PER_S over the same rows (plans the
+    driver initialises; GROUPS_PER_S on Spark)."""
     import pandas as pd
 
     from advisor.warehouse.column_stats import column_stats
@@ -177,7 +199,7 @@ def test_state_groups_come_from_the_keys_statistics(spark, tmp_path):
     small = parse_sql("SELECT g1, sum(v) AS s FROM facts GROUP BY g1 HAVING sum(v) > 3", cat.schema).root
     big = parse_sql("SELECT k, sum(v) AS s FROM facts GROUP BY k HAVING sum(v) > 3", cat.schema).root
     diff = rent.predict_init(cat.store, big, 1e6, True) - rent.predict_init(cat.store, small, 1e6, True)
-    assert abs(diff - (by_key - g1) / rent.GROUPS_PER_S) < 1e-9
+    assert abs(diff - (by_key - g1) / rent.DRIVER_GROUPS_PER_S) < 1e-9
 
 
 def test_chain_rents_then_buys_and_stays_correct(spark, tmp_path, monkeypatch):
@@ -188,7 +210,7 @@ def test_chain_rents_then_buys_and_stays_correct(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(rent, "MIN_INIT_SECONDS", 0.0)
     monkeypatch.setattr(rent, "INIT_ROWS_PER_S", rows / 2.5)
     monkeypatch.setattr(rent, "RECAPTURE_ROWS_PER_S", rows / 1.0)
-    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False: rent.INIT_ROWS_PER_S)
+    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False, driver_only=False: rent.INIT_ROWS_PER_S)
     sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
     q = parse_sql(sql, lambda t: cat.schema(t))
     parts = {"facts": build_partition(cat, "facts", "g1", 6)}
@@ -226,7 +248,7 @@ def test_a_purchase_skips_the_rent_and_stays_correct(spark, tmp_path, monkeypatc
     rows = cat.version("facts").rows
     monkeypatch.setattr(rent, "MIN_INIT_SECONDS", 0.0)
     monkeypatch.setattr(rent, "RECAPTURE_ROWS_PER_S", rows / 1.0)
-    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False: rows / 50.0)  # state: 50 recaptures
+    monkeypatch.setattr(rent, "init_rate", lambda store, bulk=False, spark_only=False, driver_only=False: rows / 50.0)  # state: 50 recaptures
     sql = "SELECT g1, sum(v) AS a FROM facts GROUP BY g1 HAVING sum(v) > 1500"
     q = parse_sql(sql, lambda t: cat.schema(t))
     parts = {"facts": build_partition(cat, "facts", "g1", 6)}

@@ -48,6 +48,9 @@ MIN_INIT_SECONDS = 2.0
 # big_orders: 1.5M groups added ~4.5-5 s to a 6M-row initialisation; SF0.1: 150k groups, 0.74 s
 # load + ~0.5 s transfer (BENCHMARKS.md)
 GROUPS_PER_S = 300_000.0
+# the same on the driver (``bulk_arrow``: pyarrow's group-by, no transfer).  SF1: 1.5M groups of
+# l_orderkey add 1.0-2.0 s to a 6M-row initialisation whose 10k groups of l_suppkey take 0.3-0.5 s
+DRIVER_GROUPS_PER_S = 1_000_000.0
 # State predicted to hold more groups than this is never bought (the chain is recaptured instead):
 # the groups are loaded on the driver.  TPC-H SF1 GROUP BY l_orderkey, l_partkey (~6M groups) took a
 # replay process to 5.2 GB resident and the kernel killed it beside four JVMs; GROUP BY l_orderkey
@@ -96,10 +99,12 @@ def answered_rent(store: Store, template: str | None, seconds: float) -> float:
     return max(0.0, seconds - statistics.median(sketched)) if sketched else seconds
 
 
-def init_rate(store: Store, bulk: bool = False, spark_only: bool = False) -> float:
+def init_rate(store: Store, bulk: bool = False, spark_only: bool = False, driver_only: bool = False) -> float:
     """Rows per second of state initialisation observed in this store (median over the same kind:
-    bulk or row path; with ``spark_only``, bulk ones on Spark only), else the kind's prior.  The
-    time ``predict_init`` gives a recorded state's groups (``init_groups``) is taken out first.  Initialisations whose groups account for
+    bulk or row path; with ``spark_only``, bulk ones on Spark only; with ``driver_only``, bulk ones
+    on the driver where there are such), else the kind's prior.  The time ``predict_init`` gives a
+    recorded state's groups (``init_groups``, at its path's rate) is taken out first.
+    Initialisations whose groups account for
     more than half their time say little about the rows' rate and are left out while others exist;
     with only such, at most half is taken out.  (Clamping SF1 big_orders' 6.7 s at half, with 4.9 s
     of it its 1.48M groups, priced small states' initialisations at 3.3 s against 1.6-2.5 s
@@ -110,16 +115,18 @@ def init_rate(store: Store, bulk: bool = False, spark_only: bool = False) -> flo
     rates, dominated = [], []
     # only initialisations: every incremental step also writes a states row, and the newest 50 rows of
     # a busy store held none (the prior was used after the first 50 steps)
-    for r in store.query("SELECT meta_json FROM states WHERE meta_json LIKE '%\"init_seconds\"%' "
-                         "ORDER BY created DESC LIMIT 50"):
-        m = json.loads(r["meta_json"])
-        if (m.get("init_seconds") and m.get("init_rows") and bool(m.get("bulk")) == bulk
-                and not (spark_only and m.get("driver"))):
-            groups_s = float(m.get("init_groups") or 0.0) / GROUPS_PER_S
-            if groups_s <= 0.5 * m["init_seconds"]:
-                rates.append(m["init_rows"] / max(m["init_seconds"] - groups_s, 1e-3))
-            else:
-                dominated.append(m["init_rows"] / max(0.5 * m["init_seconds"], 1e-3))
+    records = [m for m in (json.loads(r["meta_json"]) for r in store.query(
+        "SELECT meta_json FROM states WHERE meta_json LIKE '%\"init_seconds\"%' ORDER BY created DESC LIMIT 50"))
+        if m.get("init_seconds") and m.get("init_rows") and bool(m.get("bulk")) == bulk
+        and not (spark_only and m.get("driver"))]
+    if driver_only and any(m.get("driver") for m in records):
+        records = [m for m in records if m.get("driver")]
+    for m in records:
+        groups_s = float(m.get("init_groups") or 0.0) / (DRIVER_GROUPS_PER_S if m.get("driver") else GROUPS_PER_S)
+        if groups_s <= 0.5 * m["init_seconds"]:
+            rates.append(m["init_rows"] / max(m["init_seconds"] - groups_s, 1e-3))
+        else:
+            dominated.append(m["init_rows"] / max(0.5 * m["init_seconds"], 1e-3))
     if rates or dominated:
         return statistics.median(rates or dominated)
     return prior
@@ -173,9 +180,10 @@ def predict_init(store: Store, root, rows: float, bulk: bool, template: str | No
     initialise (``bulk_arrow.shape_on_driver``) is priced by Spark initialisations alone: the
     driver loads SF1 lineitem's 1.5M orders in about 1.5 s, where a Spark initialisation of the
     same size takes about 4.6 s, so a price taken from the driver's would buy at a third of the cost."""
-    spark_only = bulk and not (rows <= DRIVER_MAX_ROWS and shape_on_driver(lowest_aggregate(root)))
-    rate = init_rate(store, bulk, spark_only) if measured else (BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S)
-    return rows / rate + state_groups(store, root, template) / GROUPS_PER_S
+    on_driver = bulk and rows <= DRIVER_MAX_ROWS and shape_on_driver(lowest_aggregate(root))
+    rate = (init_rate(store, bulk, spark_only=bulk and not on_driver, driver_only=on_driver) if measured
+            else (BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S))
+    return rows / rate + state_groups(store, root, template) / (DRIVER_GROUPS_PER_S if on_driver else GROUPS_PER_S)
 
 
 def rent_of(store: Store, sketch_id: int) -> tuple[float, float]:
