@@ -2,17 +2,19 @@
 
 ``bulk_init`` computes the state that matters (per group the row count, per aggregate the non-NULL
 count and sum, per sketched scan the rows in each fragment) with one Spark aggregation whose answer
-has a row per (group, fragment).  Where that aggregation reads one table directly (a scan, or a
-projection of its plain columns) of at most ``DRIVER_MAX_ROWS`` rows, the same numbers come from
-reading the columns with pyarrow and grouping them on the driver: at TPC-H SF1, ``GROUP BY
+has a row per (group, fragment).  Where that aggregation reads one table of at most
+``DRIVER_MAX_ROWS`` rows through filters and projections of plain columns, the same numbers come
+from reading the columns with pyarrow and grouping them on the driver: at TPC-H SF1, ``GROUP BY
 l_orderkey`` with ``sum(l_quantity)`` (1.5M groups) read in 0.27 s and grouped in 0.35 s, where the
-Spark job and the transfer of its 1.5M rows took 2.5-4.7 s.  Keys are converted as the maintenance
-engine converts batch rows (``to_nullable_pandas``), so later batches find their groups.
+Spark job and the transfer of its 1.5M rows took 2.5-4.7 s.  Filters and the aggregates'
+arithmetic are evaluated exactly by ``exact_arrow`` (Q3's revenue sums under its ship-date filter:
+1.2-1.4 s against 3.3-4.8 s).  Keys are converted as the maintenance engine converts batch rows
+(``to_nullable_pandas``), so later batches find their groups.
 
 Sums are exact as the Spark path's: DECIMAL arguments of at most 18 digits (a sum of up to 10M of
-them fits arrow's 38 digits) arrive as their unscaled integers; integer arguments only when no sum
-can pass 2**63; floating-point arguments, timestamps and float keys are left to Spark (summation
-order, time zones and NaN grouping differ).
+them fits arrow's 38 digits) arrive as their unscaled integers, as do +, - and * over them;
+integer arguments only when no sum can pass 2**63; floating-point arguments, timestamps and float
+keys are left to Spark (summation order, time zones and NaN grouping differ).
 """
 
 from __future__ import annotations
@@ -37,13 +39,6 @@ from advisor.warehouse.value_kinds import kind_of
 
 DRIVER_MAX_ROWS = 10_000_000   # as ``range_partition`` partitions columns on the driver
 _DEC_DIGITS = 18               # 10M sums of 18-digit decimals stay within decimal128's 38 digits
-
-
-def scan_columns(node: ir.Node) -> Optional[tuple[ir.Scan, dict[str, str]]]:
-    """(the scan, internal name -> base column) when ``node`` reads one table's columns as they
-    are: a scan, or a projection of plain columns over one; else None."""
-    got = scan_chain(node)
-    return None if got is None or got[2] else got[:2]
 
 
 def scan_chain(node: ir.Node) -> Optional[tuple[ir.Scan, dict[str, str], list[exp.Expression]]]:
