@@ -96,6 +96,14 @@ def by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangeParti
     return by_value_types_ok(query, on, {t: parts[t].dtype for t in on})
 
 
+def by_value_tables(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition]) -> frozenset[str]:
+    """The sketched tables whose attribute ``by_value_ok`` carries by value on its own.  A capture
+    carries those by value and the others as fragment ids: TPC-H Q18 groups lineitem by
+    l_orderkey (by value) and joins orders without an aggregation above it (fragment ids), so
+    lineitem's 6M rows need no fragment id and its 1.5M groups no bitmap."""
+    return frozenset(t for t in on if by_value_ok(query, {t: on[t]}, {t: parts[t]}))
+
+
 def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str]) -> bool:
     """``value_lineage`` holds and no sketched attribute (Spark type per table in ``dtypes``) is a
     timestamp: collected timestamps come back in the session's time zone, fragment ids are
@@ -105,17 +113,15 @@ def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str
 
 
 def _capture_views(catalog: Catalog, on: dict[str, str], parts: dict[str, RangePartition], versions: dict[str, int],
-                   by_value: bool = False):
-    """Source function for an instrumented query: sketched tables get a fragment-id column, or with
-    ``by_value`` (see ``value_lineage``) the plain table whose sketched attribute is carried as is."""
-    if by_value:
-        def value_source(scan: ir.Scan) -> Source:
-            view = table_view(catalog, scan.table, versions.get(scan.table))
-            return Source(view, on[scan.table], VAL) if scan.table in on else Source(view)
-
-        return value_source
+                   by_value: bool | frozenset = False):
+    """Source function for an instrumented query: sketched tables get a fragment-id column, or those
+    carried by value (``by_value``: True for all, or a set of tables; see ``value_lineage``) the plain
+    table whose sketched attribute is carried as is."""
+    valued = _valued(on, by_value)
     views: dict[str, str] = {}
     for t, a in on.items():
+        if t in valued:
+            continue
         name = catalog.view_name(t, versions[t], f"_cap{parts[t].id}")
         if not catalog.spark.catalog.tableExists(name):
             df = catalog.read(t, versions[t])
@@ -123,11 +129,20 @@ def _capture_views(catalog: Catalog, on: dict[str, str], parts: dict[str, RangeP
         views[t] = name
 
     def source(scan: ir.Scan) -> Source:
+        if scan.table in valued:
+            return Source(table_view(catalog, scan.table, versions.get(scan.table)), on[scan.table], VAL)
         if scan.table in views:
             return Source(views[scan.table], FRAG)
         return Source(table_view(catalog, scan.table, versions.get(scan.table)))
 
     return source
+
+
+def _valued(on: dict[str, str], by_value: bool | frozenset) -> frozenset:
+    """The tables carried by value: all of ``on`` for True, none for False, else the set given."""
+    if by_value is True:
+        return frozenset(on)
+    return frozenset(by_value or ())
 
 
 def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
@@ -136,14 +151,15 @@ def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
 
 
 def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "",
-            parts: dict[str, RangePartition] | None = None, by_value: bool = False) -> dict:
-
-
+            parts: dict[str, RangePartition] | None = None, by_value: bool | frozenset = False) -> dict:
+    """Fragments per sketched table from a capture row: values mapped to their fragments for the
+    tables carried by value (``_valued``), bitmaps decoded for the others."""
+    valued = _valued(on, by_value)
     scan_table = {s.scan_id: s.table for s in query.scans()}
     frags: dict[str, set] = {t: set() for t in on}
     for lam, sid in lam_scans.items():
         t = scan_table[sid]
-        if by_value:
+        if t in valued:
             part = parts[t]
             frags[t] |= {int(f) for f in assign(pd.Series(list(row[prefix + lam] or [])), part)}
             if row[prefix + null_flag(lam)]:
@@ -153,8 +169,12 @@ def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int],
     return frags
 
 
-def _lam_columns(lam_scans: dict[str, int], by_value: bool) -> list[str]:
-    return [c for lam in lam_scans for c in ((lam, null_flag(lam)) if by_value else (lam,))]
+def _lam_columns(query: ir.Query, on: dict[str, str], lam_scans: dict[str, int], by_value: bool | frozenset) -> list[str]:
+    """The capture row's columns: per Λ its value set and NULL flag (by value) or its bitmap."""
+    valued = _valued(on, by_value)
+    scan_table = {s.scan_id: s.table for s in query.scans()}
+    return [c for lam, sid in lam_scans.items()
+            for c in ((lam, null_flag(lam)) if scan_table[sid] in valued else (lam,))]
 
 
 def capture_batch(catalog: Catalog, items: list[tuple[ir.Query, dict[str, str], dict[str, RangePartition]]],
@@ -165,9 +185,9 @@ def capture_batch(catalog: Catalog, items: list[tuple[ir.Query, dict[str, str], 
     Returns the sketches in item order and the job's seconds."""
     selects, metas = [], []
     for i, (q, on, parts) in enumerate(items):
-        bv = by_value and by_value_ok(q, on, parts)
+        bv = by_value_tables(q, on, parts) if by_value else frozenset()
         sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions, bv))
-        cols = ", ".join(f"`{c}` AS `c{i}_{c}`" for c in _lam_columns(lam_scans, bv))
+        cols = ", ".join(f"`{c}` AS `c{i}_{c}`" for c in _lam_columns(q, on, lam_scans, bv))
         selects.append(f"(SELECT {cols} FROM ({sql}) s{i}) j{i}")
         metas.append((q, on, parts, lam_scans, bv))
     t0 = time.perf_counter()
@@ -263,10 +283,11 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
             versions: dict[str, int] | None = None, check: bool = True,
             partitions: dict[str, RangePartition] | None = None, by_value: bool = True,
             answer: bool = False) -> CaptureResult:
-    """Capture and store the sketch of `query` on the given table.attr pairs (by value when
-    ``value_lineage`` allows and ``by_value`` is left on).  With ``answer``, a capture by value
-    also answers the query in the same job (``CaptureResult.answer``); one by fragment ids does not
-    (its rows would carry a bitmap each) and leaves ``answer`` None."""
+    """Capture and store the sketch of `query` on the given table.attr pairs (each table by value
+    where ``value_lineage`` allows and ``by_value`` is left on, by fragment ids otherwise).  With
+    ``answer``, a capture with every table by value also answers the query in the same job
+    (``CaptureResult.answer``); one with fragment ids does not (its rows would carry a bitmap
+    each) and leaves ``answer`` None."""
     if query.unsupported:
         raise Unsupported(query.unsupported)
     versions = versions or versions_now(catalog, query)
@@ -280,10 +301,10 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
     for t, a in on.items():
         if t not in parts:
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
-    bv = by_value and by_value_ok(query, on, parts)
+    bv = by_value_tables(query, on, parts) if by_value else frozenset()
     source = _capture_views(catalog, on, parts, versions, bv)
     run = None
-    if answer and bv:
+    if answer and bv == frozenset(on):
         run, row, lam_scans, secs = answering_capture(catalog, query, source)
     else:
         row, lam_scans, secs = _one_row_capture(catalog, query, source)

@@ -43,3 +43,20 @@ def test_unsafe_attribute_is_rejected_with_reason(cat):
                   lambda t: cat.schema(t))
     v = check_safe(cat, q, {"flights": "arr_delay"}, versions_now(cat, q))
     assert not v.safe and "avg" in v.reason
+
+
+@pytest.mark.parametrize("name,sql,on", [x for x in TPCH if len(x[2]) > 1], ids=[x[0] for x in TPCH if len(x[2]) > 1])
+def test_tables_by_value_and_by_fragment_ids_in_one_capture(spark, cat, name, sql, on):
+    """A capture carries each table by value where its own value lineage holds and the others as
+    fragment ids; its sketch equals the all-fragment-ids capture's, table by table."""
+    from advisor.sketch.capture import by_value_tables, ensure_partition
+
+    q = parse_sql(sql, lambda t: cat.schema(t))
+    versions = versions_now(cat, q)
+    parts = {t: ensure_partition(cat, t, a, 200, versions[t]) for t, a in on.items()}
+    mixed = capture(cat, q, on, 200, versions, check=False, partitions=parts).sketch
+    ids = capture(cat, q, on, 200, versions, check=False, partitions=parts, by_value=False).sketch
+    assert {p.table: p.fragments for p in mixed.parts} == {p.table: p.fragments for p in ids.parts}
+    assert any(p.fragments for p in ids.parts)
+    if name == "q18":  # lineitem is grouped by l_orderkey; orders is only joined
+        assert by_value_tables(q, on, parts) == frozenset({"lineitem"})
