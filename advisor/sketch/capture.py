@@ -8,9 +8,11 @@ one table share the table's sketch (their fragment sets are ORed), so `use` filt
 When every aggregation above a sketched scan groups by the sketched attribute (``value_lineage``),
 a group's provenance rows all share that attribute's value, so the sketch is the fragments of the
 result groups' values: the capture carries values instead of per-row fragment ids and bitmaps
-(``to_sql`` kind VAL) and costs about one plain run of the query.  Such a capture can also answer
-its query in the same job (``answering_capture``): the result rows carry their value, and the
-sketch is read off them on the driver, so the first use of a sketch costs one job, not two.
+(``to_sql`` kind VAL) and costs about one plain run of the query.  The choice is made per sketched
+table (``by_value_tables``), so one capture can carry one table by value and another as fragment
+ids.  A capture with every table by value can also answer its query in the same job
+(``answering_capture``): the result rows carry their value, and the sketch is read off them on the
+driver, so the first use of a sketch costs one job, not two.
 """
 
 from __future__ import annotations
