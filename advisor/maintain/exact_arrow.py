@@ -11,8 +11,8 @@ the caller then lets Spark do it.
 
 >>> import datetime as dt, decimal
 >>> from sqlglot import parse_one
->>> t = pa.table({"p": pa.array([decimal.Decimal("10.00"), decimal.Decimal("20.50"), None], pa.decimal128(15, 2)),
-...               "d": pa.array([decimal.Decimal("0.10"), decimal.Decimal("0.00"), decimal.Decimal("0.05")], pa.decimal128(15, 2)),
+>>> dec = lambda *v: pa.array([None if x is None else decimal.Decimal(x) for x in v], pa.decimal128(15, 2))
+>>> t = pa.table({"p": dec("10.00", "20.50", None), "d": dec("0.10", "0.00", "0.05"),
 ...               "s": pa.array([dt.date(1995, 3, 1), dt.date(1995, 4, 1), dt.date(1995, 5, 1)])})
 >>> types = {"p": "decimal(15,2)", "d": "decimal(15,2)", "s": "date"}
 >>> v = number(parse_one("p * (1 - d)"), t, types)

@@ -171,7 +171,8 @@ def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int],
     return frags
 
 
-def _lam_columns(query: ir.Query, on: dict[str, str], lam_scans: dict[str, int], by_value: bool | frozenset) -> list[str]:
+def _lam_columns(query: ir.Query, on: dict[str, str], lam_scans: dict[str, int],
+                 by_value: bool | frozenset) -> list[str]:
     """The capture row's columns: per Λ its value set and NULL flag (by value) or its bitmap."""
     valued = _valued(on, by_value)
     scan_table = {s.scan_id: s.table for s in query.scans()}

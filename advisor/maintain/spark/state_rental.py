@@ -104,11 +104,11 @@ def init_rate(store: Store, bulk: bool = False, spark_only: bool = False, driver
     bulk or row path; with ``spark_only``, bulk ones on Spark only; with ``driver_only``, bulk ones
     on the driver where there are such), else the kind's prior.  The time ``predict_init`` gives a
     recorded state's groups (``init_groups``, at its path's rate) is taken out first.
-    Initialisations whose groups account for
-    more than half their time say little about the rows' rate and are left out while others exist;
-    with only such, at most half is taken out.  (Clamping SF1 big_orders' 6.7 s at half, with 4.9 s
-    of it its 1.48M groups, priced small states' initialisations at 3.3 s against 1.6-2.5 s
-    measured, and kept renting or declining their chains.)"""
+    Initialisations whose groups account for more than half their time say little about the rows'
+    rate and are left out while others exist; with only such, at most half is taken out.
+    (Clamping SF1 big_orders' 6.7 s at half, with 4.9 s of it its 1.48M groups, priced small
+    states' initialisations at 3.3 s against 1.6-2.5 s measured, and kept renting or declining
+    their chains.)"""
     prior = BULK_INIT_ROWS_PER_S if bulk else INIT_ROWS_PER_S
     if not measured(store):
         return prior
