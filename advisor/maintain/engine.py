@@ -147,7 +147,7 @@ class Merge:
         return frozenset(f for f, c in self.counts[sid].items() if c > 0)
 
 
-def _rename(e: exp.Expression, names: dict[str, str]) -> exp.Expression:
+def rename_columns(e: exp.Expression, names: dict[str, str]) -> exp.Expression:
     """`e` with column references renamed (internal attribute -> base column)."""
     def repl(n):
         if isinstance(n, exp.Column) and n.name in names:
@@ -250,7 +250,7 @@ class MaintState:
                 if not preds:
                     return None
                 src = {c.name: c.source or c.name for c in n.cols}
-                terms.append(exp.and_(*[_rename(p, src) for p in preds]))
+                terms.append(exp.and_(*[rename_columns(p, src) for p in preds]))
         return exp.or_(*terms) if terms else None
 
     def snapshot(self) -> dict:

@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from advisor.maintain import exact_arrow
 from advisor.maintain.base_side import OLD
+from advisor.maintain.engine import rename_columns
 from advisor.maintain.frames import normalize_frame
 from advisor.maintain.operators.aggregate_arrays import PlainAggOp
 from advisor.partition.assign_pandas import assign
@@ -72,7 +73,7 @@ def _renamed(e: exp.Expression, names: dict[str, str]) -> Optional[exp.Expressio
     """``e`` with its columns named by ``names`` (None when one is not there)."""
     if any(c.name not in names for c in e.find_all(exp.Column)):
         return None
-    return e.transform(lambda n: exp.column(names[n.name], quoted=True) if isinstance(n, exp.Column) else n)
+    return rename_columns(e, names)
 
 
 _INTS = ("tinyint", "smallint", "int", "bigint")
