@@ -15,7 +15,7 @@ TPCH = [
             "lineitem, nation WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND o_orderdate >= "
             "DATE '1993-10-01' AND o_orderdate < DATE '1994-01-01' AND l_returnflag = 'R' AND "
             "c_nationkey = n_nationkey GROUP BY c_custkey, c_name ORDER BY revenue DESC LIMIT 20",
-     {"customer": "c_custkey", "orders": "o_custkey"}),
+     {"customer": "c_custkey", "orders": "o_custkey", "lineitem": "l_orderkey"}),
     ("q15", "SELECT l_suppkey, sum(l_extendedprice * (1 - l_discount)) AS rev FROM lineitem WHERE l_shipdate >= "
             "DATE '1996-01-01' AND l_shipdate < DATE '1996-04-01' GROUP BY l_suppkey ORDER BY rev DESC LIMIT 1",
      {"lineitem": "l_suppkey"}),
