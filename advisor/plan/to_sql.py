@@ -10,6 +10,11 @@ only when every aggregation above the scan groups by that attribute (``advisor.p
 then all provenance rows of a group share the value, an aggregation keeps it with ``min``, the
 root collects the distinct values, and the driver maps them to fragments.  No per-row fragment
 assignment and no bitmaps: the capture costs about one plain run of the query.
+
+A fourth, SET, carries a set of such values: where ``value_lineage.carried_kinds`` lets a value
+pass an aggregation that does not keep it, that aggregation collects its input rows' values
+(``collect_set`` of one-field structs, so a NULL value is kept), later ones union the sets, and
+the root reads them out as VAL's root does.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Callable, Optional
 from advisor.plan import ir
 from advisor.plan.uniqueness import unique_on_join_keys
 
-INT, BM, VAL = "int", "bm", "val"
+INT, BM, VAL, SET = "int", "bm", "val", "set"
 
 
 def q(name: str) -> str:
@@ -68,6 +73,7 @@ class Gen:
     source: Callable[[ir.Scan], Source]
     lams: dict[str, int] = field(default_factory=dict)  # Λ column -> scan_id
     n: int = 0
+    to_set: dict = field(default_factory=dict)  # id(aggregation) -> Λ columns whose values become sets there
 
     def alias(self) -> str:
         self.n += 1
@@ -83,7 +89,15 @@ def null_flag(name: str) -> str:
     return name + "__null"
 
 
-def _lam_agg(name: str, kind: str, root: bool = False) -> str:
+def _lam_agg(name: str, kind: str, root: bool = False, to_set: bool = False) -> str:
+    if kind == VAL and to_set:  # the group's values, NULL kept inside its struct
+        return f"collect_set(named_struct('v', {q(name)})) AS {q(name)}"
+    if kind == SET:
+        union = f"array_distinct(flatten(collect_list({q(name)})))"
+        if root:
+            return (f"filter(transform({union}, s -> s.v), v -> v IS NOT NULL) AS {q(name)}, "
+                    f"max(CASE WHEN exists({q(name)}, s -> s.v IS NULL) THEN 1 ELSE 0 END) AS {q(null_flag(name))}")
+        return f"{union} AS {q(name)}"
     if kind == VAL:
         if root:  # distinct values (collect_set drops NULLs: a flag says whether one was there)
             return (f"collect_set({q(name)}) AS {q(name)}, "
@@ -94,9 +108,10 @@ def _lam_agg(name: str, kind: str, root: bool = False) -> str:
     return f"bitmap_or_agg({q(name)}) AS {q(name)}"
 
 
-def _after_agg(lams: dict[str, str]) -> dict[str, str]:
-    """Kinds after an aggregation: fragment ids become bitmaps, values stay values."""
-    return {x: VAL if k == VAL else BM for x, k in lams.items()}
+def _after_agg(lams: dict[str, str], to_set=frozenset()) -> dict[str, str]:
+    """Kinds after an aggregation: fragment ids become bitmaps, values stay values (or become value
+    sets, for the Λ columns in ``to_set``), value sets stay value sets."""
+    return {x: SET if k == SET or (k == VAL and x in to_set) else VAL if k == VAL else BM for x, k in lams.items()}
 
 
 def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
@@ -136,17 +151,19 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
             else:
                 call = f"{a.func}({'DISTINCT ' if a.distinct else ''}{esql(a.arg)})"
             items.append(f"{call} AS {q(a.out.name)}")
-        items += [_lam_agg(x, k) for x, k in lams.items()]
+        conv = g.to_set.get(id(node), frozenset())
+        items += [_lam_agg(x, k, to_set=x in conv) for x, k in lams.items()]
         group = f" GROUP BY {', '.join(q(k) for k in node.keys)}" if node.keys else ""
-        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}{group}", _after_agg(lams)
+        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}{group}", _after_agg(lams, conv)
     if isinstance(node, ir.Distinct):
         c, lams = gen(node.child, g)
         cols = [q(x.name) for x in node.cols]
         if not lams:
             return f"SELECT DISTINCT * FROM ({c}) {g.alias()}", {}
-        items = cols + [_lam_agg(x, k) for x, k in lams.items()]
+        conv = g.to_set.get(id(node), frozenset())
+        items = cols + [_lam_agg(x, k, to_set=x in conv) for x, k in lams.items()]
         return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()} GROUP BY {', '.join(cols)}", \
-            _after_agg(lams)
+            _after_agg(lams, conv)
     if isinstance(node, ir.TopK):
         c, lams = gen(node.child, g)
         # identical tuples from different fragments: the lower fragment id wins (the maintenance
@@ -235,17 +252,21 @@ def _output(query: ir.Query, body: str, extra: list[str]) -> str:
     return f"SELECT {', '.join(items)} FROM ({body}) _out{order}"
 
 
-def capture_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[str, dict[str, int]]:
-    """One-row capture query: per sketched scan a bitmap of the fragments in the provenance."""
-    g, body, lams = _instrumented(query, source)
+def capture_sql(query: ir.Query, source: Callable[[ir.Scan], Source],
+                to_set: dict | None = None) -> tuple[str, dict[str, int]]:
+    """One-row capture query: per sketched scan a bitmap of the fragments in the provenance (or the
+    provenance's values and a NULL flag, kinds VAL and SET).  ``to_set``: {id(aggregation node):
+    Λ columns turned into value sets there} (``value_lineage.carried_kinds``)."""
+    g, body, lams = _instrumented(query, source, to_set)
     items = [_lam_agg(x, k, root=True) for x, k in lams.items()]
     return f"SELECT {', '.join(items)} FROM ({body}) _cap", dict(g.lams)
 
 
-def _instrumented(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[Gen, str, dict[str, str]]:
+def _instrumented(query: ir.Query, source: Callable[[ir.Scan], Source],
+                  to_set: dict | None = None) -> tuple[Gen, str, dict[str, str]]:
     """The instrumented body of ``query`` (``gen``) with its generator and root Λ kinds; at least one
     scan must be sketched."""
-    g = Gen(source)
+    g = Gen(source, to_set=dict(to_set or {}))
     body, lams = gen(query.root, g)
     if not lams:
         raise ValueError("no sketched scan in the query")

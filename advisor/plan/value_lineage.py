@@ -50,3 +50,69 @@ def _walk(node: ir.Node, names: dict[int, str]):
         return False, below
     grouped = not isinstance(node, ir.TopK)
     return True, {sid: (al, g or grouped) for sid, (al, g) in below.items()}
+
+
+VAL, SET = "val", "set"
+
+
+def carried_kinds(node: ir.Node, names: dict[int, str],
+                  small_groups=None) -> tuple[dict[int, str], dict[int, frozenset]]:
+    """How each scan in ``names`` (scan id -> the attribute's internal name) can reach ``node``'s
+    output without per-row fragment ids: {scan id: VAL or SET} (scans missing cannot), and
+    {id(aggregation node): scan ids whose values turn into value sets there}.
+
+    VAL is ``groups_by_value``.  SET extends it past an Aggregate or DISTINCT that does not keep
+    the attribute: the provenance of its group is the union of its input rows' provenance, so the
+    group carries the set of their values.  That costs at most one value per input row, where
+    fragment ids would build a bitmap (4 KB in Spark) per group, so it is taken where the input
+    rows were already grouped by the attribute (TPC-H's "count the orders with quantity > 300"),
+    or, on raw rows, where ``small_groups(scan id, keys)`` says the aggregation's groups hold few
+    rows of that scan.  No top-k may sit above a value set (its ties would pick between
+    provenance sets), nor a UNION above any of it.
+
+    >>> from advisor.plan.parse import parse_sql
+    >>> q = parse_sql("SELECT count(*) AS n FROM (SELECT a, sum(b) AS s FROM t GROUP BY a HAVING sum(b) > 3) x",
+    ...               lambda t: [("a", "int"), ("b", "int")])
+    >>> kinds, points = carried_kinds(q.root, {s.scan_id: s.cols[0].name for s in q.scans()})
+    >>> list(kinds.values()), len(points)
+    (['set'], 1)
+    """
+    points: dict[int, set] = {}
+    state = _walk_kinds(node, names, small_groups, points)
+    kinds = {sid: (SET if mode == SET else VAL) for sid, (_, grouped, mode) in state.items()
+             if mode is not None and grouped}
+    return kinds, {nid: frozenset(s & kinds.keys()) for nid, s in points.items() if s & kinds.keys()}
+
+
+def _walk_kinds(node: ir.Node, names: dict[int, str], small_groups, points: dict[int, set]) -> dict:
+    """scan id -> (names the attribute goes by here, grouped yet, VAL / SET / None: not carried)."""
+    if isinstance(node, ir.Scan):
+        return {node.scan_id: (frozenset([names[node.scan_id]]), False, VAL)} if node.scan_id in names else {}
+    below: dict = {}
+    for ch in node.children:
+        below.update(_walk_kinds(ch, names, small_groups, points))
+    if isinstance(node, ir.Union):
+        return {sid: (al, g, None) for sid, (al, g, _) in below.items()}
+    if isinstance(node, ir.Project):
+        return {sid: (al | {c.name for e, c in node.items if isinstance(e, exp.Column) and e.name in al}, g, m)
+                for sid, (al, g, m) in below.items()}
+    if isinstance(node, ir.Aggregate):
+        keys = set(node.keys)
+    elif isinstance(node, (ir.Distinct, ir.TopK)):
+        keys = {c.name for c in node.cols}
+    else:
+        return below
+    out = {}
+    for sid, (al, g, m) in below.items():
+        if m == VAL and al & keys:
+            out[sid] = (al, g or not isinstance(node, ir.TopK), VAL)
+        elif isinstance(node, ir.TopK) or m is None:
+            out[sid] = (al, g, None)
+        elif m == SET:
+            out[sid] = (frozenset(), True, SET)  # sets of its input rows' sets: unioned
+        elif g or (small_groups is not None and small_groups(sid, sorted(keys))):
+            points.setdefault(id(node), set()).add(sid)
+            out[sid] = (frozenset(), True, SET)
+        else:
+            out[sid] = (al, g, None)
+    return out

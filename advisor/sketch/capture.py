@@ -8,11 +8,14 @@ one table share the table's sketch (their fragment sets are ORed), so `use` filt
 When every aggregation above a sketched scan groups by the sketched attribute (``value_lineage``),
 a group's provenance rows all share that attribute's value, so the sketch is the fragments of the
 result groups' values: the capture carries values instead of per-row fragment ids and bitmaps
-(``to_sql`` kind VAL) and costs about one plain run of the query.  The choice is made per sketched
-table (``by_value_tables``), so one capture can carry one table by value and another as fragment
-ids.  A capture with every table by value can also answer its query in the same job
-(``answering_capture``): the result rows carry their value, and the sketch is read off them on the
-driver, so the first use of a sketch costs one job, not two.
+(``to_sql`` kind VAL) and costs about one plain run of the query.  Past an aggregation that does
+not keep the attribute, values can travel on as value sets (kind SET), where that is cheaper than a
+bitmap per group.  The choice is made per sketched table (``carried_tables``), so one capture can
+carry one table by value and another as fragment ids: TPC-H Q18 groups lineitem by l_orderkey
+(by value) and joins orders without an aggregation above it (fragment ids), so lineitem's 6M rows
+need no fragment id and its 1.5M groups no bitmap.  A capture with every table by value can also
+answer its query in the same job (``answering_capture``): the result rows carry their value, and
+the sketch is read off them on the driver, so the first use of a sketch costs one job, not two.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ from advisor.partition.assign_pandas import assign
 from advisor.partition.range_partition import RangePartition, assign_column, build_partition, find_partition
 from advisor.plan import ir
 from advisor.plan.to_sql import VAL, Source, answer_sql, capture_sql, lam_name, null_flag
-from advisor.plan.value_lineage import groups_by_value
+from advisor.plan.value_lineage import SET, carried_kinds, groups_by_value
 from advisor.safety.static_check import check_safety
-from advisor.warehouse.column_stats import stats_for_query
+from advisor.warehouse.column_stats import column_stats, stats_for_query
 from advisor.warehouse.sketch_records import Sketch, SketchPart, decode_bitmap, save_sketch
 from advisor.warehouse.value_kinds import kind_of
 
@@ -39,6 +42,9 @@ if TYPE_CHECKING:
     from advisor.warehouse.catalog import Catalog
 
 FRAG = "__frag"
+# A Spark bitmap of fragment ids takes 4 KB per group; a value in a set about 16 bytes.  Raw rows
+# are collected into value sets only where a group holds at most this many rows on average.
+SET_ROWS_PER_GROUP = 256
 
 
 @dataclass
@@ -98,12 +104,51 @@ def by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangeParti
     return by_value_types_ok(query, on, {t: parts[t].dtype for t in on})
 
 
-def by_value_tables(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition]) -> frozenset[str]:
-    """The sketched tables whose attribute ``by_value_ok`` carries by value on its own.  A capture
-    carries those by value and the others as fragment ids: TPC-H Q18 groups lineitem by
-    l_orderkey (by value) and joins orders without an aggregation above it (fragment ids), so
-    lineitem's 6M rows need no fragment id and its 1.5M groups no bitmap."""
-    return frozenset(t for t in on if by_value_ok(query, {t: on[t]}, {t: parts[t]}))
+def carried_tables(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition],
+                   small_groups=None) -> tuple[dict[str, str], dict]:
+    """The sketched tables a capture carries without fragment ids, each with its kind (VAL: its
+    value lineage holds, ``by_value_ok``; SET: as value sets past aggregations that do not keep
+    the attribute, ``value_lineage.carried_kinds``, with ``small_groups`` its test for raw rows), and
+    {id(aggregation): Λ columns turned into sets there} for ``to_sql.capture_sql``.  TPC-H's
+    "count the orders with sum(l_quantity) > 300" on l_orderkey carries the passing orders' keys
+    instead of a 4 KB bitmap per order."""
+    kinds, to_set = {}, {}
+    for t, a in on.items():
+        if kind_of(parts[t].dtype) == "ts":
+            continue
+        names = {s.scan_id: c.name for s in query.scans() if s.table == t for c in s.cols if c.source == a}
+        if len(names) != sum(s.table == t for s in query.scans()):
+            continue
+        got, points = carried_kinds(query.root, names, small_groups)
+        if set(got) != set(names):
+            continue
+        kinds[t] = SET if SET in got.values() else VAL
+        for nid, sids in points.items():
+            to_set[nid] = to_set.get(nid, frozenset()) | {lam_name(sid) for sid in sids}
+    return kinds, to_set
+
+
+def small_groups_by_stats(catalog: Catalog, query: ir.Query, versions: dict[str, int]):
+    """``carried_kinds``' test for raw rows: do the aggregation's keys (all columns of the scan)
+    split the scan's table into groups of at most ``SET_ROWS_PER_GROUP`` rows on average, by the
+    stored row count and NDV statistics?"""
+    scans = {s.scan_id: s for s in query.scans()}
+
+    def small(scan_id: int, keys: list[str]) -> bool:
+        s = scans[scan_id]
+        source = {c.name: c.source for c in s.cols}
+        if not keys or any(k not in source for k in keys):
+            return False
+        stats = column_stats(catalog, s.table, versions[s.table])
+        groups = 1
+        for k in keys:
+            ndv = stats.get(source[k], (None, None, 0))[2]
+            if not ndv:
+                return False
+            groups *= ndv
+        return catalog.version(s.table, versions[s.table]).rows <= SET_ROWS_PER_GROUP * groups
+
+    return small
 
 
 def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str]) -> bool:
@@ -188,8 +233,10 @@ def capture_batch(catalog: Catalog, items: list[tuple[ir.Query, dict[str, str], 
     Returns the sketches in item order and the job's seconds."""
     selects, metas = [], []
     for i, (q, on, parts) in enumerate(items):
-        bv = by_value_tables(q, on, parts) if by_value else frozenset()
-        sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions, bv))
+        kinds, to_set = carried_tables(q, on, parts, small_groups_by_stats(catalog, q, versions)) \
+            if by_value else ({}, {})
+        bv = frozenset(kinds)
+        sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions, bv), to_set)
         cols = ", ".join(f"`{c}` AS `c{i}_{c}`" for c in _lam_columns(q, on, lam_scans, bv))
         selects.append(f"(SELECT {cols} FROM ({sql}) s{i}) j{i}")
         metas.append((q, on, parts, lam_scans, bv))
@@ -206,9 +253,10 @@ def capture_batch(catalog: Catalog, items: list[tuple[ir.Query, dict[str, str], 
     return out, secs
 
 
-def _one_row_capture(catalog: Catalog, query: ir.Query, source) -> tuple[object, dict[str, int], float]:
+def _one_row_capture(catalog: Catalog, query: ir.Query, source,
+                     to_set: dict | None = None) -> tuple[object, dict[str, int], float]:
     """Run the one-row capture query (``to_sql.capture_sql``): (its row, {Λ: scan_id}, seconds)."""
-    sql, lam_scans = capture_sql(query, source)
+    sql, lam_scans = capture_sql(query, source, to_set)
     t0 = time.perf_counter()
     row = catalog.spark.sql(sql).first()
     return row, lam_scans, time.perf_counter() - t0
@@ -287,10 +335,10 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
             partitions: dict[str, RangePartition] | None = None, by_value: bool = True,
             answer: bool = False) -> CaptureResult:
     """Capture and store the sketch of `query` on the given table.attr pairs (each table by value
-    where ``value_lineage`` allows and ``by_value`` is left on, by fragment ids otherwise).  With
-    ``answer``, a capture with every table by value also answers the query in the same job
-    (``CaptureResult.answer``); one with fragment ids does not (its rows would carry a bitmap
-    each) and leaves ``answer`` None."""
+    or by value sets where ``carried_tables`` allows and ``by_value`` is left on, by fragment ids
+    otherwise).  With ``answer``, a capture with every table by value also answers the query in
+    the same job (``CaptureResult.answer``); one with value sets or fragment ids does not (its
+    rows would carry a set or a bitmap each) and leaves ``answer`` None."""
     if query.unsupported:
         raise Unsupported(query.unsupported)
     versions = versions or versions_now(catalog, query)
@@ -304,13 +352,15 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
     for t, a in on.items():
         if t not in parts:
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
-    bv = by_value_tables(query, on, parts) if by_value else frozenset()
+    kinds, to_set = carried_tables(query, on, parts, small_groups_by_stats(catalog, query, versions)) \
+        if by_value else ({}, {})
+    bv = frozenset(kinds)
     source = _capture_views(catalog, on, parts, versions, bv)
     run = None
-    if answer and bv == frozenset(on):
+    if answer and bv == frozenset(on) and SET not in kinds.values():
         run, row, lam_scans, secs = answering_capture(catalog, query, source)
     else:
-        row, lam_scans, secs = _one_row_capture(catalog, query, source)
+        row, lam_scans, secs = _one_row_capture(catalog, query, source, to_set)
     frags = _decode(query, on, row, lam_scans, "", parts, bv)
     sk = Sketch(0, query.template, query.bindings, query.sql,
                 [SketchPart(t, on[t], parts[t].id, frozenset(frags[t])) for t in on],

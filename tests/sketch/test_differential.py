@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.sketch.capture import (
-    _capture_views, _decode, answering_capture, by_value_ok, capture_batch, capture_values, sketch_attrs,
-    value_lineage, value_sketch)
+    _capture_views, _decode, answering_capture, by_value_ok, capture_batch, capture_values, carried_tables,
+    sketch_attrs, small_groups_by_stats, value_lineage, value_sketch)
 from advisor.warehouse.catalog import Catalog
 from advisor.engine.execute import plain_source, versions_now
 from advisor.sketch.run import run_query
@@ -81,8 +81,10 @@ def run_batch(spark, env, seed: int, cases: list[tuple[str, str, int]]) -> None:
     sketches, _ = capture_batch(cat, items, versions)
     # the value path (group keys carry the sketch) must equal the fragment-id path exactly
     by_ids, _ = capture_batch(cat, items, versions, by_value=False)
-    for (q, on, _), a, b in zip(items, sketches, by_ids):
+    for (q, on, part), a, b in zip(items, sketches, by_ids):
         TALLY["by_value"] += value_lineage(q, on)
+        kinds, _ = carried_tables(q, on, part, small_groups_by_stats(cat, q, versions))
+        TALLY["value_sets"] += kinds == {"facts": "set"}
         assert a.parts[0].fragments == b.parts[0].fragments, (q.sql, on, value_lineage(q, on))
     check_answering_captures(cat, items, by_ids, versions)
     check_values_in_one_job(cat, parts, items, versions)
@@ -152,6 +154,7 @@ def test_enough_cases_were_compared():
     assert TALLY["cases"] >= 200, TALLY
     assert TALLY["compared"] >= 70 and TALLY["pruned"] >= 30, TALLY
     assert TALLY["by_value"] >= 20, TALLY
+    assert TALLY["value_sets"] >= 10, TALLY
     assert TALLY["multi_value"] >= 3, TALLY
     assert TALLY["answered"] >= 20, TALLY
 

@@ -1,0 +1,73 @@
+"""Captures that carry value sets past an aggregation dropping the sketched attribute (``to_sql``
+kind SET) give exactly the fragment-id capture's sketch, NULL values included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from advisor.engine.execute import versions_now
+from advisor.partition.range_partition import build_partition
+from advisor.plan.parse import parse_sql
+from advisor.sketch.capture import capture, carried_tables, small_groups_by_stats
+from advisor.warehouse.catalog import Catalog
+from advisor.warehouse.store import Store
+
+
+def _facts() -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    n = 90
+    x = rng.integers(0, 20, n).astype("float")
+    x[rng.random(n) < 0.2] = np.nan
+    return pd.DataFrame({"x": pd.array(np.where(np.isnan(x), None, x), dtype="Int64"),
+                         "g": rng.integers(0, 5, n).astype("int32"),
+                         "y": rng.integers(1, 11, n).astype("int32")})
+
+
+@pytest.fixture(scope="module")
+def env(spark, tmp_path_factory):
+    cat = Catalog(spark, Store(tmp_path_factory.mktemp("sets")))
+    df = _facts()
+    cat.create_table("t", spark.createDataFrame(df))
+    return cat, build_partition(cat, "t", "x", 8), df
+
+
+CASES = {
+    # x grouped, then counted: the NULL group's sum passes (checked below on the data itself)
+    "nested": ("SELECT count(*) AS n FROM (SELECT x, sum(y) AS s FROM t GROUP BY x HAVING sum(y) > 40) z",
+               lambda df: bool(df[df.x.isna()].y.sum() > 40)),
+    # raw rows grouped by g: a passing group holds NULL x's
+    "raw": ("SELECT g, count(*) AS n FROM t GROUP BY g HAVING count(*) > 17",
+            lambda df: bool(df[df.g.isin(df.g.value_counts()[lambda c: c > 17].index)].x.isna().any())),
+    # values grouped by (x, g), gathered into sets by g, sets unioned by the global max
+    "two_levels": ("SELECT max(n) AS m FROM (SELECT g, count(*) AS n FROM (SELECT x, g, sum(y) AS s FROM t "
+                   "GROUP BY x, g HAVING sum(y) > 12) a GROUP BY g) b", None),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_value_sets_equal_fragment_ids(env, name):
+    cat, part, df = env
+    sql, null_in_provenance = CASES[name]
+    q = parse_sql(sql, lambda t: cat.schema(t))
+    versions = versions_now(cat, q)
+    on, parts = {"t": "x"}, {"t": part}
+    kinds, to_set = carried_tables(q, on, parts, small_groups_by_stats(cat, q, versions))
+    assert kinds == {"t": "set"} and len(to_set) == 1
+    sets = capture(cat, q, on, 8, versions, check=False, partitions=parts).sketch.parts[0].fragments
+    ids = capture(cat, q, on, 8, versions, check=False, partitions=parts, by_value=False).sketch.parts[0].fragments
+    assert sets == ids
+    assert 0 < len(sets) <= part.n_fragments
+    if null_in_provenance is not None:
+        assert null_in_provenance(df), "the data must put a NULL x in the provenance"
+        assert part.null_id in sets
+
+
+def test_no_value_set_under_a_top_k(env):
+    """A top-k over groups that dropped the attribute could pick between equal rows with different
+    value sets: such a table goes by fragment ids."""
+    cat, part, _ = env
+    q = parse_sql("SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY n DESC LIMIT 2", lambda t: cat.schema(t))
+    versions = versions_now(cat, q)
+    assert carried_tables(q, {"t": "x"}, {"t": part}, small_groups_by_stats(cat, q, versions)) == ({}, {})
