@@ -68,7 +68,9 @@ def carried_kinds(node: ir.Node, names: dict[int, str],
     rows were already grouped by the attribute (TPC-H's "count the orders with quantity > 300"),
     or, on raw rows, where ``small_groups(scan id, keys)`` says the aggregation's groups hold few
     rows of that scan.  No top-k may sit above a value set (its ties would pick between
-    provenance sets), nor a UNION above any of it.
+    provenance sets), nor a UNION above any of it.  An inner join or filter on ``a = b`` (same
+    type, not floating point) makes ``b`` a name of ``a``'s value on the rows it keeps, so TPC-H
+    Q3's orders.o_orderkey is grouped by ``GROUP BY l_orderkey``.
 
     >>> from advisor.plan.parse import parse_sql
     >>> q = parse_sql("SELECT count(*) AS n FROM (SELECT a, sum(b) AS s FROM t GROUP BY a HAVING sum(b) > 3) x",
@@ -96,6 +98,9 @@ def _walk_kinds(node: ir.Node, names: dict[int, str], small_groups, points: dict
     if isinstance(node, ir.Project):
         return {sid: (al | {c.name for e, c in node.items if isinstance(e, exp.Column) and e.name in al}, g, m)
                 for sid, (al, g, m) in below.items()}
+    if isinstance(node, (ir.Join, ir.Select)):
+        pairs = equal_columns(node)
+        return {sid: (_closure(al, pairs), g, m) for sid, (al, g, m) in below.items()}
     if isinstance(node, ir.Aggregate):
         keys = set(node.keys)
     elif isinstance(node, (ir.Distinct, ir.TopK)):
@@ -116,3 +121,36 @@ def _walk_kinds(node: ir.Node, names: dict[int, str], small_groups, points: dict
         else:
             out[sid] = (al, g, None)
     return out
+
+
+def equal_columns(node: ir.Node) -> list[tuple[str, str]]:
+    """Pairs of columns that hold the same value on every row an inner join or filter keeps: the
+    conjuncts ``a = b`` of its condition between two columns of one type, floating point types
+    left out (``-0.0 = 0.0`` holds between different values), as are collated strings ('A' = 'a'
+    under UTF8_LCASE).  A different type would compare after a cast that can equate different
+    values (``'01' = 1``)."""
+    cond = node.cond
+    if cond is None:
+        return []
+    types = {c.name: c.dtype.lower() for c in node.cols}
+    pairs = []
+    for e in cond.flatten() if isinstance(cond, exp.And) else [cond]:
+        if isinstance(e, exp.EQ) and isinstance(e.this, exp.Column) and isinstance(e.expression, exp.Column):
+            a, b = e.this.name, e.expression.name
+            ta, tb = types.get(a), types.get(b)
+            if ta is not None and ta == tb and not ta.startswith(("float", "double", "real")) \
+                    and "collate" not in ta:
+                pairs.append((a, b))
+    return pairs
+
+
+def _closure(names: frozenset, pairs: list[tuple[str, str]]) -> frozenset:
+    """``names`` with every column a chain of ``pairs`` equates to one of them."""
+    out, grew = set(names), True
+    while grew:
+        grew = False
+        for a, b in pairs:
+            if (a in out) != (b in out):
+                out |= {a, b}
+                grew = True
+    return frozenset(out)

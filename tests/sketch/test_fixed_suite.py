@@ -58,8 +58,17 @@ def test_tables_by_value_and_by_fragment_ids_in_one_capture(spark, cat, name, sq
     ids = capture(cat, q, on, 200, versions, check=False, partitions=parts, by_value=False).sketch
     assert {p.table: p.fragments for p in mixed.parts} == {p.table: p.fragments for p in ids.parts}
     assert any(p.fragments for p in ids.parts)
+    kinds = carried_tables(q, on, parts)[0]
     if name == "q18":  # lineitem is grouped by l_orderkey; orders is only joined
-        assert carried_tables(q, on, parts)[0] == {"lineitem": "val"}
+        assert kinds == {"lineitem": "val"}
+    if name == "q3":  # orders through l_orderkey = o_orderkey under GROUP BY l_orderkey
+        assert kinds == {"lineitem": "val", "orders": "val"}
+        answered = capture(cat, q, on, 200, versions, check=False, partitions=parts, answer=True)
+        assert answered.answer is not None
+        assert sorted(map(repr, answered.answer.rows)) == sorted(map(repr, run_query(cat, q, versions).rows))
+        assert {p.table: p.fragments for p in answered.sketch.parts} == {p.table: p.fragments for p in ids.parts}
+    if name == "q10":  # customer grouped, orders through o_custkey = c_custkey; lineitem by fragment ids
+        assert kinds == {"customer": "val", "orders": "val"}
 
 
 @pytest.mark.parametrize("name", ["nested", "cust_count"])

@@ -1,0 +1,61 @@
+"""Which scans a capture can carry by value or by value sets (``value_lineage.carried_kinds``),
+on plans alone: no Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.plan.parse import parse_sql
+from advisor.plan.value_lineage import carried_kinds
+
+SCHEMAS = {
+    "o": [("ok", "bigint"), ("ck", "bigint"), ("od", "date"), ("price", "double"), ("code", "string")],
+    "l": [("lok", "bigint"), ("qty", "int"), ("lprice", "double"), ("lcode", "int")],
+}
+
+
+def kinds(sql: str, table: str, attr: str, small_groups=None) -> dict:
+    q = parse_sql(sql, lambda t: SCHEMAS[t])
+    names = {s.scan_id: c.name for s in q.scans() if s.table == table for c in s.cols if c.source == attr}
+    got, points = carried_kinds(q.root, names, small_groups)
+    return {"kinds": sorted(got.values()), "points": len(points)}
+
+
+@pytest.mark.parametrize("sql,attr,expect", [
+    # grouped by the join partner's key: o.ok equals l.lok on every joined row
+    ("SELECT lok, sum(qty) AS s FROM l JOIN o ON lok = ok GROUP BY lok", "ok", ["val"]),
+    ("SELECT lok, sum(qty) AS s FROM l, o WHERE lok = ok AND qty > 3 GROUP BY lok", "ok", ["val"]),
+    # a chain of equalities: both scans of o reach the grouped key through l
+    ("SELECT o2.ok, count(*) AS n FROM o JOIN l ON o.ok = lok JOIN o o2 ON lok = o2.ok GROUP BY o2.ok", "ok",
+     ["val", "val"]),
+    # no equality, another type, floating point, or an equality under OR: not by value
+    ("SELECT lok, sum(qty) AS s FROM l JOIN o ON lok > ok GROUP BY lok", "ok", []),
+    ("SELECT lcode, count(*) AS n FROM l JOIN o ON lcode = code GROUP BY lcode", "code", []),
+    ("SELECT lprice, count(*) AS n FROM l JOIN o ON lprice = price GROUP BY lprice", "price", []),
+    ("SELECT lok, sum(qty) AS s FROM l JOIN o ON lok = ok OR qty = 1 GROUP BY lok", "ok", []),
+])
+def test_join_equalities_name_the_attribute(sql, attr, expect):
+    assert kinds(sql, "o", attr)["kinds"] == expect
+
+
+def test_value_sets_need_a_grouped_value_or_small_groups():
+    nested = "SELECT count(*) AS n FROM (SELECT ok, max(od) AS d FROM o GROUP BY ok HAVING max(od) > DATE '2020-01-01') x"
+    assert kinds(nested, "o", "ok") == {"kinds": ["set"], "points": 1}
+    raw = "SELECT ck, count(*) AS n FROM o GROUP BY ck HAVING count(*) > 3"
+    assert kinds(raw, "o", "ok") == {"kinds": [], "points": 0}
+    asked = []
+    assert kinds(raw, "o", "ok", lambda sid, keys: asked.append(keys) or True) == {"kinds": ["set"], "points": 1}
+    assert len(asked) == 1 and len(asked[0]) == 1
+    assert kinds(raw, "o", "ok", lambda sid, keys: False)["kinds"] == []
+
+
+def test_no_value_set_under_top_k_or_union():
+    topk = "SELECT ck, count(*) AS n FROM o GROUP BY ck ORDER BY n DESC LIMIT 3"
+    assert kinds(topk, "o", "ok", lambda sid, keys: True)["kinds"] == []
+    # a top-k that keeps the grouped attribute below the set is fine
+    kept = ("SELECT count(*) AS n FROM (SELECT ok, count(*) AS c FROM o GROUP BY ok "
+            "ORDER BY c DESC LIMIT 5) x")
+    assert kinds(kept, "o", "ok")["kinds"] == ["set"]
+    union = ("SELECT count(*) AS n FROM (SELECT ok, count(*) AS c FROM o GROUP BY ok UNION ALL "
+             "SELECT ok, count(*) AS c FROM o GROUP BY ok) x")
+    assert kinds(union, "o", "ok")["kinds"] == []
