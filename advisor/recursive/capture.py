@@ -55,7 +55,7 @@ class RecursiveSketch:
             catalog, self.shape.table, self.attr, self.version, self.part, self.fragments
         ):
             cond = layout_condition(catalog, lay, self.version, self.part, self.fragments, self.condition())
-            return layout_view(catalog, lay, self.version), cond
+            return layout_view(catalog, lay, self.version, self.part, self.fragments), cond
         return table_view(catalog, self.shape.table, self.version), self.condition()
 
     def selectivity(self) -> float:

@@ -318,6 +318,19 @@ class Catalog:
             self._frames[key] = reader.parquet(*paths)
         return self._frames[key]
 
+    def parquet_of(self, directory: str, paths: tuple[str, ...], schema):
+        """``spark.read.parquet`` of ``paths``, files of ``directory``, with ``schema``, built once
+        per catalog while the directory is unchanged (a layout's files are written once, into a
+        directory of their own).  Stats the directory, not each file."""
+
+        stamp = filesystem.for_path(directory, self.spark).stamp(directory)
+        key = ("files", str(directory), *stamp, tuple(paths), schema.json())
+        if key not in self._frames:
+            if len(self._frames) >= FRAMES_KEPT:
+                self._frames.pop(next(iter(self._frames)))  # the oldest
+            self._frames[key] = self.spark.read.schema(schema).parquet(*paths)
+        return self._frames[key]
+
     def read(self, name: str, version: int | None = None, with_rid: bool = False):
         """Snapshot of `name` at `version` (default latest) as a Spark DataFrame."""
         name = self.require(name)
