@@ -16,17 +16,24 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side rat
 
 @bench_app.command("use")
 def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.Option(1000, "--fragments"),
-                  reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out")):
+                  reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out"),
+                  queries: List[str] = typer.Option([], "--query", help="only these suite queries (repeatable)")):
     """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
     from advisor.cli.common import ctx, out
+    from advisor.errors import BadInput
     from workloads.bench.use_speed import bench_use, render
     from workloads.data.datasets import load_dataset
     from workloads.bench.suites import TPCH, TPCH_SF1
 
+    suite = TPCH_SF1 if sf >= 1 else TPCH
+    unknown = sorted(set(queries) - {name for name, _, _ in suite})
+    if unknown:
+        raise BadInput(f"unknown benchmark query {', '.join(unknown)} "
+                       f"(choose from: {', '.join(name for name, _, _ in suite)})")
     c = ctx()
     if not c.catalog.exists("lineitem"):
         load_dataset(c.catalog, "tpch", sf=sf)
-    res = bench_use(c, TPCH_SF1 if sf >= 1 else TPCH, fragments, reps, out)
+    res = bench_use(c, [x for x in suite if not queries or x[0] in queries], fragments, reps, out)
     render(out, res)
     if out_json:
         out_json.write_text(json.dumps(res, indent=2, default=str))
