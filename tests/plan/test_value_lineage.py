@@ -39,7 +39,8 @@ def test_join_equalities_name_the_attribute(sql, attr, expect):
 
 
 def test_value_sets_need_a_grouped_value_or_small_groups():
-    nested = "SELECT count(*) AS n FROM (SELECT ok, max(od) AS d FROM o GROUP BY ok HAVING max(od) > DATE '2020-01-01') x"
+    nested = ("SELECT count(*) AS n FROM (SELECT ok, max(od) AS d FROM o GROUP BY ok "
+              "HAVING max(od) > DATE '2020-01-01') x")
     assert kinds(nested, "o", "ok") == {"kinds": ["set"], "points": 1}
     raw = "SELECT ck, count(*) AS n FROM o GROUP BY ck HAVING count(*) > 3"
     assert kinds(raw, "o", "ok") == {"kinds": [], "points": 0}

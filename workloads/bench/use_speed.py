@@ -1,7 +1,8 @@
 """Benchmark: plain vs sketched runs of the TPC-H suite, side by side in one run.
 
-For each query: capture (timed), one untimed run of each side (file listing, code generation of
-the sketch's filter), then alternate plain and sketched runs `reps` times and report medians, plus the deterministic counters (files, bytes, rows read) and the sketch's size.
+For each query: an untimed plain run, the capture (timed), an untimed sketched run (file listing,
+code generation of the sketch's filter), then plain and sketched runs alternated `reps` times;
+reports medians, the deterministic counters (files, bytes, rows read) and the sketch's size.
 Sketched tables get a clustered layout first (its build time is reported separately).
 
 The *limit* of a sketched run is what it cannot avoid: the floor (a trivial Spark job on the same
