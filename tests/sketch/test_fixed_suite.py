@@ -49,7 +49,7 @@ def test_unsafe_attribute_is_rejected_with_reason(cat):
 def test_tables_by_value_and_by_fragment_ids_in_one_capture(spark, cat, name, sql, on):
     """A capture carries each table by value where its own value lineage holds and the others as
     fragment ids; its sketch equals the all-fragment-ids capture's, table by table."""
-    from advisor.sketch.capture import carried_tables, ensure_partition
+    from advisor.sketch.capture import carried_tables, ensure_partition, small_groups_by_stats
 
     q = parse_sql(sql, lambda t: cat.schema(t))
     versions = versions_now(cat, q)
@@ -67,8 +67,10 @@ def test_tables_by_value_and_by_fragment_ids_in_one_capture(spark, cat, name, sq
         assert answered.answer is not None
         assert sorted(map(repr, answered.answer.rows)) == sorted(map(repr, run_query(cat, q, versions).rows))
         assert {p.table: p.fragments for p in answered.sketch.parts} == {p.table: p.fragments for p in ids.parts}
-    if name == "q10":  # customer grouped, orders through o_custkey = c_custkey; lineitem by fragment ids
+    if name == "q10":  # customer grouped, orders through o_custkey = c_custkey; lineitem (grouped by a
+        # customer key) by fragment ids: value sets would sit under the top-k, small groups or not
         assert kinds == {"customer": "val", "orders": "val"}
+        assert carried_tables(q, on, parts, small_groups_by_stats(cat, q, versions))[0] == kinds
 
 
 @pytest.mark.parametrize("name", ["nested", "cust_count"])

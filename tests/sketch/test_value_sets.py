@@ -30,6 +30,8 @@ def env(spark, tmp_path_factory):
     cat = Catalog(spark, Store(tmp_path_factory.mktemp("sets")))
     df = _facts()
     cat.create_table("t", spark.createDataFrame(df))
+    cat.create_table("d", spark.createDataFrame(pd.DataFrame({"dg": np.arange(5, dtype="int32"),
+                                                              "r": ["a", "b", "a", "c", "b"]})))
     return cat, build_partition(cat, "t", "x", 8), df
 
 
@@ -40,6 +42,10 @@ CASES = {
     # raw rows grouped by g: a passing group holds NULL x's
     "raw": ("SELECT g, count(*) AS n FROM t GROUP BY g HAVING count(*) > 17",
             lambda df: bool(df[df.g.isin(df.g.value_counts()[lambda c: c > 17].index)].x.isna().any())),
+    # raw rows grouped by another table's column (3 regions over 90 rows, by the statistics)
+    "joined": ("SELECT r, count(*) AS n FROM t JOIN d ON g = dg GROUP BY r HAVING count(*) > 25",
+               lambda df: bool(df[df.g.map(dict(enumerate("abacb"))).isin(
+                   df.g.map(dict(enumerate("abacb"))).value_counts()[lambda c: c > 25].index)].x.isna().any())),
     # values grouped by (x, g), gathered into sets by g, sets unioned by the global max
     "two_levels": ("SELECT max(n) AS m FROM (SELECT g, count(*) AS n FROM (SELECT x, g, sum(y) AS s FROM t "
                    "GROUP BY x, g HAVING sum(y) > 12) a GROUP BY g) b", None),
