@@ -36,6 +36,7 @@ from advisor.estimation import sample_files
 from advisor.maintain import exprs, relops
 from advisor.maintain.frames import READY_DTYPES, M
 from advisor.plan import ir
+from advisor.plan.conjuncts import conjuncts
 from advisor.warehouse import filesystem
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.value_kinds import kind_of
@@ -201,7 +202,7 @@ def local_frame(shape, path: str, sid: str, dimension=None) -> Optional[pd.DataF
                                                    for n in node.walk()):
             return relops.select(run(node.child), _and([*pending, node.cond]))
         if isinstance(node, ir.Select):
-            return run(node.child, pending + tuple(relops.conjuncts(node.cond)))
+            return run(node.child, pending + tuple(conjuncts(node.cond)))
         if isinstance(node, ir.Join):
             lnames, rnames = set(node.left.names), set(node.right.names)
             down_l = tuple(c for c in pending if _columns(c) <= lnames)

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from advisor.plan import ir
 
-from advisor.maintain.relops import conjuncts
+from advisor.plan.conjuncts import conjuncts
 
 
 def _subst(e: exp.Expression, mapping: dict[str, exp.Expression]) -> exp.Expression:

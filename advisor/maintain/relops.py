@@ -14,6 +14,7 @@ import pandas as pd
 from sqlglot import exp
 
 from advisor.plan import ir
+from advisor.plan.conjuncts import column_equalities, conjuncts
 
 from advisor.maintain import exprs
 from advisor.partition.assign_pandas import assign
@@ -76,27 +77,14 @@ def _renumbered(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def conjuncts(e: Optional[exp.Expression]) -> list[exp.Expression]:
-    """Top-level AND terms of a predicate (parentheses removed)."""
-    if e is None:
-        return []
-    while isinstance(e, exp.Paren):
-        e = e.this
-    if isinstance(e, exp.And):
-        return conjuncts(e.this) + conjuncts(e.expression)
-    return [e]
-
-
 def equi_keys(cond: Optional[exp.Expression], left: set[str], right: set[str]) -> list[tuple[str, str]]:
     """(left attr, right attr) pairs of the conjuncts `l = r` of a join condition."""
     out = []
-    for c in conjuncts(cond):
-        if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
-            a, b = c.this.name, c.expression.name
-            if a in left and b in right:
-                out.append((a, b))
-            elif b in left and a in right:
-                out.append((b, a))
+    for a, b in column_equalities(cond):
+        if a in left and b in right:
+            out.append((a, b))
+        elif b in left and a in right:
+            out.append((b, a))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from advisor.plan import ir
+from advisor.plan.conjuncts import column_equalities
 
 
 def unique_on_join_keys(node: ir.SemiJoin) -> bool:
@@ -28,11 +29,10 @@ def unique_on_join_keys(node: ir.SemiJoin) -> bool:
     keys = set(r.keys) if isinstance(r, ir.Aggregate) else set(r.names)
     right_names, left_names = set(node.right.names), set(node.left.names)
     equated = set()
-    for c in node.cond.flatten() if isinstance(node.cond, exp.And) else [node.cond]:
-        if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
-            for a, b in ((c.this.name, c.expression.name), (c.expression.name, c.this.name)):
-                if a in right_names and b in left_names:
-                    equated.add(_through(a, node.right))
+    for x, y in column_equalities(node.cond):
+        for a, b in ((x, y), (y, x)):
+            if a in right_names and b in left_names:
+                equated.add(_through(a, node.right))
     return bool(keys) and keys <= equated
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from advisor.plan import ir
+from advisor.plan.conjuncts import column_equalities
 
 
 def groups_by_value(node: ir.Node, names: dict[int, str]) -> bool:
@@ -134,13 +135,10 @@ def equal_columns(node: ir.Node) -> list[tuple[str, str]]:
         return []
     types = {c.name: c.dtype.lower() for c in node.cols}
     pairs = []
-    for e in cond.flatten() if isinstance(cond, exp.And) else [cond]:
-        if isinstance(e, exp.EQ) and isinstance(e.this, exp.Column) and isinstance(e.expression, exp.Column):
-            a, b = e.this.name, e.expression.name
-            ta, tb = types.get(a), types.get(b)
-            if ta is not None and ta == tb and not ta.startswith(("float", "double", "real")) \
-                    and "collate" not in ta:
-                pairs.append((a, b))
+    for a, b in column_equalities(cond):
+        ta, tb = types.get(a), types.get(b)
+        if ta is not None and ta == tb and not ta.startswith(("float", "double", "real")) and "collate" not in ta:
+            pairs.append((a, b))
     return pairs
 
 
