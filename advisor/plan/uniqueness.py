@@ -46,3 +46,26 @@ def _through(name: str, node: ir.Node) -> str:
             name = hit[0].name
         node = node.child
     return name
+
+
+def distinct_rows(node: ir.Node) -> bool:
+    """Whether no two output rows of ``node`` are equal: it is an aggregation or DISTINCT, under
+    selections / projections that still output every one of its keys unchanged.
+
+    >>> from advisor.plan.parse import parse_sql
+    >>> s = {"t": [("a", "int"), ("b", "int")]}.get
+    >>> distinct_rows(parse_sql("SELECT a, sum(b) AS s FROM t GROUP BY a HAVING sum(b) > 1", s).root)
+    True
+    >>> distinct_rows(parse_sql("SELECT sum(b) AS s FROM t GROUP BY a", s).root)
+    False
+    """
+    reach = set(node.names)
+    while isinstance(node, (ir.Select, ir.Project)):
+        if isinstance(node, ir.Project):
+            reach = {e.name for e, c in node.items if isinstance(e, exp.Column) and c.name in reach}
+        node = node.child
+    if isinstance(node, ir.Aggregate):
+        return set(node.keys) <= reach
+    if isinstance(node, ir.Distinct):
+        return set(node.names) <= reach
+    return False

@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from advisor.plan import ir
 from advisor.plan.conjuncts import column_equalities
+from advisor.plan.uniqueness import distinct_rows
 
 
 def groups_by_value(node: ir.Node, names: dict[int, str]) -> bool:
@@ -68,8 +69,9 @@ def carried_kinds(node: ir.Node, names: dict[int, str],
     fragment ids would build a bitmap (4 KB in Spark) per group, so it is taken where the input
     rows were already grouped by the attribute (TPC-H's "count the orders with quantity > 300"),
     or, on raw rows, where ``small_groups(scan id, keys)`` says the aggregation's groups hold few
-    rows of that scan.  No top-k may sit above a value set (its ties would pick between
-    provenance sets), nor a UNION above any of it.  An inner join or filter on ``a = b`` (same
+    rows of that scan.  A top-k may sit above a value set only where its input rows are distinct
+    (``uniqueness.distinct_rows``: otherwise ties between equal rows would pick between provenance
+    sets), and no UNION above any of it.  An inner join or filter on ``a = b`` (same
     type, not floating point) makes ``b`` a name of ``a``'s value on the rows it keeps, so TPC-H
     Q3's orders.o_orderkey is grouped by ``GROUP BY l_orderkey``.
 
@@ -112,6 +114,8 @@ def _walk_kinds(node: ir.Node, names: dict[int, str], small_groups, points: dict
     for sid, (al, g, m) in below.items():
         if m == VAL and al & keys:
             out[sid] = (al, g or not isinstance(node, ir.TopK), VAL)
+        elif isinstance(node, ir.TopK) and m == SET and distinct_rows(node.child):
+            out[sid] = (al, g, SET)  # rows differ in their attributes: ties never pick between sets
         elif isinstance(node, ir.TopK) or m is None:
             out[sid] = (al, g, None)
         elif m == SET:

@@ -50,13 +50,20 @@ def test_value_sets_need_a_grouped_value_or_small_groups():
     assert kinds(raw, "o", "ok", lambda sid, keys: False)["kinds"] == []
 
 
-def test_no_value_set_under_top_k_or_union():
+def test_value_sets_under_a_top_k_only_over_distinct_rows():
+    # the top-k's rows are groups keyed by ck, which the output keeps: ties never pick between sets
     topk = "SELECT ck, count(*) AS n FROM o GROUP BY ck ORDER BY n DESC LIMIT 3"
-    assert kinds(topk, "o", "ok", lambda sid, keys: True)["kinds"] == []
+    assert kinds(topk, "o", "ok", lambda sid, keys: True)["kinds"] == ["set"]
+    # the key projected away: two groups with the same count are equal rows with different sets
+    dropped = "SELECT n FROM (SELECT ck, count(*) AS n FROM o GROUP BY ck) x ORDER BY n DESC LIMIT 3"
+    assert kinds(dropped, "o", "ok", lambda sid, keys: True)["kinds"] == []
     # a top-k that keeps the grouped attribute below the set is fine
     kept = ("SELECT count(*) AS n FROM (SELECT ok, count(*) AS c FROM o GROUP BY ok "
             "ORDER BY c DESC LIMIT 5) x")
     assert kinds(kept, "o", "ok")["kinds"] == ["set"]
+
+
+def test_no_value_set_under_a_union():
     union = ("SELECT count(*) AS n FROM (SELECT ok, count(*) AS c FROM o GROUP BY ok UNION ALL "
              "SELECT ok, count(*) AS c FROM o GROUP BY ok) x")
     assert kinds(union, "o", "ok")["kinds"] == []

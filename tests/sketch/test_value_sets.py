@@ -70,10 +70,18 @@ def test_value_sets_equal_fragment_ids(env, name):
         assert part.null_id in sets
 
 
-def test_no_value_set_under_a_top_k(env):
-    """A top-k over groups that dropped the attribute could pick between equal rows with different
-    value sets: such a table goes by fragment ids."""
+@pytest.mark.parametrize("sql,expect", [
+    # groups keyed by y, which the top-k outputs: sets, equal to the fragment-id capture
+    ("SELECT y, count(*) AS n FROM t GROUP BY y ORDER BY n DESC LIMIT 1", {"t": "set"}),
+    # y projected away: equal counts would be equal rows with different sets -> fragment ids
+    ("SELECT n FROM (SELECT y, count(*) AS n FROM t GROUP BY y) z ORDER BY n DESC LIMIT 1", {}),
+])
+def test_value_sets_under_a_top_k(env, sql, expect):
     cat, part, _ = env
-    q = parse_sql("SELECT g, count(*) AS n FROM t GROUP BY g ORDER BY n DESC LIMIT 2", lambda t: cat.schema(t))
+    q = parse_sql(sql, lambda t: cat.schema(t))
     versions = versions_now(cat, q)
-    assert carried_tables(q, {"t": "x"}, {"t": part}, small_groups_by_stats(cat, q, versions)) == ({}, {})
+    on, parts = {"t": "x"}, {"t": part}
+    assert carried_tables(q, on, parts, small_groups_by_stats(cat, q, versions))[0] == expect
+    sets = capture(cat, q, on, 8, versions, check=False, partitions=parts).sketch.parts[0].fragments
+    ids = capture(cat, q, on, 8, versions, check=False, partitions=parts, by_value=False).sketch.parts[0].fragments
+    assert sets == ids and 0 < len(sets) < part.n_fragments
