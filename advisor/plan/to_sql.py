@@ -5,6 +5,12 @@ it is the row's fragment id (the "delay" optimisation); an aggregation turns it 
 bitmap (`bitmap_construct_agg(bitmap_bit_position(frag + 1))`), and later aggregations OR bitmaps
 (`bitmap_or_agg`). The capture query's single output row holds one bitmap per sketched scan.
 
+Captures (``Gen.id_sets``) carry a group's fragment ids as an array instead, kind IDS
+(``collect_set`` of the ids, later aggregations union the arrays): a Spark bitmap is a 4 KB
+variable-width buffer per group, which Spark aggregates by sorting every input row, and which
+takes groups x 4 KB per task; an array costs one entry per distinct id, never more than the
+task's input rows, and aggregates by hashing.  The maintenance engine's side reads keep bitmaps.
+
 A third kind, VAL, carries the sketched attribute's *value* instead of a fragment id. It is used
 only when every aggregation above the scan groups by that attribute (``advisor.plan.value_lineage``):
 then all provenance rows of a group share the value, an aggregation keeps it with ``min``, the
@@ -25,7 +31,7 @@ from typing import Callable, Optional
 from advisor.plan import ir
 from advisor.plan.uniqueness import unique_on_join_keys
 
-INT, BM, VAL, SET = "int", "bm", "val", "set"
+INT, BM, IDS, VAL, SET = "int", "bm", "ids", "val", "set"
 
 
 def q(name: str) -> str:
@@ -74,6 +80,7 @@ class Gen:
     lams: dict[str, int] = field(default_factory=dict)  # Λ column -> scan_id
     n: int = 0
     to_set: dict = field(default_factory=dict)  # id(aggregation) -> Λ columns whose values become sets there
+    id_sets: bool = False  # aggregations turn fragment ids into arrays of ids (IDS), not bitmaps (BM)
 
     def alias(self) -> str:
         self.n += 1
@@ -89,7 +96,7 @@ def null_flag(name: str) -> str:
     return name + "__null"
 
 
-def _lam_agg(name: str, kind: str, root: bool = False, to_set: bool = False) -> str:
+def _lam_agg(name: str, kind: str, root: bool = False, to_set: bool = False, id_sets: bool = False) -> str:
     if kind == VAL and to_set:  # the group's values, NULL kept inside its struct
         return f"collect_set(named_struct('v', {q(name)})) AS {q(name)}"
     if kind == SET:
@@ -103,15 +110,21 @@ def _lam_agg(name: str, kind: str, root: bool = False, to_set: bool = False) -> 
             return (f"collect_set({q(name)}) AS {q(name)}, "
                     f"max(CASE WHEN {q(name)} IS NULL THEN 1 ELSE 0 END) AS {q(null_flag(name))}")
         return f"min({q(name)}) AS {q(name)}"  # constant within the group (value_lineage)
+    if kind == INT and id_sets:
+        return f"collect_set({q(name)}) AS {q(name)}"
+    if kind == IDS:
+        return f"array_distinct(flatten(collect_list({q(name)}))) AS {q(name)}"
     if kind == INT:
         return f"bitmap_construct_agg(bitmap_bit_position({q(name)} + 1)) AS {q(name)}"
     return f"bitmap_or_agg({q(name)}) AS {q(name)}"
 
 
-def _after_agg(lams: dict[str, str], to_set=frozenset()) -> dict[str, str]:
-    """Kinds after an aggregation: fragment ids become bitmaps, values stay values (or become value
-    sets, for the Λ columns in ``to_set``), value sets stay value sets."""
-    return {x: SET if k == SET or (k == VAL and x in to_set) else VAL if k == VAL else BM for x, k in lams.items()}
+def _after_agg(lams: dict[str, str], to_set=frozenset(), id_sets: bool = False) -> dict[str, str]:
+    """Kinds after an aggregation: fragment ids become bitmaps (arrays of ids with ``id_sets``),
+    values stay values (or become value sets, for the Λ columns in ``to_set``), sets stay sets."""
+    ids = IDS if id_sets else BM
+    return {x: SET if k == SET or (k == VAL and x in to_set) else VAL if k == VAL else IDS if k == IDS
+            else ids for x, k in lams.items()}
 
 
 def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
@@ -152,18 +165,18 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
                 call = f"{a.func}({'DISTINCT ' if a.distinct else ''}{esql(a.arg)})"
             items.append(f"{call} AS {q(a.out.name)}")
         conv = g.to_set.get(id(node), frozenset())
-        items += [_lam_agg(x, k, to_set=x in conv) for x, k in lams.items()]
+        items += [_lam_agg(x, k, to_set=x in conv, id_sets=g.id_sets) for x, k in lams.items()]
         group = f" GROUP BY {', '.join(q(k) for k in node.keys)}" if node.keys else ""
-        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}{group}", _after_agg(lams, conv)
+        return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()}{group}", _after_agg(lams, conv, g.id_sets)
     if isinstance(node, ir.Distinct):
         c, lams = gen(node.child, g)
         cols = [q(x.name) for x in node.cols]
         if not lams:
             return f"SELECT DISTINCT * FROM ({c}) {g.alias()}", {}
         conv = g.to_set.get(id(node), frozenset())
-        items = cols + [_lam_agg(x, k, to_set=x in conv) for x, k in lams.items()]
+        items = cols + [_lam_agg(x, k, to_set=x in conv, id_sets=g.id_sets) for x, k in lams.items()]
         return f"SELECT {', '.join(items)} FROM ({c}) {g.alias()} GROUP BY {', '.join(cols)}", \
-            _after_agg(lams, conv)
+            _after_agg(lams, conv, g.id_sets)
     if isinstance(node, ir.TopK):
         c, lams = gen(node.child, g)
         # identical tuples from different fragments: the lower fragment id wins (the maintenance
@@ -181,11 +194,14 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
                 if x in mine:
                     items.append(q(x))
                 else:
-                    items.append(f"CAST(NULL AS {'INT' if k == INT else 'BINARY'}) AS {q(x)}")
+                    items.append(f"CAST(NULL AS {NULL_TYPE[k]}) AS {q(x)}")
             return f"SELECT {', '.join(items)} FROM ({sql}) {g.alias()}"
 
         return f"{side(l, node.left.cols, ll)} UNION ALL {side(r, node.right.cols, rl)}", all_l
     raise TypeError(f"unknown node {type(node).__name__}")
+
+
+NULL_TYPE = {INT: "INT", BM: "BINARY", IDS: "ARRAY<INT>"}  # a UNION side's missing Λ column
 
 
 def _partial_join(node, g: Gen) -> tuple[str, dict[str, str]]:
@@ -254,19 +270,19 @@ def _output(query: ir.Query, body: str, extra: list[str]) -> str:
 
 def capture_sql(query: ir.Query, source: Callable[[ir.Scan], Source],
                 to_set: dict | None = None) -> tuple[str, dict[str, int]]:
-    """One-row capture query: per sketched scan a bitmap of the fragments in the provenance (or the
-    provenance's values and a NULL flag, kinds VAL and SET).  ``to_set``: {id(aggregation node):
-    Λ columns turned into value sets there} (``value_lineage.carried_kinds``)."""
-    g, body, lams = _instrumented(query, source, to_set)
-    items = [_lam_agg(x, k, root=True) for x, k in lams.items()]
+    """One-row capture query: per sketched scan the array of the fragment ids in the provenance
+    (kind IDS), or the provenance's values and a NULL flag (kinds VAL and SET).  ``to_set``:
+    {id(aggregation node): Λ columns turned into value sets there} (``value_lineage.carried_kinds``)."""
+    g, body, lams = _instrumented(query, source, to_set, id_sets=True)
+    items = [_lam_agg(x, k, root=True, id_sets=True) for x, k in lams.items()]
     return f"SELECT {', '.join(items)} FROM ({body}) _cap", dict(g.lams)
 
 
-def _instrumented(query: ir.Query, source: Callable[[ir.Scan], Source],
-                  to_set: dict | None = None) -> tuple[Gen, str, dict[str, str]]:
+def _instrumented(query: ir.Query, source: Callable[[ir.Scan], Source], to_set: dict | None = None,
+                  id_sets: bool = False) -> tuple[Gen, str, dict[str, str]]:
     """The instrumented body of ``query`` (``gen``) with its generator and root Λ kinds; at least one
     scan must be sketched."""
-    g = Gen(source, to_set=dict(to_set or {}))
+    g = Gen(source, to_set=dict(to_set or {}), id_sets=id_sets)
     body, lams = gen(query.root, g)
     if not lams:
         raise ValueError("no sketched scan in the query")

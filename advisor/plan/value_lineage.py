@@ -57,19 +57,18 @@ def _walk(node: ir.Node, names: dict[int, str]):
 VAL, SET = "val", "set"
 
 
-def carried_kinds(node: ir.Node, names: dict[int, str],
-                  small_groups=None) -> tuple[dict[int, str], dict[int, frozenset]]:
+def carried_kinds(node: ir.Node, names: dict[int, str]) -> tuple[dict[int, str], dict[int, frozenset]]:
     """How each scan in ``names`` (scan id -> the attribute's internal name) can reach ``node``'s
     output without per-row fragment ids: {scan id: VAL or SET} (scans missing cannot), and
     {id(aggregation node): scan ids whose values turn into value sets there}.
 
     VAL is ``groups_by_value``.  SET extends it past an Aggregate or DISTINCT that does not keep
     the attribute: the provenance of its group is the union of its input rows' provenance, so the
-    group carries the set of their values.  That costs at most one value per input row, where
-    fragment ids would build a bitmap (4 KB in Spark) per group, so it is taken where the input
-    rows were already grouped by the attribute (TPC-H's "count the orders with quantity > 300"),
-    or, on raw rows, where ``small_groups(scan id, keys)`` says the aggregation's groups hold few
-    rows of that scan.  A top-k may sit above a value set only where its input rows are distinct
+    group carries the set of their values.  It is taken where the input rows were already grouped
+    by the attribute (TPC-H's "count the orders with quantity > 300": one value per order, where
+    fragment ids would need one per lineitem row); on raw rows fragment ids cost no more (an
+    array of ids per group, ``to_sql`` kind IDS) and bring at most one entry per fragment to the
+    driver, not one per provenance value.  A top-k may sit above a value set only where its input rows are distinct
     (``uniqueness.distinct_rows``: otherwise ties between equal rows would pick between provenance
     sets), and no UNION above any of it.  An inner join or filter on ``a = b`` (same
     type, not floating point) makes ``b`` a name of ``a``'s value on the rows it keeps, so TPC-H
@@ -83,19 +82,19 @@ def carried_kinds(node: ir.Node, names: dict[int, str],
     (['set'], 1)
     """
     points: dict[int, set] = {}
-    state = _walk_kinds(node, names, small_groups, points)
+    state = _walk_kinds(node, names, points)
     kinds = {sid: (SET if mode == SET else VAL) for sid, (_, grouped, mode) in state.items()
              if mode is not None and grouped}
     return kinds, {nid: frozenset(s & kinds.keys()) for nid, s in points.items() if s & kinds.keys()}
 
 
-def _walk_kinds(node: ir.Node, names: dict[int, str], small_groups, points: dict[int, set]) -> dict:
+def _walk_kinds(node: ir.Node, names: dict[int, str], points: dict[int, set]) -> dict:
     """scan id -> (names the attribute goes by here, grouped yet, VAL / SET / None: not carried)."""
     if isinstance(node, ir.Scan):
         return {node.scan_id: (frozenset([names[node.scan_id]]), False, VAL)} if node.scan_id in names else {}
     below: dict = {}
     for ch in node.children:
-        below.update(_walk_kinds(ch, names, small_groups, points))
+        below.update(_walk_kinds(ch, names, points))
     if isinstance(node, ir.Union):
         return {sid: (al, g, None) for sid, (al, g, _) in below.items()}
     if isinstance(node, ir.Project):
@@ -120,7 +119,7 @@ def _walk_kinds(node: ir.Node, names: dict[int, str], small_groups, points: dict
             out[sid] = (al, g, None)
         elif m == SET:
             out[sid] = (frozenset(), True, SET)  # sets of its input rows' sets: unioned
-        elif g or (small_groups is not None and small_groups(sid, sorted(keys))):
+        elif g:
             points.setdefault(id(node), set()).add(sid)
             out[sid] = (frozenset(), True, SET)
         else:

@@ -2,25 +2,23 @@
 
 Fragment ids come from a binary search (partitions.assign_column) added to the sketched scans'
 source; to_sql.capture_sql propagates them through joins, aggregation, HAVING, DISTINCT, top-k
-and UNION as Spark bitmaps, and the single result row is decoded on the driver. All accesses of
+and UNION as arrays of fragment ids, and the single result row is decoded on the driver. All accesses of
 one table share the table's sketch (their fragment sets are ORed), so `use` filters every access.
 
 When every aggregation above a sketched scan groups by the sketched attribute (``value_lineage``),
 a group's provenance rows all share that attribute's value, so the sketch is the fragments of the
-result groups' values: the capture carries values instead of per-row fragment ids and bitmaps
+result groups' values: the capture carries values instead of per-row fragment ids
 (``to_sql`` kind VAL) and costs about one plain run of the query.  Past an aggregation that does
-not keep the attribute, values can travel on as value sets (kind SET), where that is cheaper than a
-bitmap per group.  The choice is made per sketched table (``carried_tables``), so one capture can
+not keep the attribute, values can travel on as value sets (kind SET) where groups are small.  The choice is made per sketched table (``carried_tables``), so one capture can
 carry one table by value and another as fragment ids: TPC-H Q18 groups lineitem by l_orderkey
 (by value) and joins orders without an aggregation above it (fragment ids), so lineitem's 6M rows
-need no fragment id and its 1.5M groups no bitmap.  A capture with every table by value can also
+need no fragment id and its 1.5M groups no array of ids.  A capture with every table by value can also
 answer its query in the same job (``answering_capture``): the result rows carry their value, and
 the sketch is read off them on the driver, so the first use of a sketch costs one job, not two.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,7 +33,7 @@ from advisor.plan import ir
 from advisor.plan.to_sql import VAL, Source, answer_sql, capture_sql, lam_name, null_flag
 from advisor.plan.value_lineage import SET, carried_kinds, groups_by_value
 from advisor.safety.static_check import check_safety
-from advisor.warehouse.column_stats import column_stats, stats_for_query
+from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.sketch_records import Sketch, SketchPart, decode_bitmap, save_sketch
 from advisor.warehouse.value_kinds import kind_of
 
@@ -43,9 +41,6 @@ if TYPE_CHECKING:
     from advisor.warehouse.catalog import Catalog
 
 FRAG = "__frag"
-# A Spark bitmap of fragment ids takes 4 KB per group; a value in a set about 16 bytes.  Raw rows
-# are collected into value sets only where a group holds at most this many rows on average.
-SET_ROWS_PER_GROUP = 256
 
 
 @dataclass
@@ -105,14 +100,14 @@ def by_value_ok(query: ir.Query, on: dict[str, str], parts: dict[str, RangeParti
     return by_value_types_ok(query, on, {t: parts[t].dtype for t in on})
 
 
-def carried_tables(query: ir.Query, on: dict[str, str], parts: dict[str, RangePartition],
-                   small_groups=None) -> tuple[dict[str, str], dict]:
+def carried_tables(query: ir.Query, on: dict[str, str],
+                   parts: dict[str, RangePartition]) -> tuple[dict[str, str], dict]:
     """The sketched tables a capture carries without fragment ids, each with its kind (VAL: its
     value lineage holds, ``by_value_ok``; SET: as value sets past aggregations that do not keep
-    the attribute, ``value_lineage.carried_kinds``, with ``small_groups`` its test for raw rows), and
+    the attribute, ``value_lineage.carried_kinds``), and
     {id(aggregation): Λ columns turned into sets there} for ``to_sql.capture_sql``.  TPC-H's
     "count the orders with sum(l_quantity) > 300" on l_orderkey carries the passing orders' keys
-    instead of a 4 KB bitmap per order."""
+    instead of a fragment id per lineitem row."""
     kinds, to_set = {}, {}
     for t, a in on.items():
         if kind_of(parts[t].dtype) == "ts":
@@ -120,42 +115,13 @@ def carried_tables(query: ir.Query, on: dict[str, str], parts: dict[str, RangePa
         names = {s.scan_id: c.name for s in query.scans() if s.table == t for c in s.cols if c.source == a}
         if len(names) != sum(s.table == t for s in query.scans()):
             continue
-        got, points = carried_kinds(query.root, names, small_groups)
+        got, points = carried_kinds(query.root, names)
         if set(got) != set(names):
             continue
         kinds[t] = SET if SET in got.values() else VAL
         for nid, sids in points.items():
             to_set[nid] = to_set.get(nid, frozenset()) | {lam_name(sid) for sid in sids}
     return kinds, to_set
-
-
-def small_groups_by_stats(catalog: Catalog, query: ir.Query, versions: dict[str, int]):
-    """``carried_kinds``' test for raw rows: do the aggregation's keys (base columns of any scan of
-    the query) split the sketched scan's table into groups of at most ``SET_ROWS_PER_GROUP`` rows on
-    average?  Groups are counted from the stored statistics as the product of the keys' NDVs, at
-    most the product of their tables' row counts (TPC-H Q10 groups by c_custkey and c_name: 150k
-    customers, not 150k squared), so lineitem's 6M rows make ~40 per customer."""
-    cols = {c.name: (s.table, c.source) for s in query.scans() for c in s.cols}
-    scans = {s.scan_id: s for s in query.scans()}
-
-    def rows(table: str) -> int:
-        return catalog.version(table, versions[table]).rows
-
-    def small(scan_id: int, keys: list[str]) -> bool:
-        if not keys or any(k not in cols for k in keys):
-            return False
-        groups, tables = 1, set()
-        for k in keys:
-            table, column = cols[k]
-            ndv = column_stats(catalog, table, versions[table]).get(column, (None, None, 0))[2]
-            if not ndv:
-                return False
-            groups *= ndv
-            tables.add(table)
-        groups = min(groups, math.prod(rows(t) for t in tables))
-        return rows(scans[scan_id].table) <= SET_ROWS_PER_GROUP * groups
-
-    return small
 
 
 def by_value_types_ok(query: ir.Query, on: dict[str, str], dtypes: dict[str, str]) -> bool:
@@ -218,14 +184,15 @@ def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int],
             frags[t] |= {int(f) for f in assign(pd.Series(list(row[prefix + lam] or [])), part)}
             if row[prefix + null_flag(lam)]:
                 frags[t].add(part.null_id)
-        else:
-            frags[t] |= decode_bitmap(row[prefix + lam])
+        else:  # an array of fragment ids (``to_sql`` kind IDS) or a bitmap
+            v = row[prefix + lam]
+            frags[t] |= decode_bitmap(v) if isinstance(v, (bytes, bytearray)) else {int(f) for f in v or ()}
     return frags
 
 
 def _lam_columns(query: ir.Query, on: dict[str, str], lam_scans: dict[str, int],
                  by_value: bool | frozenset) -> list[str]:
-    """The capture row's columns: per Λ its value set and NULL flag (by value) or its bitmap."""
+    """The capture row's columns: per Λ its value set and NULL flag (by value) or its fragment ids."""
     valued = _valued(on, by_value)
     scan_table = {s.scan_id: s.table for s in query.scans()}
     return [c for lam, sid in lam_scans.items()
@@ -240,7 +207,7 @@ def capture_batch(catalog: Catalog, items: list[tuple[ir.Query, dict[str, str], 
     Returns the sketches in item order and the job's seconds."""
     selects, metas = [], []
     for i, (q, on, parts) in enumerate(items):
-        kinds, to_set = carried_tables(q, on, parts, small_groups_by_stats(catalog, q, versions)) \
+        kinds, to_set = carried_tables(q, on, parts) \
             if by_value else ({}, {})
         bv = frozenset(kinds)
         sql, lam_scans = capture_sql(q, _capture_views(catalog, on, parts, versions, bv), to_set)
@@ -345,7 +312,7 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
     or by value sets where ``carried_tables`` allows and ``by_value`` is left on, by fragment ids
     otherwise).  With ``answer``, a capture with every table by value also answers the query in
     the same job (``CaptureResult.answer``); one with value sets or fragment ids does not (its
-    rows would carry a set or a bitmap each) and leaves ``answer`` None."""
+    rows would carry a set each) and leaves ``answer`` None."""
     if query.unsupported:
         raise Unsupported(query.unsupported)
     versions = versions or versions_now(catalog, query)
@@ -359,7 +326,7 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
     for t, a in on.items():
         if t not in parts:
             parts[t] = ensure_partition(catalog, t, a, fragments, versions[t])
-    kinds, to_set = carried_tables(query, on, parts, small_groups_by_stats(catalog, query, versions)) \
+    kinds, to_set = carried_tables(query, on, parts) \
         if by_value else ({}, {})
     bv = frozenset(kinds)
     source = _capture_views(catalog, on, parts, versions, bv)

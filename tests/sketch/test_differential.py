@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from advisor.sketch.capture import (
     _capture_views, _decode, answering_capture, by_value_ok, capture_batch, capture_values, carried_tables,
-    sketch_attrs, small_groups_by_stats, value_lineage, value_sketch)
+    sketch_attrs, value_lineage, value_sketch)
 from advisor.warehouse.catalog import Catalog
 from advisor.engine.execute import plain_source, versions_now
 from advisor.sketch.run import run_query
@@ -27,7 +27,7 @@ from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.store import Store
 from advisor.sketch.apply import sketch_source
 
-from diffgen import FACT_ATTRS, make_dims, make_facts, queries
+from diffgen import FACT_ATTRS, WHERES, make_dims, make_facts, queries
 from advisor.serve.decision_record import digest
 
 SEEDS = (1, 2)
@@ -83,7 +83,7 @@ def run_batch(spark, env, seed: int, cases: list[tuple[str, str, int]]) -> None:
     by_ids, _ = capture_batch(cat, items, versions, by_value=False)
     for (q, on, part), a, b in zip(items, sketches, by_ids):
         TALLY["by_value"] += value_lineage(q, on)
-        kinds, _ = carried_tables(q, on, part, small_groups_by_stats(cat, q, versions))
+        kinds, _ = carried_tables(q, on, part)
         TALLY["value_sets"] += kinds == {"facts": "set"}
         assert a.parts[0].fragments == b.parts[0].fragments, (q.sql, on, value_lineage(q, on))
     check_answering_captures(cat, items, by_ids, versions)
@@ -146,6 +146,33 @@ CASE = st.tuples(queries(), st.sampled_from(FACT_ATTRS), st.sampled_from(FRAGS))
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.sampled_from(SEEDS), cases=st.lists(CASE, min_size=BATCH, max_size=BATCH))
 def test_sketched_equals_plain(spark, env, seed, cases):
+    run_batch(spark, env, seed, cases)
+
+
+@st.composite
+def value_set_cases(draw) -> tuple[str, str, int]:
+    """Queries whose inner aggregation groups by the sketched attribute and an outer one drops it
+    (grouping by another attribute, or globally), under a HAVING or a top-k: value sets."""
+    attr = draw(st.sampled_from(["g1", "g2", "d"]))
+    other = draw(st.sampled_from([a for a in ("g1", "g2") if a != attr] + [""]))
+    inner_keys = ", ".join(x for x in (attr, other) if x)
+    agg = draw(st.sampled_from(["sum(v)", "count(*)", "max(m)", "min(d)"]))
+    c = draw(st.integers(-20, 300))
+    inner = (f"SELECT {inner_keys}, {agg} AS a FROM facts {draw(st.sampled_from(WHERES))} "
+             f"GROUP BY {inner_keys} HAVING count(*) > {c % 6}")
+    outer = draw(st.sampled_from(["count(*)", "max(a)", "min(a)"]))
+    if other:
+        tail = draw(st.sampled_from([f"HAVING count(*) > {c % 4}", f"ORDER BY n DESC, {other} LIMIT {1 + c % 3}"]))
+        sql = f"SELECT {other}, {outer} AS n FROM ({inner}) x GROUP BY {other} {tail}"
+    else:
+        sql = f"SELECT {outer} AS n FROM ({inner}) x"
+    return sql, attr, draw(st.sampled_from(FRAGS))
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.sampled_from(SEEDS), cases=st.lists(value_set_cases(), min_size=BATCH, max_size=BATCH))
+def test_value_sets_sketched_equals_plain(spark, env, seed, cases):
     run_batch(spark, env, seed, cases)
 
 

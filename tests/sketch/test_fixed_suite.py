@@ -49,7 +49,7 @@ def test_unsafe_attribute_is_rejected_with_reason(cat):
 def test_tables_by_value_and_by_fragment_ids_in_one_capture(spark, cat, name, sql, on):
     """A capture carries each table by value where its own value lineage holds and the others as
     fragment ids; its sketch equals the all-fragment-ids capture's, table by table."""
-    from advisor.sketch.capture import carried_tables, ensure_partition, small_groups_by_stats
+    from advisor.sketch.capture import carried_tables, ensure_partition
 
     q = parse_sql(sql, lambda t: cat.schema(t))
     versions = versions_now(cat, q)
@@ -67,27 +67,27 @@ def test_tables_by_value_and_by_fragment_ids_in_one_capture(spark, cat, name, sq
         assert answered.answer is not None
         assert sorted(map(repr, answered.answer.rows)) == sorted(map(repr, run_query(cat, q, versions).rows))
         assert {p.table: p.fragments for p in answered.sketch.parts} == {p.table: p.fragments for p in ids.parts}
-    if name == "q10":  # customer grouped, orders through o_custkey = c_custkey; lineitem (grouped by a
-        # customer key) by value sets under the top-k (its rows keep the customer key), small groups only
+    if name == "q10":  # customer grouped, orders through o_custkey = c_custkey; lineitem's raw rows
+        # (grouped by a customer key) by fragment ids
         assert kinds == {"customer": "val", "orders": "val"}
-        assert carried_tables(q, on, parts, small_groups_by_stats(cat, q, versions))[0] == kinds | {"lineitem": "set"}
 
 
 @pytest.mark.parametrize("name", ["nested", "cust_count"])
 def test_value_sets_past_an_aggregation_that_drops_the_attribute(spark, cat, name):
-    """nested counts the orders whose quantity passes (l_orderkey grouped, then dropped); cust_count
-    groups orders by customer (o_orderkey dropped from raw rows, ~15 orders per customer).  Both
-    carry value sets, and their sketches equal the fragment-id captures'."""
-    from advisor.sketch.capture import carried_tables, ensure_partition, small_groups_by_stats
+    """nested counts the orders whose quantity passes (l_orderkey grouped, then dropped): value
+    sets.  cust_count groups orders by customer (o_orderkey dropped from raw rows): fragment ids.
+    Either way the sketch equals the all-fragment-ids capture's."""
+    from advisor.sketch.capture import carried_tables, ensure_partition
 
     _, sql, on = next(x for x in TPCH if x[0] == name)
     q = parse_sql(sql, lambda t: cat.schema(t))
     versions = versions_now(cat, q)
     parts = {t: ensure_partition(cat, t, a, 200, versions[t]) for t, a in on.items()}
-    kinds, to_set = carried_tables(q, on, parts, small_groups_by_stats(cat, q, versions))
-    assert kinds == {t: "set" for t in on} and len(to_set) == 1
-    if name == "cust_count":  # raw rows: only with the statistics' say-so
-        assert carried_tables(q, on, parts)[0] == {}
+    kinds, to_set = carried_tables(q, on, parts)
+    if name == "nested":
+        assert kinds == {t: "set" for t in on} and len(to_set) == 1
+    else:
+        assert kinds == {} and to_set == {}
     sets = capture(cat, q, on, 200, versions, check=False, partitions=parts).sketch
     ids = capture(cat, q, on, 200, versions, check=False, partitions=parts, by_value=False).sketch
     got = {p.table: p.fragments for p in sets.parts}
