@@ -20,23 +20,44 @@ def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.
                   queries: List[str] = typer.Option([], "--query", help="only these suite queries (repeatable)")):
     """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
     from advisor.cli.common import ctx, out
-    from advisor.errors import BadInput
     from workloads.bench.use_speed import bench_use, render
-    from workloads.data.datasets import load_dataset
+
+    c, suite = _tpch_suite(ctx(), sf, queries)
+    res = bench_use(c, suite, fragments, reps, out)
+    render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
+@bench_app.command("capture")
+def bench_capture_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.Option(10000, "--fragments"),
+                      reps: int = typer.Option(3, "--reps", min=1), out_json: Optional[Path] = typer.Option(None, "--out"),
+                      queries: List[str] = typer.Option([], "--query", help="only these suite queries (repeatable)")):
+    """Capture by value against by fragment ids and the plain query, on the TPC-H suite of `bench use`."""
+    from advisor.cli.common import ctx, out
+    from workloads.bench.capture_paths import bench_capture_paths, render
+
+    c, suite = _tpch_suite(ctx(), sf, queries)
+    res = bench_capture_paths(c, suite, fragments, reps)
+    render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
+def _tpch_suite(c, sf: float, queries: List[str]):
+    """The warehouse context (TPC-H loaded at ``sf`` if missing) and the suite's queries named."""
+    from advisor.errors import BadInput
     from workloads.bench.suites import TPCH, TPCH_SF1
+    from workloads.data.datasets import load_dataset
 
     suite = TPCH_SF1 if sf >= 1 else TPCH
     unknown = sorted(set(queries) - {name for name, _, _ in suite})
     if unknown:
         raise BadInput(f"unknown benchmark query {', '.join(unknown)} "
                        f"(choose from: {', '.join(name for name, _, _ in suite)})")
-    c = ctx()
     if not c.catalog.exists("lineitem"):
         load_dataset(c.catalog, "tpch", sf=sf)
-    res = bench_use(c, [x for x in suite if not queries or x[0] in queries], fragments, reps, out)
-    render(out, res)
-    if out_json:
-        out_json.write_text(json.dumps(res, indent=2, default=str))
+    return c, [x for x in suite if not queries or x[0] in queries]
 
 
 @bench_app.command("advice")

@@ -52,6 +52,7 @@ def test_help_lists_design_commands():
     (["partitions", "build", "t", "nope"], "unknown column"),
     (["bench", "maintain", "--query", "nosuch"], "unknown benchmark query"),
     (["bench", "use", "--query", "q3", "--query", "q99"], "unknown benchmark query q99"),
+    (["bench", "capture", "--query", "q99"], "unknown benchmark query q99"),
     (["bench", "maintain", "--size", "ten"], "--size"),
     (["bench", "maintain", "--kind", "upsert"], "--kind"),
     (["bench", "maintain", "--order", "random"], "--order"),

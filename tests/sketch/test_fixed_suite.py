@@ -95,3 +95,16 @@ def test_value_sets_past_an_aggregation_that_drops_the_attribute(spark, cat, nam
     assert all(len(f) > 0 for f in got.values())
     if name == "nested":  # 0.6 % of the orders pass
         assert all(len(f) < 200 for f in got.values())
+
+
+def test_capture_paths_bench_compares_equal_sketches(spark, cat):
+    """``bench capture`` times both capture paths of a query and checks their sketches agree."""
+    from advisor.context import Context
+    from workloads.bench.capture_paths import bench_capture_paths
+
+    ctx = Context(cat.store.root, spark=spark)
+    suite = [x for x in TPCH if x[0] in ("q15", "nested")]
+    got = {r["query"]: r for r in bench_capture_paths(ctx, suite, fragments=200, reps=1)}
+    assert got["q15"]["kinds"] == {"lineitem": "val"} and got["nested"]["kinds"] == {"lineitem": "set"}
+    assert all(r["same"] and r["t_value"] > 0 and r["t_ids"] > 0 for r in got.values())
+    assert 0 < got["nested"]["fragments"]["lineitem"] < 200
