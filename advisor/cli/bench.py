@@ -12,6 +12,9 @@ from typing import List, Optional
 
 import typer
 
+from advisor.errors import BadInput
+from workloads.bench.suites import TPCH, TPCH_SF1
+
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side ratios and counters).")
 
 @bench_app.command("use")
@@ -46,8 +49,6 @@ def bench_capture_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = ty
 
 def _tpch_suite(c, sf: float, queries: List[str]):
     """The warehouse context (TPC-H loaded at ``sf`` if missing) and the suite's queries named."""
-    from advisor.errors import BadInput
-    from workloads.bench.suites import TPCH, TPCH_SF1
     from workloads.data.datasets import load_dataset
 
     suite = TPCH_SF1 if sf >= 1 else TPCH
