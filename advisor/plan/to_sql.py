@@ -243,16 +243,15 @@ def query_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> str:
     return _output(query, body, [])
 
 
-def answer_sql(query: ir.Query, source: Callable[[ir.Scan], Source]) -> tuple[str, dict[str, int]]:
+def answer_sql(query: ir.Query, source: Callable[[ir.Scan], Source],
+               to_set: dict | None = None) -> tuple[str, dict[str, int], dict[str, str]]:
     """The query's answer (user-visible columns first, in ``query_sql``'s order) with each result
-    row's Λ columns after them, for a capture that answers its query in the same job.  Only for
-    captures by value (every Λ of kind VAL at the root, ``advisor.plan.value_lineage``): a row
-    then carries one value per sketched scan, so the driver reads the sketch off the answer's rows
-    (no per-row bitmaps).  Returns (sql, {Λ column: scan_id})."""
-    g, body, lams = _instrumented(query, source)
-    if any(k != VAL for k in lams.values()):
-        raise ValueError("an answering capture carries values only")
-    return _output(query, body, list(lams)), dict(g.lams)
+    row's Λ columns after them, for a capture that answers its query in the same job: per row and
+    sketched scan a value (VAL), a set of values (SET), a fragment id (INT, no aggregation above
+    the scan) or an array of them (IDS); the driver unions them over the answer's rows.  Returns
+    (sql, {Λ column: scan_id}, {Λ column: kind})."""
+    g, body, lams = _instrumented(query, source, to_set, id_sets=True)
+    return _output(query, body, list(lams)), dict(g.lams), dict(lams)
 
 
 def _output(query: ir.Query, body: str, extra: list[str]) -> str:

@@ -473,7 +473,7 @@ def _save_exact(cat: Catalog, table: str, versions: dict, sk, secs: float) -> di
 
 def _capture(cat: Catalog, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:
     """Capture the picked sketch on the partition it was sized with (stored if derived); with an
-    ``answer`` list, in a job that also answers the query when it captures by value."""
+    ``answer`` list, in a job that also answers the query."""
 
     table = pick.table
     part = store_partition(cat, parts[(d.attr, d.n_target)])

@@ -148,8 +148,8 @@ def recommend(ctx: Context, sql: str, strategy: str = "CB-OPT-GB", sample_rate: 
               params: CostParams | None = None, pairs: bool = True, answer: list | None = None) -> dict:
     """Compute the recommendation record (see the module docstring); no printing.  ``pairs``: offer
     two-attribute candidates when the best single one is weak (``advisor.selection.attribute_pairs``).  With an
-    ``answer`` list, a job that reads the whole query by value (an exact sizing, or a capture by
-    value) also answers the query: its ``execute.RunResult`` is appended, and the caller need not
+    ``answer`` list, a job that reads the whole query (an exact sizing by value, or a capture)
+    also answers the query: its ``execute.RunResult`` is appended, and the caller need not
     run the query again (nothing is appended when no such job ran)."""
 
     t_all = time.perf_counter()

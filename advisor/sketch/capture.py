@@ -9,12 +9,13 @@ When every aggregation above a sketched scan groups by the sketched attribute (`
 a group's provenance rows all share that attribute's value, so the sketch is the fragments of the
 result groups' values: the capture carries values instead of per-row fragment ids
 (``to_sql`` kind VAL) and costs about one plain run of the query.  Past an aggregation that does
-not keep the attribute, values can travel on as value sets (kind SET) where groups are small.  The choice is made per sketched table (``carried_tables``), so one capture can
-carry one table by value and another as fragment ids: TPC-H Q18 groups lineitem by l_orderkey
-(by value) and joins orders without an aggregation above it (fragment ids), so lineitem's 6M rows
-need no fragment id and its 1.5M groups no array of ids.  A capture with every table by value can also
-answer its query in the same job (``answering_capture``): the result rows carry their value, and
-the sketch is read off them on the driver, so the first use of a sketch costs one job, not two.
+not keep the attribute, values grouped below travel on as value sets (kind SET).  The choice is
+made per sketched table (``carried_tables``), so one capture can carry one table by value and
+another as fragment ids: TPC-H Q18 groups lineitem by l_orderkey (by value) and joins orders
+without an aggregation above it (fragment ids), so lineitem's 6M rows need no fragment id and its
+1.5M groups no array of ids.  A capture can also answer its query in the same job
+(``answering_capture``): the result rows carry their provenance, and the sketch is read off them
+on the driver, so the first use of a sketch costs one job, not two.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from advisor.errors import BadInput, Unsupported
 from advisor.partition.assign_pandas import assign
 from advisor.partition.range_partition import RangePartition, assign_column, build_partition, find_partition
 from advisor.plan import ir
-from advisor.plan.to_sql import VAL, Source, answer_sql, capture_sql, lam_name, null_flag
+from advisor.plan.to_sql import IDS, INT, VAL, Source, answer_sql, capture_sql, lam_name, null_flag
 from advisor.plan.value_lineage import SET, carried_kinds, groups_by_value
 from advisor.safety.static_check import check_safety
 from advisor.warehouse.column_stats import stats_for_query
-from advisor.warehouse.sketch_records import Sketch, SketchPart, decode_bitmap, save_sketch
+from advisor.warehouse.sketch_records import Sketch, SketchPart, save_sketch
 from advisor.warehouse.value_kinds import kind_of
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def _all_versions(query: ir.Query, versions: dict[str, int]) -> dict[str, int]:
 def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int], prefix: str = "",
             parts: dict[str, RangePartition] | None = None, by_value: bool | frozenset = False) -> dict:
     """Fragments per sketched table from a capture row: values mapped to their fragments for the
-    tables carried by value (``_valued``), bitmaps decoded for the others."""
+    tables carried by value (``_valued``), arrays of fragment ids (``to_sql`` kind IDS) for the others."""
     valued = _valued(on, by_value)
     scan_table = {s.scan_id: s.table for s in query.scans()}
     frags: dict[str, set] = {t: set() for t in on}
@@ -184,9 +185,8 @@ def _decode(query: ir.Query, on: dict[str, str], row, lam_scans: dict[str, int],
             frags[t] |= {int(f) for f in assign(pd.Series(list(row[prefix + lam] or [])), part)}
             if row[prefix + null_flag(lam)]:
                 frags[t].add(part.null_id)
-        else:  # an array of fragment ids (``to_sql`` kind IDS) or a bitmap
-            v = row[prefix + lam]
-            frags[t] |= decode_bitmap(v) if isinstance(v, (bytes, bytearray)) else {int(f) for f in v or ()}
+        else:
+            frags[t] |= {int(f) for f in row[prefix + lam] or ()}
     return frags
 
 
@@ -236,14 +236,16 @@ def _one_row_capture(catalog: Catalog, query: ir.Query, source,
     return row, lam_scans, time.perf_counter() - t0
 
 
-def answering_capture(catalog: Catalog, query: ir.Query, source) -> tuple[object, dict, dict[str, int], float]:
-    """Run the query once, instrumented by value (``to_sql.answer_sql``): its answer as an
-    ``execute.RunResult`` (rows, scan metrics, seconds) and, per Λ column, the distinct non-NULL
-    values over the result rows and whether a NULL was among them -- what the one-row capture's
-    ``collect_set`` and NULL flag give, read off the answer instead of a second job.  Returns
-    (run, a capture row {Λ: values, null_flag(Λ): bool} for ``_decode``, {Λ: scan_id}, seconds)."""
+def answering_capture(catalog: Catalog, query: ir.Query, source,
+                      to_set: dict | None = None) -> tuple[object, dict, dict[str, int], float]:
+    """Run the query once, instrumented (``to_sql.answer_sql``): its answer as an
+    ``execute.RunResult`` (rows, scan metrics, seconds) and, per Λ column, the union over the
+    result rows of what each carries -- distinct non-NULL values and whether a NULL was among
+    them (VAL, SET), or fragment ids (INT, IDS): what the one-row capture gives, read off the
+    answer instead of a second job.  Returns (run, a capture row {Λ: values or ids,
+    null_flag(Λ): bool} for ``_decode``, {Λ: scan_id}, seconds)."""
 
-    sql, lam_scans = answer_sql(query, source)
+    sql, lam_scans, kinds = answer_sql(query, source, to_set)
     n = len(query.output_names)
     t0 = time.perf_counter()
     df = catalog.spark.sql(sql)
@@ -252,6 +254,13 @@ def answering_capture(catalog: Catalog, query: ir.Query, source) -> tuple[object
     row: dict = {}
     for j, lam in enumerate(lam_scans):
         col = [r[n + j] for r in got]
+        kind = kinds[lam]
+        if kind == SET:  # per row an array of one-field structs
+            col = [s[0] for cell in col for s in cell or ()]
+        elif kind == IDS:
+            col = [f for cell in col for f in cell or ()]
+        elif kind not in (VAL, INT):
+            raise ValueError(f"an answering capture cannot read a Λ column of kind {kind}")
         row[lam] = list({v for v in col if v is not None})
         row[null_flag(lam)] = any(v is None for v in col)
     rows = [tuple(r[:n]) for r in got]
@@ -310,9 +319,8 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
             answer: bool = False) -> CaptureResult:
     """Capture and store the sketch of `query` on the given table.attr pairs (each table by value
     or by value sets where ``carried_tables`` allows and ``by_value`` is left on, by fragment ids
-    otherwise).  With ``answer``, a capture with every table by value also answers the query in
-    the same job (``CaptureResult.answer``); one with value sets or fragment ids does not (its
-    rows would carry a set each) and leaves ``answer`` None."""
+    otherwise).  With ``answer``, the capture also answers the query in the same job
+    (``CaptureResult.answer``): its result rows carry their provenance (``answering_capture``)."""
     if query.unsupported:
         raise Unsupported(query.unsupported)
     versions = versions or versions_now(catalog, query)
@@ -331,8 +339,8 @@ def capture(catalog: Catalog, query: ir.Query, on: dict[str, str], fragments: in
     bv = frozenset(kinds)
     source = _capture_views(catalog, on, parts, versions, bv)
     run = None
-    if answer and bv == frozenset(on) and SET not in kinds.values():
-        run, row, lam_scans, secs = answering_capture(catalog, query, source)
+    if answer:
+        run, row, lam_scans, secs = answering_capture(catalog, query, source, to_set)
     else:
         row, lam_scans, secs = _one_row_capture(catalog, query, source, to_set)
     frags = _decode(query, on, row, lam_scans, "", parts, bv)

@@ -95,7 +95,7 @@ def maintain_sketch(catalog: Catalog, sketch_id: int, topk_buffer: int | None = 
     """Bring sketch `sketch_id` (a head) to the tables' current versions; returns what happened.
     A chain without operator state either initialises it or, while that does not pay yet, is
     recaptured (``rent``); with ``buy`` it initialises the state at once.  With ``answer``, such a
-    recapture by value also answers the sketch's query (``MaintResult.answer``): a caller about to
+    recapture also answers the sketch's query (``MaintResult.answer``): a caller about to
     run that very query need not run it.  ``measured=False`` prices that choice with priors alone,
     never with seconds measured in this store (``state_rental``).  Each step is logged (kind
     ``maintain``) for ``advisor.calibration.measured_costs``."""
