@@ -107,5 +107,5 @@ def test_capture_paths_bench_compares_equal_sketches(spark, cat):
     suite = [x for x in TPCH if x[0] in ("q15", "nested")]
     got = {r["query"]: r for r in bench_capture_paths(ctx, suite, fragments=200, reps=1)}
     assert got["q15"]["kinds"] == {"lineitem": "val"} and got["nested"]["kinds"] == {"lineitem": "set"}
-    assert all(r["same"] and r["t_value"] > 0 and r["t_ids"] > 0 for r in got.values())
+    assert all(r["same"] and min(r["t_value"], r["t_ids"], r["t_answer"]) > 0 for r in got.values())
     assert 0 < got["nested"]["fragments"]["lineitem"] < 200
