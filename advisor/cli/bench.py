@@ -33,9 +33,12 @@ def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.
 
 
 @bench_app.command("capture")
-def bench_capture_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.Option(10000, "--fragments"),
-                      reps: int = typer.Option(3, "--reps", min=1), out_json: Optional[Path] = typer.Option(None, "--out"),
-                      queries: List[str] = typer.Option([], "--query", help="only these suite queries (repeatable)")):
+def bench_capture_cmd(sf: float = typer.Option(1.0, "--sf"),
+                      fragments: int = typer.Option(10000, "--fragments"),
+                      reps: int = typer.Option(3, "--reps", min=1),
+                      out_json: Optional[Path] = typer.Option(None, "--out"),
+                      queries: List[str] = typer.Option([], "--query",
+                                                        help="only these suite queries (repeatable)")):
     """Capture by value against by fragment ids and the plain query, on the TPC-H suite of `bench use`."""
     from advisor.cli.common import ctx, out
     from workloads.bench.capture_paths import bench_capture_paths, render

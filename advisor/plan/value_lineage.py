@@ -68,11 +68,11 @@ def carried_kinds(node: ir.Node, names: dict[int, str]) -> tuple[dict[int, str],
     by the attribute (TPC-H's "count the orders with quantity > 300": one value per order, where
     fragment ids would need one per lineitem row); on raw rows fragment ids cost no more (an
     array of ids per group, ``to_sql`` kind IDS) and bring at most one entry per fragment to the
-    driver, not one per provenance value.  A top-k may sit above a value set only where its input rows are distinct
-    (``uniqueness.distinct_rows``: otherwise ties between equal rows would pick between provenance
-    sets), and no UNION above any of it.  An inner join or filter on ``a = b`` (same
-    type, not floating point) makes ``b`` a name of ``a``'s value on the rows it keeps, so TPC-H
-    Q3's orders.o_orderkey is grouped by ``GROUP BY l_orderkey``.
+    driver, not one per provenance value.  A top-k may sit above a value set only where its input
+    rows are distinct (``uniqueness.distinct_rows``: otherwise ties between equal rows would pick
+    between provenance sets), and no UNION above any of it.  An inner join or filter on ``a = b``
+    (same type, not floating point) makes ``b`` a name of ``a``'s value on the rows it keeps, so
+    TPC-H Q3's orders.o_orderkey is grouped by ``GROUP BY l_orderkey``.
 
     >>> from advisor.plan.parse import parse_sql
     >>> q = parse_sql("SELECT count(*) AS n FROM (SELECT a, sum(b) AS s FROM t GROUP BY a HAVING sum(b) > 3) x",

@@ -2,8 +2,9 @@
 
 Fragment ids come from a binary search (partitions.assign_column) added to the sketched scans'
 source; to_sql.capture_sql propagates them through joins, aggregation, HAVING, DISTINCT, top-k
-and UNION as arrays of fragment ids, and the single result row is decoded on the driver. All accesses of
-one table share the table's sketch (their fragment sets are ORed), so `use` filters every access.
+and UNION as arrays of fragment ids, and the single result row is decoded on the driver. All
+accesses of one table share the table's sketch (their fragment sets are ORed), so `use` filters
+every access.
 
 When every aggregation above a sketched scan groups by the sketched attribute (``value_lineage``),
 a group's provenance rows all share that attribute's value, so the sketch is the fragments of the

@@ -103,5 +103,6 @@ def render(console, results: list[dict]) -> None:
                     f"{p['files_read']}/{s['files_read']}", f"{p['bytes_read'] / 1e6:.1f}/{s['bytes_read'] / 1e6:.1f}",
                     f"{p['rows_read']:,}/{s['rows_read']:,}", f"{r['t_floor']:.2f}", f"{r['t_plain']:.2f}",
                     f"{r['t_sketched']:.2f}", f"{r['speedup']:.1f}x", f"{r['t_limit']:.2f}", f"{r['limit_ratio']:.2f}",
-                    f"{r['capture_over_plain']:.2f}", f"{r['again_over_plain']:.2f}", "yes" if r["same"] else "NO")
+                    f"{r['capture_over_plain']:.2f}", f"{r['again_over_plain']:.2f}",
+                    "yes" if r["same"] else "NO")
     console.print(tab)
