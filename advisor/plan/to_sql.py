@@ -1,23 +1,22 @@
 """IR -> Spark SQL text, optionally instrumented for sketch capture (seed 001 §3, rules r0-r7).
 
 Instrumentation carries one provenance column per sketched scan (Λ). Below the first aggregation
-it is the row's fragment id (the "delay" optimisation); an aggregation turns it into a Spark
-bitmap (`bitmap_construct_agg(bitmap_bit_position(frag + 1))`), and later aggregations OR bitmaps
-(`bitmap_or_agg`). The capture query's single output row holds one bitmap per sketched scan.
-
-Captures (``Gen.id_sets``) carry a group's fragment ids as an array instead, kind IDS
-(``collect_set`` of the ids, later aggregations union the arrays): a Spark bitmap is a 4 KB
-variable-width buffer per group, which Spark aggregates by sorting every input row, and which
+it is the row's fragment id (kind INT, the "delay" optimisation); in captures an aggregation
+collects its group's ids into an array (kind IDS: ``collect_set``, later aggregations union the
+arrays) and the one-row capture query holds the array of the provenance's ids per sketched scan.
+The maintenance engine's side reads (``Gen.id_sets`` off) build Spark bitmaps instead (kind BM:
+``bitmap_construct_agg(bitmap_bit_position(frag + 1))``, ORed by ``bitmap_or_agg``). A bitmap is a
+4 KB variable-width buffer per group, which Spark aggregates by sorting every input row and which
 takes groups x 4 KB per task; an array costs one entry per distinct id, never more than the
-task's input rows, and aggregates by hashing.  The maintenance engine's side reads keep bitmaps.
+task's input rows, and aggregates by hashing.
 
-A third kind, VAL, carries the sketched attribute's *value* instead of a fragment id. It is used
+Kind VAL carries the sketched attribute's *value* instead of a fragment id. It is used
 only when every aggregation above the scan groups by that attribute (``advisor.plan.value_lineage``):
 then all provenance rows of a group share the value, an aggregation keeps it with ``min``, the
 root collects the distinct values, and the driver maps them to fragments.  No per-row fragment
-assignment and no bitmaps: the capture costs about one plain run of the query.
+assignment and no arrays of ids: the capture costs about one plain run of the query.
 
-A fourth, SET, carries a set of such values: where ``value_lineage.carried_kinds`` lets a value
+Kind SET carries a set of such values: where ``value_lineage.carried_kinds`` lets a value
 pass an aggregation that does not keep it, that aggregation collects its input rows' values
 (``collect_set`` of one-field structs, so a NULL value is kept), later ones union the sets, and
 the root reads them out as VAL's root does.
