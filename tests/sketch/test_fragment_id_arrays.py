@@ -3,36 +3,25 @@ equals the fragments of the provenance rows, found here with pandas on the data 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from advisor.engine.execute import versions_now
 from advisor.partition.assign_pandas import assign
-from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.plan.to_sql import capture_sql
 from advisor.sketch.capture import _capture_views, capture, carried_tables
-from advisor.warehouse.catalog import Catalog
-from advisor.warehouse.store import Store
+
+from sketch_helpers import nullable_facts, partitioned_facts
 
 
-def _facts() -> pd.DataFrame:
-    rng = np.random.default_rng(5)
-    n = 400
-    x = rng.integers(0, 1000, n).astype("float")
-    x[rng.random(n) < 0.1] = np.nan
-    return pd.DataFrame({"x": pd.array(np.where(np.isnan(x), None, x), dtype="Int64"),
-                         "g": rng.integers(0, 40, n).astype("int32"),
-                         "y": rng.integers(1, 11, n).astype("int32")})
+def _facts():
+    return nullable_facts(5, 400, x_values=1000, groups=40, null_share=0.1)
 
 
 @pytest.fixture(scope="module")
 def env(spark, tmp_path_factory):
-    cat = Catalog(spark, Store(tmp_path_factory.mktemp("ids")))
-    df = _facts()
-    cat.create_table("t", spark.createDataFrame(df))
-    return cat, build_partition(cat, "t", "x", 50), df
+    return partitioned_facts(spark, tmp_path_factory.mktemp("ids"), _facts(), 50)
 
 
 def _passing(df: pd.DataFrame, keep) -> pd.DataFrame:

@@ -3,34 +3,22 @@ kind SET) give exactly the fragment-id capture's sketch, NULL values included.""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from advisor.engine.execute import versions_now
-from advisor.partition.range_partition import build_partition
 from advisor.plan.parse import parse_sql
 from advisor.sketch.capture import capture, carried_tables
-from advisor.warehouse.catalog import Catalog
-from advisor.warehouse.store import Store
+
+from sketch_helpers import nullable_facts, partitioned_facts
 
 
-def _facts() -> pd.DataFrame:
-    rng = np.random.default_rng(11)
-    n = 90
-    x = rng.integers(0, 20, n).astype("float")
-    x[rng.random(n) < 0.2] = np.nan
-    return pd.DataFrame({"x": pd.array(np.where(np.isnan(x), None, x), dtype="Int64"),
-                         "g": rng.integers(0, 5, n).astype("int32"),
-                         "y": rng.integers(1, 11, n).astype("int32")})
+def _facts():
+    return nullable_facts(11, 90, x_values=20, groups=5, null_share=0.2)
 
 
 @pytest.fixture(scope="module")
 def env(spark, tmp_path_factory):
-    cat = Catalog(spark, Store(tmp_path_factory.mktemp("sets")))
-    df = _facts()
-    cat.create_table("t", spark.createDataFrame(df))
-    return cat, build_partition(cat, "t", "x", 8), df
+    return partitioned_facts(spark, tmp_path_factory.mktemp("sets"), _facts(), 8)
 
 
 CASES = {
