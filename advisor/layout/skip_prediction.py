@@ -21,6 +21,7 @@ import datetime as dt
 import decimal
 import json
 import math
+import struct
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Sequence
@@ -380,6 +381,42 @@ def _page_units_cached(files: tuple, stamp: tuple, attr: str, page_rows: int) ->
     return tuple(out)
 
 
+def _stored_units(files: list[str], attr: str) -> tuple[tuple, int]:
+    """Units of the files as stored and how many files gave pages: one unit per page of ``attr``
+    where a file carries a page index for it (Spark's reader skips those pages by the column index,
+    ``advisor.warehouse.page_index``), else one per row group (footer statistics).  Cached per file
+    list and modification times."""
+    stamp = tuple(filesystem.for_path(f).stamp(f) for f in files)
+    return _stored_units_cached(tuple(files), stamp, attr)
+
+
+@memoize("stored page units", maxsize=256)
+def _stored_units_cached(files: tuple, stamp: tuple, attr: str) -> tuple[tuple, int]:
+    out: list = []
+    paged = 0
+    for f in files:
+        try:
+            chunks = filesystem.column_pages(f, attr)
+        except (OSError, ValueError, IndexError, KeyError, TypeError, struct.error):  # undecodable index
+            chunks = None
+        if chunks is None:
+            out.extend(_footer_units([f], attr))
+            continue
+        paged += 1
+        for c in chunks:
+            out.extend(ReadUnit(r, lo, hi, n) for r, n, lo, hi in zip(c.rows, c.nulls, c.lo, c.hi))
+    return tuple(out), paged
+
+
+def _stored_source(what: str, units: tuple, paged: int, files: int) -> str:
+    """How the stored files' units read: pages from the page index, or row groups."""
+    if paged == files and files:
+        return f"{what} pages ({len(units)})"
+    if paged:
+        return f"{what} pages and row groups ({len(units)})"
+    return f"{what} row groups ({len(units)})"
+
+
 def _stat_values(st) -> tuple:
     """(min, max) of a column chunk; decimals stored as INT32/INT64 (Spark's choice up to 18 digits)
     come back from pyarrow only as raw integers, scaled here."""
@@ -414,13 +451,13 @@ def read_units(catalog: Catalog, table: str, attr: str, version: int, layout: bo
     elif catalog.version(table, version).kind == "delta":
         # the snapshot's data files (Delta skips files by their statistics, Parquet row groups inside)
         files = catalog.data_files(table, version)
-        units = _footer_units(files, attr)
-        since, source = version, f"Delta files' row groups ({len(units)})"
+        units, paged = _stored_units(files, attr)
+        since, source = version, _stored_source("Delta files'", units, paged, len(files))
     else:
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         files = parquet_files([base.base_path])
-        units = _footer_units(files, attr)
-        since, source = base.version, f"row groups ({len(units)})"
+        units, paged = _stored_units(files, attr)
+        since, source = base.version, _stored_source("stored files'", units, paged, len(files))
     added = sum(x.n_ins for x in vs if x.version > since)
     return _with_inserts(units, int(added), source)
 

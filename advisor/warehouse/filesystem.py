@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from advisor.warehouse import page_index
 from advisor.warehouse.stored_paths import has_scheme
 
 
@@ -340,6 +341,19 @@ def location(path: str | Path):
 def exists(path) -> bool:
     """Whether a file or directory exists at ``path`` (local or on a Hadoop file system)."""
     return for_path(str(path)).exists(str(path))
+
+
+def column_pages(path: str, column: str, spark=None):
+    """The page index of ``column`` in a Parquet file, per row group (``advisor.warehouse.page_index``),
+    or None without one: a local file is read at the offsets the footer names, a remote one whole."""
+    if is_local(path):
+        with open(local_path(path), "rb") as fh:
+            def read_at(offset: int, length: int) -> bytes:
+                fh.seek(offset)
+                return fh.read(length)
+            return page_index.column_pages(read_at, os.fstat(fh.fileno()).st_size, column)
+    data = for_path(path, spark).read_bytes(path)
+    return page_index.column_pages(lambda o, n: data[o:o + n], len(data), column)
 
 
 def parquet_file(path: str, spark=None):
