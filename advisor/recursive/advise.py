@@ -20,7 +20,8 @@ from advisor.engine.execute import RunResult, run_plain_sql
 from advisor.engine.scan_metrics import ScanMetrics
 from advisor.errors import BadInput, Unsupported
 from advisor.recursive.capture import DEFAULT_FRAGMENTS, capture_recursive, catch_up, table_stamp
-from advisor.recursive.evaluate import run_recursive
+from advisor.recursive.evaluate import run_general, run_recursive
+from advisor.recursive.linear import describe_loop, parse_linear
 from advisor.recursive.proof import verdict
 from advisor.recursive.shape import looks_recursive, recognise
 from advisor.recursive.witnesses import BudgetExceeded
@@ -39,8 +40,7 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
     try:
         shape = recognise(sql)
     except Unsupported as e:
-        res = run_plain_sql(catalog, sql, str(e))
-        return res, None, {"action": "unsupported", "reason": f"ran without a sketch: {e}"}
+        return _unsketched(catalog, sql, str(e))
     catalog.require(shape.table)
     if not use:
         run = run_recursive(catalog, shape)
@@ -88,6 +88,25 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
         shape.template,
         {"action": action, "attr": f"{shape.table}.{rs.attr}", "reason": reason},
     )
+
+
+def _unsketched(catalog, sql: str, why: str):
+    """A recursive query no sketch shape covers: the semi-naive loop for ``UNION`` (Spark rejects it
+    in a recursive CTE), Spark itself for ``UNION ALL`` and for a query without recursion; a shape
+    neither evaluates is refused by ``parse_linear`` with its name (``CannotEvaluate``)."""
+    try:
+        lq = parse_linear(sql)
+    except Unsupported:
+        res = run_plain_sql(catalog, sql, why)
+        return res, None, {"action": "unsupported", "reason": f"ran without a sketch: {why}"}
+    if lq.union_all:
+        res = run_plain_sql(catalog, sql, why)
+        how = "Spark's recursive CTE (UNION ALL)"
+    else:
+        run = run_general(catalog, lq)
+        res = _result(run, why)
+        how = f"semi-naive loop, {run.rounds} rounds, {run.view_rows:,} view rows"
+    return res, None, {"action": "unsupported", "reason": f"ran without a sketch ({how}): {why}"}
 
 
 def maintenance_records(catalog, sql: str, strategy: str, step, measure: bool) -> list[dict]:
@@ -154,12 +173,17 @@ def explain_recursive(sql: str) -> dict:
     try:
         shape = recognise(sql)
     except Unsupported as e:
+        try:
+            lq = parse_linear(sql)
+            plan = ["Spark's own recursive CTE (UNION ALL, bag semantics)" if lq.union_all else describe_loop(lq)]
+        except Unsupported:
+            plan = ["a plain Spark query"]
         return {
             "sql": sql,
             "supported": False,
             "recursive": True,
             "reason": str(e),
-            "plan": [],
+            "plan": plan,
             "tables": [],
             "sketches": [],
         }

@@ -69,7 +69,7 @@ def bfs_order(spec: Spec, g: LinkGraph) -> list:
         while q:
             x = q.popleft()
             for rid in sorted(g.out.get(x, set()) | g.inc.get(x, set()), key=repr):
-                s2, d2, _ = g.links[rid]
+                s2, d2 = g.links[rid][:2]
                 for y in (s2, d2):
                     if y is not None and y not in pos:
                         pos[y] = len(pos)

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from advisor.engine.execute import table_view
-from advisor.errors import BadInput
+from advisor.errors import BadInput, spark_rejected
 from advisor.layout.registry import find_layout
 from advisor.partition.range_partition import RangePartition, build_partition, find_partition, fragment_ids
 from advisor.recursive.maintain import BatchResult, Policy, RecursiveState
@@ -20,14 +20,32 @@ DEFAULT_FRAGMENTS = 100
 
 
 def load_links(catalog, shape, version: int | None = None) -> dict:
-    """Row id -> (src, dst, cost) of the link table at ``version`` (cost 0 without a cost column)."""
+    """Row id -> (src, dst, cost) of the link table at ``version`` (cost 0 without a cost column);
+    with link-row selections in the base or the step, (src, dst, cost, base_ok, step_ok), the
+    flags computed by Spark from the query's own predicates."""
     cols = [shape.src_col, shape.dst_col] + ([shape.cost_col] if shape.cost_col else [])
     for c in cols:
         if c not in dict(catalog.schema(shape.table)):
             raise BadInput(f"table {shape.table} has no column {c!r}")
+    if shape.base_filter or shape.step_filter:
+        return _flagged_links(catalog, shape, version, cols)
     tab = catalog.read_arrow(shape.table, version, cols, with_rid=True).to_pydict()
     cost = tab[shape.cost_col] if shape.cost_col else [0] * len(tab[RID])
     return {r: (s, d, c) for r, s, d, c in zip(tab[RID], tab[shape.src_col], tab[shape.dst_col], cost)}
+
+
+def _flagged_links(catalog, shape, version, cols) -> dict:
+    preds = (shape.base_filter or "true", shape.step_filter or "true")
+    flags = [f"coalesce(({p}), false) AS _f{i}" for i, p in enumerate(preds)]
+    try:
+        tab = catalog.read(shape.table, version, with_rid=True).selectExpr(RID, *cols, *flags).toArrow().to_pydict()
+    except Exception as e:
+        raise spark_rejected(e, "the link selection of the recursive query") from None
+    cost = tab[shape.cost_col] if shape.cost_col else [0] * len(tab[RID])
+    return {
+        r: (s, d, c, b, k)
+        for r, s, d, c, b, k in zip(tab[RID], tab[shape.src_col], tab[shape.dst_col], cost, tab["_f0"], tab["_f1"])
+    }
 
 
 @dataclass

@@ -32,7 +32,7 @@ class DRedView:
         return v
 
     def _pair(self, t: tuple) -> tuple:
-        return (t[0], t[1]) if self.spec.forward else (t[1], t[0])
+        return (self.spec.fixed(t), self.spec.key(t))
 
     def _at(self, node) -> list:
         """Tuples extending at ``node`` (none at NULL, which joins nothing)."""
@@ -110,13 +110,12 @@ class DRedView:
     def _derivable(self, t: tuple) -> bool:
         """One step from what is left: a base link, or a remaining tuple extended by a remaining link."""
         spec, g = self.spec, self.graph
-        far = t[1] if spec.forward else t[0]
-        fixed = t[0] if spec.forward else t[1]
-        for rid in g.inc.get(far, ()) if spec.forward else g.out.get(far, ()):
+        fixed = spec.fixed(t)
+        for rid in g.arriving(spec, spec.key(t)):
             link = g.links[rid]
             if spec.base(link) == t:
                 return True
-            near = link[0] if spec.forward else link[1]
+            near = spec.near(link)
             for t0 in self.by_pair.get((fixed, near), ()) if near is not None else ():
                 if spec.extend(t0, link) == t:
                     return True

@@ -5,10 +5,10 @@ UNION_NOT_SUPPORTED_IN_RECURSIVE_CTE), i.e. with bag semantics: on cyclic links 
 reachability query never reaches a fixpoint, and a hop-bounded one enumerates every walk.  So a
 hop-bounded query whose walks are few runs in Spark's own recursive CTE in its UNION ALL form,
 duplicates removed before the outer query (``native_sql``; the same answer under set semantics);
-anything else runs in a semi-naive DataFrame loop (each round joins only the new tuples with the
-links, removes duplicates and known tuples, and checkpoints), with the outer query in Spark SQL
-over its result.  ``advisor bench recursive`` times both.  A sketch filters the link rows once,
-before the recursion, so the base case and every recursive step read only its fragments.
+anything else runs in the semi-naive loop of ``advisor.recursive.linear`` over the query's own
+text.  ``advisor bench recursive`` times both.  A sketch filters the link rows once, before the
+recursion (a temp view of the link table read instead of it), so the base case and every
+recursive step read only its fragments.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ import uuid
 from dataclasses import dataclass, field
 
 import sqlglot
-from pyspark.sql import functions as F
 from sqlglot import exp
 
 from advisor.engine.scan_metrics import collect_scan_metrics
-from advisor.errors import spark_rejected
-
-CHECKPOINT_EVERY = 4  # rounds between checkpoints of the accumulated view (bounds the plan's depth)
+from advisor.errors import BadInput, spark_rejected
+from advisor.recursive.linear import parse_linear, run_linear
+from advisor.warehouse.table_files import RID
 
 
 @dataclass
@@ -56,53 +55,14 @@ class RecursiveRun:
         }
 
 
-def link_frame(
-    catalog, shape, version: int | None = None, condition: str | None = None, view: str | None = None
-):
-    """The link table's (src, dst[, cost]) rows (from ``view`` if given, e.g. a clustered layout),
-    filtered by a sketch condition if given."""
+def link_rows_frame(catalog, shape, version: int | None = None, condition: str | None = None,
+                    view: str | None = None):
+    """The link table's rows, every column but the row id (from ``view`` if given, e.g. a
+    clustered layout), filtered by a sketch condition if given."""
     df = catalog.spark.table(view) if view is not None else catalog.read(shape.table, version)
     if condition is not None:
         df = df.where(condition)
-    cols = [F.col(shape.src_col).alias("l_src"), F.col(shape.dst_col).alias("l_dst")]
-    if shape.cost_col:
-        cols.append(F.col(shape.cost_col).alias("l_cost"))
-    return df.select(*cols)
-
-
-def semi_naive(shape, links):
-    """The recursive view as a checkpointed DataFrame (columns named as the CTE's), and the rounds."""
-    c = list(shape.columns)
-    base = links
-    if shape.base_sources is not None or (shape.forward and shape.sources is not None):
-        base = base.where(F.col("l_src").isin(list(shape.sources)))
-    outs = [F.col("l_src").alias(c[0]), F.col("l_dst").alias(c[1])]
-    if shape.cost_col:
-        outs.append(F.col("l_cost").alias(c[2]))
-    if shape.has_hops:
-        outs.append(F.lit(1).cast("int").alias(c[-1]))
-    total = delta = base.select(*outs).distinct().coalesce(1).localCheckpoint()
-    rounds = 1
-    while not delta.isEmpty() and (shape.max_hops is None or rounds < shape.max_hops):
-        if shape.forward:
-            step = delta.join(links, F.col(c[1]) == F.col("l_src"))
-            outs = [F.col(c[0]), F.col("l_dst").alias(c[1])]
-            cost = (F.col(c[2]) + F.col("l_cost")) if shape.cost_col else None
-        else:
-            step = delta.join(links, F.col("l_dst") == F.col(c[0]))
-            outs = [F.col("l_src").alias(c[0]), F.col(c[1])]
-            cost = (F.col("l_cost") + F.col(c[2])) if shape.cost_col else None
-        if cost is not None:
-            outs.append(cost.alias(c[2]))
-        if shape.has_hops:
-            outs.append((F.col(c[-1]) + 1).cast("int").alias(c[-1]))
-        new = step.select(*outs).distinct().join(total, on=c, how="left_anti").coalesce(1).localCheckpoint()
-        total = total.unionByName(new)
-        if rounds % CHECKPOINT_EVERY == 0:
-            total = total.coalesce(1).localCheckpoint()
-        delta = new
-        rounds += 1
-    return total, rounds
+    return df.select(*[c for c in df.columns if c != RID])
 
 
 NATIVE_MAX_WALKS = 2_000_000  # estimated walks up to which Spark's own (UNION ALL) recursion is used
@@ -141,30 +101,31 @@ def run_recursive(
     ``NATIVE_MAX_WALKS``), else in the semi-naive loop; ``how`` = native | loop forces one.  The
     outer query runs in Spark SQL either way; the link rows are read (and filtered) once."""
     t0 = time.perf_counter()
+    spark = catalog.spark
     try:
-        raw = link_frame(catalog, shape, version, condition, view)
+        raw = link_rows_frame(catalog, shape, version, condition, view)
         links = raw.localCheckpoint()  # runs the scan once: its metrics are the rows read
         link_rows = links.count()
         scan = collect_scan_metrics(raw)
         if how == "auto":
-            walks = walk_estimate(shape, link_rows, links.select("l_src").distinct().count())
+            walks = walk_estimate(shape, link_rows, links.select(shape.src_col).distinct().count())
             how = "native" if walks is not None and walks <= NATIVE_MAX_WALKS else "loop"
         name = f"_rec_{uuid.uuid4().hex[:10]}"
+        links.createOrReplaceTempView(name)
+        made = [name]
         if how == "native":
-            named = [F.col("l_src").alias(shape.src_col), F.col("l_dst").alias(shape.dst_col)]
-            if shape.cost_col:
-                named.append(F.col("l_cost").alias(shape.cost_col))
-            links.select(*named).createOrReplaceTempView(name)
-            df = catalog.spark.sql(native_sql(shape, name))
+            df = spark.sql(native_sql(shape, name))
             rows = [tuple(r) for r in df.collect()]
             rounds, view_rows, label = shape.max_hops, -1, "Spark recursive CTE (UNION ALL, hop-bounded)"
         else:
-            vw, rounds = semi_naive(shape, links)
-            vw.createOrReplaceTempView(name)
-            df = catalog.spark.sql(shape.outer_sql(name))
+            df, vw, rounds, more = run_linear(spark, parse_linear(shape.sql), {shape.table: name})
+            made += more
             rows = [tuple(r) for r in df.collect()]
             view_rows, label = vw.count(), "semi-naive loop"
-        catalog.spark.catalog.dropTempView(name)
+        for v in made:
+            spark.catalog.dropTempView(v)
+    except BadInput:
+        raise
     except Exception as e:
         raise spark_rejected(e) from None
     secs = time.perf_counter() - t0
@@ -195,3 +156,24 @@ def native_sql(shape, link_view: str) -> str:
 def run_native(catalog, shape, version: int | None = None) -> RecursiveRun:
     """The hop-bounded query through Spark's own recursive CTE (``native_sql``)."""
     return run_recursive(catalog, shape, version, how="native")
+
+
+def run_general(catalog, lq) -> RecursiveRun:
+    """A linear recursive query no sketch shape covers: the semi-naive loop over the latest
+    versions of the tables it reads (registered under their names, as plain runs read them)."""
+    spark = catalog.spark
+    t0 = time.perf_counter()
+    try:
+        for t in catalog.tables():
+            catalog.read(t).createOrReplaceTempView(t)
+        df, vw, rounds, made = run_linear(spark, lq)
+        rows = [tuple(r) for r in df.collect()]
+        view_rows = vw.count()
+        scan = collect_scan_metrics(df)
+        for v in made:
+            spark.catalog.dropTempView(v)
+    except BadInput:
+        raise
+    except Exception as e:
+        raise spark_rejected(e) from None
+    return RecursiveRun(df.columns, rows, time.perf_counter() - t0, -1, scan.rows_read, view_rows, rounds)

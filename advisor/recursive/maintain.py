@@ -1,16 +1,20 @@
 """Keeping a recursive view and its sketch current under link insertions and deletions.
 
-Three kinds of state, chosen by a policy: explicit witness sets (``WitnessView``: deletions touch
-only the tuples whose formula names a deleted row; insertions pay for provenance bookkeeping), the
-same formulas as BDDs (``BddView``: for views whose witness sets outgrow the budget, as unbounded
-reachability does, one witness per simple path), or the bare view (``DRedView``: over-delete and
-re-derive; no per-tuple state).  Hop-bounded views keep witness sets while they fit the budget (row
-ids over all witnesses), else BDDs; unbounded views go to BDDs directly; BDDs over their node budget
-fall back to DRed.  Provenance state is kept while the stream has deletions: on an
-insert-only stream provenance is pure overhead, so after ``window`` batches with a delete share
-below ``min_delete_share`` the policy drops it, and rebuilds it when deletions come back.  The
-sketch is projected from the surviving witnesses, or, without witness state, from each needed
-tuple's first derivation (``advisor.recursive.sketch``).
+The provenance state is the cheapest that fits: explicit minimal witness sets for hop-bounded
+views within the budget (``WitnessView``: a deletion touches only the witnesses the row-id index
+names), else derivation supports with levels (``SupportView``: one shortest derivation per tuple
+implicitly, a deletion checks only the tuples that lost a tight support).  BDDs (``BddView``) are
+kept only when asked for (``mode="bdd"``): measured on transit-stub topologies, they no longer fit
+from density 2, where supports do at 1,000 nodes and density 4.  ``mode="dred"`` keeps the bare
+view (DRed: over-delete and re-derive), the memory-zero end, also used when the asked-for
+witness state exceeds its budget.
+
+Per batch ``advisor.recursive.policy`` picks the method by measured cost: the incremental one on
+the state (absorption, or DRed on a bare view) or recomputation (the state rebuilt from scratch:
+its cost is measured by every build).  The batch result says which and why.  The sketch is
+projected from the state: one witness per needed tuple, from the witness sets, the BDDs, or the
+canonical shortest derivations (DRed state rebuilds levels for it, so its sketch equals the
+supports state's).
 """
 
 from __future__ import annotations
@@ -21,25 +25,27 @@ from dataclasses import dataclass, field
 from advisor.recursive.bdd_witnesses import DEFAULT_NODE_BUDGET, DEFAULT_SECONDS, BddView, project_bdd
 from advisor.recursive.derive import LinkGraph, Spec
 from advisor.recursive.dred import DRedView
-from advisor.recursive.sketch import chain, first_witnesses, needed, project
+from advisor.recursive.policy import LABEL, Costs, choose
+from advisor.recursive.sketch import needed, project
+from advisor.recursive.supports import SupportView, project_supports
 from advisor.recursive.witnesses import DEFAULT_BUDGET, BudgetExceeded, WitnessView
 
 
 @dataclass
 class Policy:
-    """When to keep witness state (module docstring)."""
+    """Which state to keep and how many measurements a choice looks at (module docstring)."""
 
     budget: int = DEFAULT_BUDGET
     node_budget: int = DEFAULT_NODE_BUDGET
     bdd_seconds: float = DEFAULT_SECONDS
-    min_delete_share: float = 0.05
-    window: int = 4
-    mode: str = "auto"  # auto | witness | bdd | dred
+    window: int = 3
+    mode: str = "auto"  # auto | witness | supports | bdd | dred
+    method: str = "auto"  # auto | absorption | dred | recompute: a fixed method per batch
 
 
 @dataclass
 class BatchResult:
-    """One maintained batch: the state kind used, seconds, tuples touched, policy note."""
+    """One maintained batch: the state kind, the method, seconds, tuples touched, why."""
 
     mode: str
     seconds: float
@@ -47,6 +53,7 @@ class BatchResult:
     deleted: int
     touched: int
     note: str = ""
+    method: str = ""
 
     def to_json(self) -> dict:
         return self.__dict__ | {"seconds": round(self.seconds, 5)}
@@ -54,7 +61,7 @@ class BatchResult:
 
 @dataclass
 class RecursiveState:
-    """A recursive query's maintained view over a link graph (row id -> (src, dst, cost))."""
+    """A recursive query's maintained view over a link graph (row id -> link tuple)."""
 
     shape: object
     links: dict
@@ -62,104 +69,94 @@ class RecursiveState:
 
     def __post_init__(self):
         self.spec = Spec.of(self.shape)
-        self.history: list = []  # (inserted, deleted) per batch
+        self.costs = Costs()
+        self.batches = 0
         self.note = ""
-        self.witness: WitnessView | None = None
-        self.dred: DRedView | None = None
-        self.over_budget = False
-        if self.policy.mode == "dred":
-            self._to_dred("DRed asked for")
-        else:
-            self._to_witness()
+        self.kind = self._initial_kind()
+        self._build()
 
     @property
     def mode(self) -> str:
-        if self.witness is None:
-            return "dred"
-        return "bdd" if isinstance(self.witness, BddView) else "witness"
+        return self.kind
 
-    def _graph(self) -> LinkGraph:
-        return LinkGraph(dict(self.links))
+    @property
+    def witness(self):
+        """The provenance state (None in DRed mode)."""
+        return None if self.kind == "dred" else self.view
 
-    def _to_witness(self) -> bool:
-        """Witness sets for hop-bounded views within budget, else BDDs, else DRed."""
-        why = "no hop bound: minimal witnesses are the simple paths"
-        if self.policy.mode != "bdd" and self.spec.max_hops is not None:
-            try:
-                self.witness, self.dred = WitnessView.build(self.spec, self._graph(), self.policy.budget), None
-                return True
-            except BudgetExceeded as e:
-                why = str(e)
-        if self.policy.mode == "witness":
-            self.over_budget = True
-            self._to_dred(f"{why}: DRed instead")
-            return False
+    def _initial_kind(self) -> str:
+        m = self.policy.mode
+        if m in ("witness", "bdd", "supports", "dred"):
+            return m
+        return "witness" if self.spec.max_hops is not None else "supports"
+
+    def _build(self) -> None:
+        """Evaluate the state of ``self.kind`` from scratch (a budget moves witness sets to
+        supports, or, when witness sets or BDDs were asked for, to DRed); the time is a measured
+        recomputation."""
+        t0 = time.perf_counter()
+        g = LinkGraph(dict(self.links))
         try:
-            self.witness, self.dred = BddView.build(
-                self.spec, self._graph(), self.policy.node_budget, self.policy.bdd_seconds
-            ), None
-            self.note = f"{why}: BDDs"
-            return True
+            if self.kind == "witness":
+                self.view = WitnessView.build(self.spec, g, self.policy.budget)
+            elif self.kind == "bdd":
+                self.view = BddView.build(self.spec, g, self.policy.node_budget, self.policy.bdd_seconds)
+            elif self.kind == "supports":
+                self.view = SupportView.build(self.spec, g)
+            else:
+                self.view = DRedView.build(self.spec, g)
         except BudgetExceeded as e:
-            self.over_budget = True
-            self._to_dred(f"{why}; {e}: DRed instead")
-            return False
-
-    def _to_dred(self, why: str) -> None:
-        self.witness, self.dred, self.note = None, DRedView.build(self.spec, self._graph()), why
+            self.kind = "dred" if self.policy.mode in ("witness", "bdd") else "supports"
+            self.note = f"{e}: {'DRed' if self.kind == 'dred' else 'derivation supports'} instead"
+            self._build()
+            return
+        self.costs.add("recompute", 0, time.perf_counter() - t0, self.batches)
 
     def tuples(self) -> set:
-        return self.witness.tuples() if self.witness is not None else set(self.dred.view)
+        return self.view.tuples() if self.kind != "dred" else set(self.view.view)
 
     def apply(self, inserted: dict, deleted) -> BatchResult:
         """Maintain the view for one batch (deletions first, then insertions)."""
         deleted = set(deleted) & set(self.links)
+        n = len(inserted) + len(deleted)
+        self.batches += 1
+        incremental = "dred" if self.kind == "dred" else "absorption"
+        if self.policy.method != "auto":
+            method = self.policy.method if self.policy.method in (incremental, "recompute") else incremental
+            why = f"{LABEL[method]} asked for"
+        else:
+            method, why = choose(self.costs, [incremental, "recompute"], self.policy.window, n, self.batches)
+        kind = self.kind
         t0 = time.perf_counter()
-        mode, note = self.mode, ""
         for r in deleted:
             del self.links[r]
         self.links.update(inserted)
-        if self.witness is not None:
-            touched = self.witness.delete(deleted)
-            try:
-                touched += self.witness.insert(inserted)
-            except BudgetExceeded as e:
-                self.over_budget = True
-                self._to_dred(f"{e}: DRed from here on")
-                note = self.note
+        if method == "recompute":
+            self._build()
+            touched = len(self.tuples())
+        elif self.kind == "dred":
+            over, back = self.view.delete(deleted)
+            touched = over + back + self.view.insert(inserted)
         else:
-            over, back = self.dred.delete(deleted)
-            touched = over + back + self.dred.insert(inserted)
-        self.history.append((len(inserted), len(deleted)))
-        note = note or self._decide()
-        return BatchResult(mode, time.perf_counter() - t0, len(inserted), len(deleted), touched, note)
-
-    def _decide(self) -> str:
-        """The policy after a batch (module docstring); returns what it changed, if anything."""
-        if self.policy.mode != "auto":
-            return ""
-        recent = self.history[-self.policy.window :]
-        ins, dels = sum(i for i, _ in recent), sum(d for _, d in recent)
-        share = dels / max(1, ins + dels)
-        if (
-            self.witness is not None
-            and len(recent) >= self.policy.window
-            and share < self.policy.min_delete_share
-        ):
-            self._to_dred(f"delete share {share:.0%} over {len(recent)} batches: witness state dropped")
-            return self.note
-        if self.witness is None and not self.over_budget and share >= self.policy.min_delete_share:
-            if self._to_witness():
-                self.note = f"delete share {share:.0%}: witness state rebuilt"
-                return self.note
-        return ""
+            touched = self.view.delete(deleted)
+            try:
+                touched += self.view.insert(inserted)
+            except BudgetExceeded as e:
+                self.kind = "supports" if self.policy.mode == "auto" else "dred"
+                self.note = f"{e}: {self.kind} from here on"
+                why += f"; {self.note}"
+                self._build()
+        secs = time.perf_counter() - t0
+        if method != "recompute":
+            self.costs.add(method, n, secs, self.batches)
+        return BatchResult(kind, secs, len(inserted), len(deleted), touched, why, method)
 
     def fragments(self, fragment_of) -> frozenset:
-        """The sketch: fragments of one witness per needed tuple (``advisor.recursive.sketch``)."""
+        """The sketch: fragments of one witness per needed tuple (module docstring)."""
         need = needed(self.shape, self.tuples())
-        if isinstance(self.witness, BddView):
-            return project_bdd(self.witness, need, fragment_of)
-        if self.witness is not None:
-            return project(self.witness.formula, need, fragment_of)
-        parent = first_witnesses(self.spec, self._graph())
-        return project(lambda t: [chain(parent, t)], need, fragment_of)
+        if self.kind == "bdd":
+            return project_bdd(self.view, need, fragment_of)
+        if self.kind == "witness":
+            return project(self.view.formula, need, fragment_of)
+        sup = self.view if self.kind == "supports" else SupportView.build(self.spec, LinkGraph(dict(self.links)))
+        return project_supports(sup, need, fragment_of)

@@ -1,12 +1,18 @@
 """Recognising a linear recursive query over a link table (sqlglot AST -> ``RecursiveShape``).
 
-Supported: one ``WITH RECURSIVE r(...) AS (base UNION step)`` with set semantics, where the base
-reads the link table (``src, dst`` and optionally a cost column and ``1`` as the hop count, with an
-optional selection on the source) and the step joins ``r`` with the link table once, extending
-paths forward (``r.dst = l.src``) or backward (``l.dst = r.src``), adding costs and hops, with an
-optional hop bound (``r.hops < K``).  The outer query reads ``r`` alone: any selection, grouping,
-HAVING, ORDER BY and LIMIT.  Other recursive shapes raise ``Unsupported`` naming the shape
-(they run without a sketch); malformed recursion (no base case, non-linear) raises ``BadInput``.
+Sketched: one ``WITH RECURSIVE r(...) AS (base UNION step)`` with set semantics over one link
+table, in two families.  *Pairs*: the base is ``SELECT src, dst[, cost][, 1] FROM link`` and the
+step joins ``r`` with the link table once, extending paths forward (``r.dst = l.src``) or backward
+(``l.dst = r.src``).  *Node sets*: the base is ``SELECT dst[, cost][, 1] FROM link`` and the step
+``SELECT l.dst[, r.cost + l.cost][, r.hops + 1] FROM r JOIN link l ON l.src = r.node`` (the nodes
+reached from the base links' sources; with ``src`` and ``dst`` swapped, the nodes that reach
+them: the same forward shape over the swapped columns, so ``src_col`` is the link's near end).  Either adds costs and
+hops, with an optional hop bound (``r.hops < K``); the base may select link rows by any predicate
+on the link's columns (``src = lit`` and ``dst = lit`` are also used to start the evaluation), and
+so may the step (``l.cost < 10``).  The outer query reads ``r`` alone: any selection, grouping,
+HAVING, ORDER BY and LIMIT.  Other recursive shapes raise ``Unsupported`` naming the shape (they
+run in the general semi-naive loop without a sketch, ``advisor.recursive.linear``); malformed
+recursion (no base case, non-linear) raises ``BadInput``.
 
 >>> s = recognise("WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION "
 ...               "SELECT l.src, r.dst FROM link l JOIN r ON l.dst = r.src) SELECT * FROM r")
@@ -24,6 +30,7 @@ from sqlglot import exp
 
 from advisor.errors import BadInput, Unsupported
 from advisor.plan.read_only import check_read_only
+from advisor.recursive.shape_sql import and_all, conjuncts, outer_query, row_predicate, source_values
 
 RECURSIVE = re.compile(r"\bwith\s+recursive\b", re.IGNORECASE)
 
@@ -39,9 +46,12 @@ def looks_recursive(sql: str) -> bool:
 
 @dataclass(frozen=True)
 class RecursiveShape:
-    """A recognised linear recursive query.  View tuples are ``(src, dst[, cost][, hops])`` in the
-    order of ``columns``; ``forward`` steps append a link at the destination end (the source is
-    fixed along a derivation), backward steps prepend one at the source end."""
+    """A recognised linear recursive query.  View tuples are ``(src, dst[, cost][, hops])``, or
+    ``(node[, cost][, hops])`` for node sets, in the order of ``columns``; ``forward`` steps append
+    a link at the destination end (the source is fixed along a derivation), backward steps prepend
+    one at the source end (node sets are always forward, from ``src_col`` to ``dst_col``).
+    ``base_filter``/``step_filter`` are the other link-row selections of the base and the step, as
+    SQL over the link table's columns."""
 
     sql: str
     cte: str
@@ -58,13 +68,17 @@ class RecursiveShape:
     kind: str  # "minmax": GROUP BY (src, dst) with MIN/MAX aggregates only; "all": anything else
     aggregates: tuple = field(default=())  # ((func, view column), ...) of a minmax outer query
     outer: exp.Expression | None = field(default=None, compare=False, repr=False)
+    nodes: bool = False
+    base_targets: frozenset | None = None
+    base_filter: str | None = None
+    step_filter: str | None = None
 
     @property
     def sources(self) -> frozenset | None:
-        """Sources the evaluation may start from: the base selection, and for forward steps also
-        the outer selection on the source (a forward derivation never changes its source)."""
+        """Sources the evaluation may start from: the base selection, and for forward pair steps
+        also the outer selection on the source (a forward derivation never changes its source)."""
         srcs = self.base_sources
-        if self.forward and self.outer_sources is not None:
+        if self.forward and not self.nodes and self.outer_sources is not None:
             srcs = self.outer_sources if srcs is None else srcs & self.outer_sources
         return srcs
 
@@ -76,10 +90,21 @@ class RecursiveShape:
         """One line on what the query computes."""
         what = "paths with cost" if self.cost_col else "reachability"
         hops = f", at most {self.max_hops} hops" if self.max_hops is not None else ""
-        way = "forward (append a link at the destination)" if self.forward else "backward (prepend a link)"
+        if self.nodes:
+            what = f"node set: {what}"
+            way = f"along {self.table}.{self.src_col} -> {self.table}.{self.dst_col}"
+        else:
+            way = "forward (append a link at the destination)" if self.forward else "backward (prepend a link)"
         sel = f", from {len(self.sources)} selected source(s)" if self.sources is not None else ""
+        if self.base_filter or self.step_filter:
+            sel += "".join(
+                f", {w} selects links by {f}"
+                for w, f in (("the base", self.base_filter), ("the step", self.step_filter))
+                if f
+            )
+        ends = "node" if self.nodes else "(src, dst)"
         outer = (
-            "MIN/MAX per (src, dst): " + ", ".join(f"{f}({c})" for f, c in self.aggregates)
+            f"MIN/MAX per {ends}: " + ", ".join(f"{f}({c})" for f, c in self.aggregates)
             if self.kind == "minmax"
             else "outer query over the whole view"
         )
@@ -159,10 +184,7 @@ def _shape(sql: str, tree: exp.Select, cte: exp.CTE, name: str) -> RecursiveShap
     for s in (base_q, step):
         if not isinstance(s, exp.Select):
             raise Unsupported(f"recursive CTE {name}: a branch is not a plain SELECT")
-        if any(
-            isinstance(n, (exp.Not, exp.Except, exp.Exists))
-            for n in s.find_all(exp.Not, exp.Except, exp.Exists)
-        ):
+        if any(True for _ in s.find_all(exp.Not, exp.Except, exp.Exists)):
             raise Unsupported(
                 f"negation in the recursion of {name}: only monotone (negation-free) recursion is sketched"
             )
@@ -172,16 +194,29 @@ def _shape(sql: str, tree: exp.Select, cte: exp.CTE, name: str) -> RecursiveShap
             )
         if s.args.get("distinct") or s.args.get("limit") or s.args.get("order"):
             raise Unsupported(f"DISTINCT, ORDER BY or LIMIT inside the recursion of {name}")
-    table, src_col, dst_col, cost_col, has_hops, base_sources = _base(base_q, name)
+    table, outs, has_hops, conds = _base(base_q, name)
     cols = [c.name.lower() for c in (cte.args.get("alias").columns if cte.args.get("alias") else [])]
     if not cols:
         cols = [e.alias_or_name.lower() for e in base_q.expressions]
-    width = 2 + (cost_col is not None) + has_hops
+    width = len(outs) + has_hops
     if len(cols) != width or len(set(cols)) != width:
         raise BadInput(
             f"recursive CTE {name} names {len(cols)} distinct column(s) for {width} base output(s)"
         )
-    forward, max_hops = _step(step, name, table, src_col, dst_col, cost_col, has_hops, cols)
+    if len(outs) > 3:
+        raise Unsupported(f"the base query of {name} outputs more than src, dst and a cost")
+    attempts = ([_pairs] if len(outs) >= 2 else []) + ([_nodes] if len(outs) <= 2 else [])
+    errors = []
+    for attempt in attempts:
+        try:
+            parts = attempt(step, name, table, outs, has_hops, cols)
+            break
+        except Unsupported as e:
+            errors.append(e)
+    else:
+        raise errors[0]
+    src_col, dst_col, cost_col, forward, max_hops, step_filter, nodes = parts
+    sources, targets, residual = _selection(conds, src_col, dst_col)
     if (cost_col is not None or has_hops) and max_hops is None:
         raise Unsupported(
             f"recursive CTE {name} carries path costs or hop counts without a hop bound: "
@@ -190,7 +225,7 @@ def _shape(sql: str, tree: exp.Select, cte: exp.CTE, name: str) -> RecursiveShap
     outer = tree.copy()
     outer.set("with_", None)
     outer.set("with", None)
-    outer_sources, kind, aggs = _outer(outer, name, cols)
+    outer_sources, kind, aggs = outer_query(outer, name, cols, 1 if nodes else 2)
     return RecursiveShape(
         sql,
         name,
@@ -202,11 +237,15 @@ def _shape(sql: str, tree: exp.Select, cte: exp.CTE, name: str) -> RecursiveShap
         has_hops,
         max_hops,
         forward,
-        base_sources,
+        sources,
         outer_sources,
         kind,
         aggs,
         outer,
+        nodes=nodes,
+        base_targets=targets,
+        base_filter=residual,
+        step_filter=step_filter,
     )
 
 
@@ -222,127 +261,145 @@ def _reads(e: exp.Expression, name: str) -> bool:
     return any(t.name.lower() == name for t in e.find_all(exp.Table))
 
 
-def _literal(e: exp.Expression):
-    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
-        v = _literal(e.this)
-        return -v
-    if not isinstance(e, exp.Literal):
-        raise Unsupported(f"a selection on the source compares with {e.sql()} (literals only are sketched)")
-    if e.is_string:
-        return e.this
-    return int(e.this) if re.fullmatch(r"-?\d+", e.this) else float(e.this)
-
-
-def _conjuncts(e: exp.Expression | None) -> list:
-    if e is None:
-        return []
-    if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
-    if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]
-
-
-def _source_values(c: exp.Expression, col: str) -> frozenset | None:
-    """Values of ``col = lit`` or ``col IN (lits)``; None if ``c`` is not such a selection."""
-    if isinstance(c, exp.EQ):
-        for a, b in ((c.this, c.expression), (c.expression, c.this)):
-            if isinstance(a, exp.Column) and a.name.lower() == col:
-                return frozenset([_literal(b)])
-    if (
-        isinstance(c, exp.In)
-        and isinstance(c.this, exp.Column)
-        and c.this.name.lower() == col
-        and c.args.get("expressions")
-    ):
-        return frozenset(_literal(v) for v in c.args["expressions"])
-    return None
-
-
 def _base(q: exp.Select, name: str):
+    """(link table, output column names, whether it ends in the hop count 1, WHERE conjuncts)."""
     froms = [q.args["from_"].this] if q.args.get("from_") else []
     if len(froms) != 1 or q.args.get("joins") or not isinstance(froms[0], exp.Table):
-        raise Unsupported(f"the base query of {name} reads more than one link table")
-    table = froms[0].name.lower()
-    outs = q.expressions
-    if not 2 <= len(outs) <= 4 or not all(isinstance(e.unalias(), exp.Column) for e in outs[:2]):
-        raise Unsupported(f"the base query of {name} is not SELECT src, dst[, cost][, 1] FROM a link table")
-    src_col, dst_col = (e.unalias().name.lower() for e in outs[:2])
-    cost_col, has_hops = None, False
-    rest = [e.unalias() for e in outs[2:]]
-    if rest and isinstance(rest[0], exp.Column):
-        cost_col = rest.pop(0).name.lower()
-    if rest:
-        if not (isinstance(rest[0], exp.Literal) and rest[0].this == "1") or len(rest) > 1:
+        raise Unsupported(f"the base query of {name} does not read one link table")
+    outs, hops = [], False
+    exprs = [e.unalias() for e in q.expressions]
+    for i, e in enumerate(exprs):
+        if isinstance(e, exp.Column):
+            outs.append(e.name.lower())
+        elif isinstance(e, exp.Literal) and e.this == "1" and i == len(exprs) - 1 and outs:
+            hops = True
+        else:
             raise Unsupported(
-                f"the base query of {name} is not SELECT src, dst[, cost][, 1] FROM a link table"
+                f"the base query of {name} outputs {e.sql()}: only link columns and 1 as the hop count "
+                "are sketched"
             )
-        has_hops = True
-    sources = None
-    for c in _conjuncts(q.args["where"].this if q.args.get("where") else None):
-        vals = _source_values(c, src_col)
-        if vals is None:
-            raise Unsupported(
-                f"the base query of {name} filters on {c.sql()}: only a selection of "
-                "source values is sketched"
-            )
-        sources = vals if sources is None else sources & vals
-    return table, src_col, dst_col, cost_col, has_hops, sources
+    conds = conjuncts(q.args["where"].this if q.args.get("where") else None)
+    return froms[0].name.lower(), outs, hops, conds
 
 
-def _step(q: exp.Select, name: str, table: str, src: str, dst: str, cost: str | None, hops: bool, cols: list):
-    tabs = [q.args["from_"].this] + [j.this for j in q.args.get("joins") or []]
-    if len(tabs) != 2 or not all(isinstance(t, exp.Table) for t in tabs):
-        raise Unsupported(f"the recursive step of {name} joins other tables than {name} and one link table")
-    rec = [t for t in tabs if t.name.lower() == name]
-    link = [t for t in tabs if t.name.lower() == table]
-    if len(rec) != 1 or len(link) != 1:
-        raise Unsupported(f"the recursive step of {name} does not join {name} with the base table {table}")
-    ra, la = rec[0].alias_or_name.lower(), link[0].alias_or_name.lower()
-    conds = _conjuncts(q.args["where"].this if q.args.get("where") else None)
-    for j in q.args.get("joins") or []:
-        if j.args.get("using") or (j.args.get("side") or j.args.get("kind", "")).upper() in (
-            "LEFT",
-            "RIGHT",
-            "FULL",
-            "ANTI",
-        ):
-            raise Unsupported(f"the recursive step of {name} uses an outer or USING join")
-        conds += _conjuncts(j.args.get("on"))
+def _selection(conds: list, src: str, dst: str):
+    """(source values, destination values, residual predicate) of the base query's WHERE."""
+    sources = targets = None
+    residual = []
+    for c in conds:
+        vals = source_values(c, src)
+        if vals is not None:
+            sources = vals if sources is None else sources & vals
+            continue
+        vals = source_values(c, dst)
+        if vals is not None:
+            targets = vals if targets is None else targets & vals
+            continue
+        p = row_predicate(c, lambda k: True)
+        if p is None:
+            raise Unsupported(f"the base query filters on {c.sql()}: only predicates on link columns are sketched")
+        residual.append(p)
+    return sources, targets, and_all(residual)
 
-    def side(c: exp.Expression):
+
+class _Step:
+    """The recursive step's tables, conditions and a classifier of its columns (view or link)."""
+
+    def __init__(self, q: exp.Select, name: str, table: str, cols: list, link_cols: tuple):
+        tabs = [q.args["from_"].this] + [j.this for j in q.args.get("joins") or []]
+        if len(tabs) != 2 or not all(isinstance(t, exp.Table) for t in tabs):
+            raise Unsupported(f"the recursive step of {name} joins other tables than {name} and one link table")
+        rec = [t for t in tabs if t.name.lower() == name]
+        link = [t for t in tabs if t.name.lower() == table]
+        if len(rec) != 1 or len(link) != 1:
+            raise Unsupported(f"the recursive step of {name} does not join {name} with the base table {table}")
+        self.ra, self.la = rec[0].alias_or_name.lower(), link[0].alias_or_name.lower()
+        self.cols, self.link_cols = cols, link_cols
+        self.conds = conjuncts(q.args["where"].this if q.args.get("where") else None)
+        for j in q.args.get("joins") or []:
+            if j.args.get("using") or (j.args.get("side") or j.args.get("kind", "")).upper() in (
+                "LEFT",
+                "RIGHT",
+                "FULL",
+                "ANTI",
+            ):
+                raise Unsupported(f"the recursive step of {name} uses an outer or USING join")
+            self.conds += conjuncts(j.args.get("on"))
+        self.outs = [e.unalias() for e in q.expressions]
+
+    def side(self, c: exp.Expression):
         if isinstance(c, exp.Column):
-            t = (c.table or "").lower()
-            if t == ra or (not t and c.name.lower() in cols and c.name.lower() not in (src, dst, cost)):
-                return ("r", c.name.lower())
-            if t == la:
-                return ("l", c.name.lower())
+            t, n = (c.table or "").lower(), c.name.lower()
+            if t == self.ra or (not t and n in self.cols and n not in self.link_cols):
+                return ("r", n)
+            if t == self.la or (not t and n not in self.cols):
+                return ("l", n)
         return None
 
-    forward, max_hops = None, None
-    for c in conds:
-        if isinstance(c, exp.EQ) and side(c.this) and side(c.expression):
-            pair = {side(c.this), side(c.expression)}
+    def is_link(self, c: exp.Column) -> bool:
+        s = self.side(c)
+        return s is not None and s[0] == "l"
+
+    def hop_bound(self, c: exp.Expression, hops: bool):
+        """The hop bound ``r.hops < K`` (or ``<=``) as the largest hop count kept, else None."""
+        if (
+            hops
+            and isinstance(c, (exp.LT, exp.LTE))
+            and self.side(c.this) == ("r", self.cols[-1])
+            and isinstance(c.expression, exp.Literal)
+            and not c.expression.is_string
+        ):
+            k = int(c.expression.this)
+            return k if isinstance(c, exp.LT) else k + 1
+        return None
+
+
+def _tail(st: _Step, name: str, extra: list, cost: str | None, hops: bool, w: int) -> None:
+    """Check the step's outputs after the endpoints: the added cost and the counted hop."""
+    cols = st.cols
+    if cost is not None:
+        c = extra.pop(0)
+        if not (isinstance(c, exp.Add) and {st.side(c.this), st.side(c.expression)} == {("r", cols[w]), ("l", cost)}):
+            raise Unsupported(f"the recursive step of {name} does not add the link cost to the path cost")
+    if hops:
+        h = extra.pop(0)
+        if not (
+            isinstance(h, exp.Add)
+            and st.side(h.this) == ("r", cols[-1])
+            and isinstance(h.expression, exp.Literal)
+            and h.expression.this == "1"
+        ):
+            raise Unsupported(f"the recursive step of {name} does not count hops as {name}.{cols[-1]} + 1")
+
+
+def _bound(max_hops, k):
+    return k if max_hops is None else min(max_hops, k)
+
+
+def _pairs(q: exp.Select, name: str, table: str, outs: list, hops: bool, cols: list):
+    """The pair family's step (module docstring): (src, dst, cost, forward, max hops, step filter, False)."""
+    src, dst = outs[0], outs[1]
+    cost = outs[2] if len(outs) > 2 else None
+    st = _Step(q, name, table, cols, tuple(c for c in (src, dst, cost) if c))
+    forward, max_hops, filters = None, None, []
+    for c in st.conds:
+        if isinstance(c, exp.EQ) and st.side(c.this) and st.side(c.expression):
+            pair = {st.side(c.this), st.side(c.expression)}
             if pair == {("r", cols[1]), ("l", src)}:
                 forward = True if forward is None else None
                 continue
             if pair == {("l", dst), ("r", cols[0])}:
                 forward = False if forward is None else None
                 continue
-        if (
-            hops
-            and isinstance(c, (exp.LT, exp.LTE))
-            and side(c.this) == ("r", cols[-1])
-            and isinstance(c.expression, exp.Literal)
-            and not c.expression.is_string
-        ):
-            k = int(c.expression.this)
-            bound = k if isinstance(c, exp.LT) else k + 1
-            max_hops = bound if max_hops is None else min(max_hops, bound)
+        if (k := st.hop_bound(c, hops)) is not None:
+            max_hops = _bound(max_hops, k)
+            continue
+        if (p := row_predicate(c, st.is_link)) is not None:
+            filters.append(p)
             continue
         raise Unsupported(
-            f"the recursive step of {name} has the condition {c.sql()}: only the link join "
-            "and a hop bound on the hop count are sketched"
+            f"the recursive step of {name} has the condition {c.sql()}: only the link join, a hop "
+            "bound and selections of link rows are sketched"
         )
     if forward is None:
         raise Unsupported(
@@ -350,65 +407,45 @@ def _step(q: exp.Select, name: str, table: str, src: str, dst: str, cost: str | 
             f"({name}.{cols[1]} = {table}.{src} or {table}.{dst} = {name}.{cols[0]})"
         )
     want = [("r", cols[0]), ("l", dst)] if forward else [("l", src), ("r", cols[1])]
-    outs = [e.unalias() for e in q.expressions]
-    if len(outs) != len(cols) or [side(o) for o in outs[:2]] != want:
+    if len(st.outs) != len(cols) or [st.side(o) for o in st.outs[:2]] != want:
         raise Unsupported(f"the recursive step of {name} does not output the extended path's endpoints")
-    extra = outs[2:]
-    if cost is not None:
-        c = extra.pop(0)
-        if not (
-            isinstance(c, exp.Add) and {side(c.this), side(c.expression)} == {("r", cols[2]), ("l", cost)}
-        ):
-            raise Unsupported(f"the recursive step of {name} does not add the link cost to the path cost")
-    if hops:
-        h = extra.pop(0)
-        if not (
-            isinstance(h, exp.Add)
-            and side(h.this) == ("r", cols[-1])
-            and isinstance(h.expression, exp.Literal)
-            and h.expression.this == "1"
-        ):
-            raise Unsupported(f"the recursive step of {name} does not count hops as {name}.{cols[-1]} + 1")
+    _tail(st, name, st.outs[2:], cost, hops, 2)
     if max_hops is not None and max_hops < 1:
         raise BadInput(f"the hop bound of {name} admits no path")
-    return forward, max_hops
+    return src, dst, cost, forward, max_hops, and_all(filters), False
 
 
-def _outer(q: exp.Select, name: str, cols: list):
-    froms = [q.args["from_"].this] if q.args.get("from_") else []
-    if (
-        len(froms) != 1
-        or q.args.get("joins")
-        or not isinstance(froms[0], exp.Table)
-        or froms[0].name.lower() != name
-    ):
-        raise Unsupported(f"the outer query joins the recursive view {name} with other relations")
-    if any(isinstance(s, (exp.Subquery, exp.Window)) for s in q.find_all(exp.Subquery, exp.Window)):
-        raise Unsupported("a subquery or window in the outer query of a recursive view")
-    sources, other_filters = None, False
-    for c in _conjuncts(q.args["where"].this if q.args.get("where") else None):
-        try:
-            vals = _source_values(c, cols[0])
-        except Unsupported:
-            vals = None
-        if vals is not None:
-            sources = vals if sources is None else sources & vals
-        else:
-            other_filters = True  # the extremes are then over filtered groups: keep every tuple
-    group = q.args.get("group")
-    keys = {g.name.lower() for g in group.expressions if isinstance(g, exp.Column)} if group else set()
-    aggs = []
-    minmax = bool(group) and len(group.expressions) == 2 and keys == {cols[0], cols[1]} and not other_filters
-    for a in q.find_all(exp.AggFunc):
-        if (
-            isinstance(a, (exp.Min, exp.Max))
-            and isinstance(a.this, exp.Column)
-            and a.this.name.lower() in cols
-        ):
-            pair = ("min" if isinstance(a, exp.Min) else "max", a.this.name.lower())
-            if pair not in aggs:
-                aggs.append(pair)
-        else:
-            minmax = False
-    minmax = minmax and bool(aggs)
-    return sources, ("minmax" if minmax else "all"), (tuple(aggs) if minmax else ())
+def _nodes(q: exp.Select, name: str, table: str, outs: list, hops: bool, cols: list):
+    """The node-set family's step (module docstring): the join column is the link's near end."""
+    far = outs[0]
+    cost = outs[1] if len(outs) > 1 else None
+    st = _Step(q, name, table, cols, tuple(c for c in (far, cost) if c))
+    near, max_hops, filters = None, None, []
+    for c in st.conds:
+        if isinstance(c, exp.EQ) and st.side(c.this) and st.side(c.expression):
+            pair = {st.side(c.this), st.side(c.expression)}
+            other = pair - {("r", cols[0])}
+            if len(pair) == 2 and len(other) == 1 and next(iter(other))[0] == "l" and near is None:
+                near = next(iter(other))[1]
+                continue
+        if (k := st.hop_bound(c, hops)) is not None:
+            max_hops = _bound(max_hops, k)
+            continue
+        if (p := row_predicate(c, st.is_link)) is not None:
+            filters.append(p)
+            continue
+        raise Unsupported(
+            f"the recursive step of {name} has the condition {c.sql()}: only the link join, a hop "
+            "bound and selections of link rows are sketched"
+        )
+    if near is None or near == far:
+        raise Unsupported(
+            f"the recursive step of {name} does not extend the node set by one link "
+            f"({table}.<near end> = {name}.{cols[0]}, outputting {table}.{far})"
+        )
+    if len(st.outs) != len(cols) or st.side(st.outs[0]) != ("l", far):
+        raise Unsupported(f"the recursive step of {name} does not output the link's far end {far}")
+    _tail(st, name, st.outs[1:], cost, hops, 1)
+    if max_hops is not None and max_hops < 1:
+        raise BadInput(f"the hop bound of {name} admits no path")
+    return near, far, cost, True, max_hops, and_all(filters), True

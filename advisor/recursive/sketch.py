@@ -2,7 +2,7 @@
 on one attribute) holding the rows of one minimal witness per needed view tuple.
 
 Needed tuples: every view tuple passing the outer selection on the source, or, for a MIN/MAX
-outer query grouped by (src, dst), every tuple attaining a group's extreme (all tied winners, one
+outer query grouped by the endpoints ((src, dst), or the node), every tuple attaining a group's extreme (all tied winners, one
 witness each).  Because the recursion is monotone, the link rows of the sketch's fragments derive
 a subset of the view that still holds a witness of every needed tuple, so the outer query's answer
 is unchanged (``advisor.recursive.proof`` checks the MIN/MAX step with Z3).  The witness per tuple
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from advisor.recursive.derive import LinkGraph, Spec
 
 
 def needed(shape, tuples) -> list:
@@ -31,9 +30,10 @@ def needed(shape, tuples) -> list:
         tuples = [t for t in tuples if t[0] in shape.outer_sources]
     if shape.kind != "minmax":
         return sorted(tuples, key=repr)
+    ends = 1 if getattr(shape, "nodes", False) else 2
     groups = defaultdict(list)
     for t in tuples:
-        groups[(t[0], t[1])].append(t)
+        groups[t[:ends]].append(t)
     out = set()
     for ts in groups.values():
         for func, col in shape.aggregates:
@@ -58,35 +58,3 @@ def project(witnesses_of, tuples, fragment_of) -> frozenset:
             raise ValueError(f"view tuple {t!r} has no witness")
         chosen |= best[1]
     return frozenset(chosen)
-
-
-def first_witnesses(spec: Spec, g: LinkGraph) -> dict:
-    """One witness per view tuple without keeping witness sets: the first derivation of each tuple
-    in a deterministic breadth-first evaluation (its parent tuple and link).  Sufficient, not
-    always minimal; used when witness sets would exceed their budget."""
-    parent: dict = {}
-    delta = []
-    for rid in sorted(g.links, key=repr):
-        b = spec.base(g.links[rid])
-        if b is not None and b not in parent:
-            parent[b] = (None, rid)
-            delta.append(b)
-    while delta:
-        nxt = []
-        for t in delta:
-            for rid in sorted(g.extending(spec, spec.key(t)), key=repr):
-                u = spec.extend(t, g.links[rid])
-                if u is not None and u not in parent:
-                    parent[u] = (t, rid)
-                    nxt.append(u)
-        delta = nxt
-    return parent
-
-
-def chain(parent: dict, t: tuple) -> frozenset:
-    """The row ids along ``t``'s first derivation."""
-    rows = set()
-    while t is not None:
-        t, rid = parent[t]
-        rows.add(rid)
-    return frozenset(rows)

@@ -200,25 +200,29 @@ def test_the_budget_stops_witness_growth():
     raise AssertionError("a complete graph on 6 nodes needs more than 200 witness row ids")
 
 
-def test_the_policy_drops_witness_state_on_an_insert_only_stream_and_rebuilds_it_on_deletes():
+def test_the_state_is_the_cheapest_that_fits_and_a_budget_moves_it_down():
     from advisor.recursive.maintain import Policy, RecursiveState
     from advisor.recursive.shape import recognise
 
-    shape = recognise(
+    reach = recognise(
         "WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT r.src, l.dst "
         "FROM r JOIN link l ON r.dst = l.src) SELECT * FROM r"
     )
+    bounded = recognise(
+        "WITH RECURSIVE r(src, dst, hops) AS (SELECT src, dst, 1 FROM link UNION SELECT r.src, l.dst, "
+        "r.hops + 1 FROM r JOIN link l ON r.dst = l.src WHERE r.hops < 3) SELECT * FROM r"
+    )
     links = {i: (a, b, 1) for i, (a, b) in enumerate([("A", "B"), ("B", "C"), ("C", "A"), ("C", "D")])}
-    st_ = RecursiveState(shape, dict(links), Policy(window=2))
-    assert st_.mode == "bdd"  # no hop bound: BDDs, not witness sets
-    notes = [st_.apply({10 + i: ("D", "E" + str(i), 1)}, []).note for i in range(2)]
-    assert st_.mode == "dred" and "witness state dropped" in notes[-1]
-    res = st_.apply({}, [3])  # link C->D fails
-    assert res.mode == "dred" and st_.mode == "bdd" and "rebuilt" in res.note
-    live = {r: lk for r, lk in links.items() if r != 3} | {10: ("D", "E0", 1), 11: ("D", "E1", 1)}
-    assert st_.tuples() == fixpoint(Spec(forward=True), LinkGraph(live))
-    tight = RecursiveState(shape, dict(links), Policy(node_budget=3))
-    assert tight.mode == "dred" and "DRed instead" in tight.note
+    assert RecursiveState(reach, dict(links)).mode == "supports"  # unbounded: no witness sets
+    assert RecursiveState(bounded, dict(links)).mode == "witness"
+    tight = RecursiveState(bounded, dict(links), Policy(budget=3))
+    assert tight.mode == "supports" and "supports instead" in tight.note
+    asked = RecursiveState(bounded, dict(links), Policy(budget=3, mode="witness"))
+    assert asked.mode == "dred" and "DRed instead" in asked.note
+    for st_ in (tight, asked):
+        st_.apply({10: ("D", "A", 1)}, [1])
+        live = {r: lk for r, lk in links.items() if r != 1} | {10: ("D", "A", 1)}
+        assert st_.tuples() == fixpoint(Spec(forward=True, hops=True, max_hops=3), LinkGraph(live))
 
 
 @settings(max_examples=60)

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from advisor.recursive.capture import capture_recursive, catch_up, load_links
 from advisor.recursive.derive import LinkGraph, Spec, fixpoint
-from advisor.recursive.evaluate import link_frame, run_native, run_recursive, semi_naive
+from advisor.recursive.evaluate import run_native, run_recursive
+from advisor.recursive.linear import parse_linear, run_linear
 from advisor.recursive.maintain import Policy
 from advisor.recursive.shape import recognise
 
@@ -114,7 +115,8 @@ def test_the_spark_loop_equals_the_python_evaluation_and_spark_native_on_a_topol
     put(cat, "link", list(t.itertuples(index=False, name=None)))
     sql = CHEAP.replace("src = 0", "src IN (0, 7)")
     shape = recognise(sql)
-    view, _ = semi_naive(shape, link_frame(cat, shape))
+    cat.read("link").createOrReplaceTempView("link")
+    _, view, _, _ = run_linear(cat.spark, parse_linear(sql))
     py = fixpoint(Spec.of(shape), LinkGraph(load_links(cat, shape)))
     assert {tuple(r) for r in view.collect()} == py
     loop, native = run_recursive(cat, shape, how="loop"), run_native(cat, shape)
