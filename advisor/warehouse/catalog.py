@@ -369,7 +369,7 @@ class Catalog:
         v = self.version(name, version)
         if v.kind == "delta":
             cols = list(columns) if columns is not None else [c for c, _ in self.schema(name)]
-            return self.read(name, v.version, with_rid=with_rid).select(*cols, *([RID] if with_rid else [])).toArrow()
+            return delta_source.read_arrow(self.spark, v.base_path, v.version, cols, self.key(name), with_rid)
         vs = [x for x in self.versions(name) if x.version <= v.version]
         base = max((x for x in vs if x.kind == "base"), key=lambda x: x.version)
         later = [x for x in vs if x.version > base.version]

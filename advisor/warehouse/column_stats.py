@@ -1,5 +1,6 @@
 """Per-column min/max/NDV statistics per table version, cached in the store (input to Z3 checks).
-A version reached from a stats-bearing one by small batches derives its stats without a Spark job."""
+A version reached from a stats-bearing one by small batches derives its stats without a Spark job;
+a Delta table's later versions take theirs from the log's file statistics (``delta_stats``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from advisor.safety.static_check import NOT_NULL
+from advisor.warehouse import delta_stats
 from advisor.warehouse.table_files import parquet_files, read_columns
 from advisor.warehouse.value_kinds import decode_value, encode_value, kind_of
 
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
 
 
 def column_stats(catalog: Catalog, table: str, version: int | None = None) -> dict[str, tuple]:
-    """{column: (min, max, ndv)} for orderable columns of table at version; one Spark job, then cached."""
+    """{column: (min, max, ndv)} for orderable columns of table at version; one Spark job (unless
+    derived from an earlier version's or, on Delta, the log's), then cached."""
     table = catalog.require(table)
     v = catalog.version(table, version).version
     rows = catalog.store.query("SELECT * FROM colstats WHERE table_name=? AND version=?", (table, v))
@@ -28,9 +31,6 @@ def column_stats(catalog: Catalog, table: str, version: int | None = None) -> di
         return {r["col"]: (decode_value(json.loads(r["min_json"]), schema[r["col"]]),
                            decode_value(json.loads(r["max_json"]), schema[r["col"]]), r["ndv"])
                 for r in rows}
-    derived = _derive_from_earlier(catalog, table, v, schema)
-    if derived is not None:
-        return derived
     cols = []
     for c, t in schema.items():
         try:
@@ -38,6 +38,10 @@ def column_stats(catalog: Catalog, table: str, version: int | None = None) -> di
                 cols.append(c)
         except Exception:
             continue
+    derived = (delta_stats.from_log(catalog, table, v, cols) if catalog.is_delta(table)
+               else _derive_from_earlier(catalog, table, v, schema))
+    if derived is not None:
+        return derived
     df = catalog.read(table, v)
     aggs = []
     for c in cols:
