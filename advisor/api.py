@@ -28,6 +28,7 @@ from advisor.engine.session import DEFAULT_CONF
 from advisor.errors import BadInput
 from advisor.maintain.spark.service import maintain_sketch, stale_heads
 from advisor.plan.parse import parse_sql
+from advisor.plan.read_columns import read_columns
 from advisor.plan.to_sql import query_sql
 from advisor.selection.recommend import recommend, what_if_params
 from advisor.serve.decision_record import one_line
@@ -88,7 +89,7 @@ class Advisor:
             res = dd.answers[0]
             return self.spark.createDataFrame([tuple(r) for r in res.rows], schema=self._schema(dd, res))
         source = (plain_source(cat, dd.versions) if dd.sketch is None
-                  else sketch_source(cat, dd.sketch, dd.versions))
+                  else sketch_source(cat, dd.sketch, dd.versions, reads=read_columns(dd.q)))
         return self.spark.sql(query_sql(dd.q, source))
 
     def run(self, text: str, advise: bool = True) -> Served:
@@ -146,7 +147,7 @@ class Advisor:
     def _schema(self, dd, res):
         """The result schema of an answered query: the plain plan's (types as Spark derives them)."""
         if dd.q is None:
-            return self.spark.sql(dd.sql).schema
+            return getattr(res, "schema", None) or self.spark.sql(dd.sql).schema
         return self.spark.sql(query_sql(dd.q, plain_source(self.ctx.catalog, dd.versions))).schema
 
 

@@ -287,7 +287,9 @@ def run_cmd(sql: Optional[str] = typer.Argument(None, help="The query (or --file
             compare: bool = typer.Option(False, "--compare", help="--file: also run each query plainly and compare."),
             as_json: bool = typer.Option(False, "--json", help="Result and decision record as JSON."),
             limit_rows: int = typer.Option(50, "--show"),
-            as_of: List[str] = typer.Option([], "--as-of", help="TABLE=VERSION: read an older version.")):
+            as_of: List[str] = typer.Option([], "--as-of", help="TABLE=VERSION: read an older version."),
+            copy_budget: Optional[float] = typer.Option(None, "--copy-budget", help="MB the advisor's copies may take "
+                                                        "(least predicted saving dropped first).")):
     """Run SQL through the advise path: reuse a sketch, or capture one when the cost model says it
     pays; prints the rows and one line saying what happened and why."""
     from advisor.cli.run_queries import run_file, run_one
@@ -295,11 +297,11 @@ def run_cmd(sql: Optional[str] = typer.Argument(None, help="The query (or --file
 
     if (sql is None) == (file is None):
         raise BadInput("give either a query or --file FILE")
-    s = AdviseSettings(strategy=strategy, use=use, advise=advise, uses=uses)
+    s = AdviseSettings(strategy=strategy, use=use, advise=advise, uses=uses, copy_budget_mb=copy_budget)
     if file is not None:
         if as_of:
             raise BadInput("--as-of applies to a single query, not to --file")
-        return run_file(ctx(), out, file, s, compare, as_json)
+        return run_file(ctx(), out, file, s, compare, as_json, limit_rows)
     run_one(ctx(), out, sql, s, as_of, as_json, limit_rows)
 
 

@@ -52,9 +52,11 @@ def run_one(c, out, sql: str, s: AdviseSettings, as_of: list[str], as_json: bool
     out.print(one_line(rec), highlight=False, markup=False, soft_wrap=True)
 
 
-def run_file(c, out, path: Path, s: AdviseSettings, compare: bool, as_json: bool) -> None:
+def run_file(c, out, path: Path, s: AdviseSettings, compare: bool, as_json: bool, show: int = 50) -> None:
     """Every query of the file in order through the advise path (with ``compare``, each also run
-    plainly, answers checked equal); a line per query, then a summary."""
+    plainly, answers checked equal); a line per query, then a summary.  With ``as_json`` each
+    query's record carries its answer (``columns``, up to ``show`` ``rows`` and the total
+    ``row_count``), so a dashboard can use it."""
     queries = read_queries(path)
     plain_s = AdviseSettings(strategy=s.strategy, use=False)
     t_all = time.perf_counter()
@@ -62,6 +64,10 @@ def run_file(c, out, path: Path, s: AdviseSettings, compare: bool, as_json: bool
     for i, entry in enumerate(queries, 1):
         served = serve_query(c, entry["sql"], s, step=i)
         rec = served.record | {"at": entry["at"]}
+        if as_json:
+            res = served.result
+            rec["answer"] = {"columns": list(res.columns), "rows": [list(r) for r in res.rows[:show]],
+                             "row_count": len(res.rows), "truncated": len(res.rows) > show}
         recs.append(rec)
         if compare:
             plains.append(serve_query(c, entry["sql"], plain_s, step=i).record)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from advisor.errors import BadInput
 from advisor.layout import blocks
-from advisor.layout.registry import layout_row
+from advisor.layout.registry import covers, layout_row
 from advisor.warehouse import atomic, filesystem
 from advisor.warehouse.lock import writer_lock
 from advisor.warehouse.table_files import RID
@@ -50,10 +50,13 @@ PAGE_ROWS: int | None = 1000
 
 
 def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = None,
-                 rows_per_file: int = 1_000_000, then: str | None = None) -> dict:
+                 rows_per_file: int = 1_000_000, then: str | None = None,
+                 columns: Iterable[str] | None = None) -> dict:
     """Write the clustered copy and its manifest; returns the stored layout row as a dict.  ``then``
     orders rows within each value of ``attr`` (a two-attribute sketch led by ``attr`` then skips on
-    both columns' min/max; ``advisor.selection.attribute_pairs``)."""
+    both columns' min/max; ``advisor.selection.attribute_pairs``).  With ``columns`` the copy is
+    narrow: only those columns (and ``attr``, ``then``), so it costs a fraction of a full layout
+    and serves the queries that read no other column (``registry.covers``)."""
 
     table = catalog.require(table)
     if rows_per_file < 1:
@@ -65,8 +68,14 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
     dtype = catalog.column_type(table, attr)
     v = catalog.version(table, version)
     df = catalog.read(table, v.version, with_rid=True)
+    kept = None
+    if columns is not None:
+        for c in columns:
+            catalog.column_type(table, c.lower())  # an unknown column is bad input
+        kept = sorted({c.lower() for c in columns} | {attr} | ({then.lower()} if then else set()))
+        df = df.select(*kept, RID)
     rows_per_file = max(rows_per_file, -(-v.rows // 200))  # at most ~200 files
-    out = catalog.root / table / atomic.unique(f"layout_{attr}_v{v.version:06d}")
+    out = catalog.root / table / atomic.unique(f"{'narrow' if kept else 'layout'}_{attr}_v{v.version:06d}")
     tmp = catalog.root / table / atomic.tmp_name("layout")
     try:
         manifest = _write_copy(catalog, df, table, attr, dtype, rows_per_file, then, tmp)
@@ -77,12 +86,16 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
             with catalog.store.tx() as c:
                 same = "table_name=? AND attr=? AND table_version=?"
                 key = (table, attr, v.version)
-                older = [catalog.store.resolve(r["path"])
-                         for r in c.execute(f"SELECT path FROM layouts WHERE {same}", key).fetchall()]
-                c.execute(f"DELETE FROM layouts WHERE {same}", key)
+                new = {"columns": kept}
+                replaced = [r for r in c.execute(f"SELECT id, path, columns_json FROM layouts WHERE {same}",
+                                                 key).fetchall()
+                            if covers(new, json.loads(r["columns_json"]) if r["columns_json"] else None)]
+                older = [catalog.store.resolve(r["path"]) for r in replaced]
+                c.executemany("DELETE FROM layouts WHERE id=?", [(r["id"],) for r in replaced])
                 cur = c.execute("INSERT INTO layouts(table_name, attr, table_version, path, manifest_json, "
-                                "created) VALUES (?,?,?,?,?,?)",
-                                (*key, catalog.store.stored(out), json.dumps(manifest), time.time()))
+                                "created, columns_json) VALUES (?,?,?,?,?,?,?)",
+                                (*key, catalog.store.stored(out), json.dumps(manifest), time.time(),
+                                 json.dumps(kept) if kept is not None else None))
                 lid = cur.lastrowid
             atomic.crash_point("layout.committed")
             for p in older:  # a copied store's rows may name another warehouse's files: those stay
@@ -201,3 +214,19 @@ def partition_labels(spark, parts: int) -> np.ndarray:
     if (labels < 0).any():
         raise RuntimeError(f"no hash label found for some of {parts} partitions")
     return labels
+
+
+def drop_layout(catalog: Catalog, layout_id: int) -> None:
+    """Remove a layout's row, then its files (a reader holding the row keeps working until then)."""
+    with writer_lock(catalog.store.warehouse):
+        r = catalog.store.one("SELECT path FROM layouts WHERE id=?", (layout_id,))
+        if r is None:
+            return
+        with catalog.store.tx() as c:
+            c.execute("DELETE FROM layouts WHERE id=?", (layout_id,))
+        atomic.remove(catalog.store.resolve(r["path"]))
+
+
+def layout_bytes(lay: dict) -> int:
+    """Bytes a stored layout's Parquet files take."""
+    return int(filesystem.for_path(lay["path"]).size(lay["path"]))

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.layout.clustered_copy import PAGE_ROWS, ROW_GROUP_BYTES
 from advisor.layout.skip_prediction import PAGE_KINDS, ReadUnit, Units, boundary_values
+from advisor.caches import memoize
+from advisor.warehouse import filesystem
+from advisor.warehouse.table_files import parquet_files
 from advisor.warehouse.value_kinds import kind_of
 
 if TYPE_CHECKING:
@@ -56,6 +59,40 @@ def _unit(rows: int, nulls: int, first, last, rep: list) -> ReadUnit:
     if lo is None or hi is None:
         return ReadUnit(rows, always=True)
     return ReadUnit(rows, lo, hi, nulls)
+
+
+def column_bytes(cat: Catalog, table: str, version: int) -> dict[str, int]:
+    """Compressed bytes per column of the table's stored files at ``version`` (the newest base of
+    the own store, or the Delta snapshot's files), from their footers: what a copy of some columns
+    reads and writes."""
+    v = cat.version(table, version)
+    if v.kind == "delta":
+        files = cat.data_files(table, version)
+    else:
+        base = max((x for x in cat.versions(table) if x.kind == "base" and x.version <= version),
+                   key=lambda x: x.version)
+        files = parquet_files([base.base_path])
+    return dict(_column_bytes(tuple(files)))
+
+
+@memoize("column bytes", maxsize=64)
+def _column_bytes(files: tuple) -> tuple:
+    out: dict[str, int] = {}
+    for f in files:
+        md = filesystem.parquet_file(f).metadata
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            for k in range(rg.num_columns):
+                c = rg.column(k)
+                out[c.path_in_schema] = out.get(c.path_in_schema, 0) + int(c.total_compressed_size)
+    return tuple(sorted(out.items()))
+
+
+def byte_share(cat: Catalog, table: str, version: int, columns) -> float:
+    """The share of the table's stored bytes in ``columns`` (row ids aside)."""
+    b = column_bytes(cat, table, version)
+    total = sum(n for c, n in b.items() if not c.startswith("_"))
+    return sum(b.get(c, 0) for c in columns) / total if total else 1.0
 
 
 def unit_rows(cat: Catalog, table: str, attr: str, version: int) -> int:

@@ -428,13 +428,14 @@ def _stat_values(st) -> tuple:
 
 
 def read_units(catalog: Catalog, table: str, attr: str, version: int, layout: bool = True,
-               layout_attr: Optional[str] = None) -> Units:
+               layout_attr: Optional[str] = None, columns=None) -> Units:
     """Units a sketched scan of ``table`` at ``version`` reads: the newest clustered layout on
-    ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version (files),
-    else (or with ``layout=False``) the base files' row groups; batch inserts since are always read."""
+    ``attr`` (or on ``layout_attr``, with ``attr``'s statistics) at or below the version holding
+    ``columns`` (None: every column; a narrow copy serves only readers of its columns), else (or
+    with ``layout=False``) the stored files' pages or row groups; batch inserts since are always read."""
 
     dtype = catalog.column_type(table, attr)
-    lay = find_layout(catalog.store, table, layout_attr or attr, version) if layout else None
+    lay = find_layout(catalog.store, table, layout_attr or attr, version, columns) if layout else None
     vs = [x for x in catalog.versions(table) if x.version <= version]
     if lay is not None:
         # row groups of the layout files (1 MiB each): Spark prunes those inside the files it opens

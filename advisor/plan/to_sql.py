@@ -71,6 +71,7 @@ class Source:
     frag_col: Optional[str] = None
     kind: str = INT  # INT: frag_col holds fragment ids; VAL: frag_col is the sketched attribute itself
     more_vals: tuple = ()  # VAL only: further attributes carried by value (Λ columns ``lam_name(id, j)``)
+    absent: frozenset = frozenset()  # base columns the source lacks (a narrow copy): the query reads none
 
 
 @dataclass
@@ -130,7 +131,8 @@ def gen(node: ir.Node, g: Gen) -> tuple[str, dict[str, str]]:
     """SQL for node plus its Λ columns {name: kind}."""
     if isinstance(node, ir.Scan):
         src = g.source(node)
-        items = [f"{q(c.source)} AS {q(c.name)}" for c in node.cols]
+        items = [f"CAST(NULL AS {c.dtype}) AS {q(c.name)}" if c.source in src.absent else f"{q(c.source)} AS {q(c.name)}"
+                 for c in node.cols]
         lams = {}
         if src.frag_col is not None:
             for j, col in enumerate((src.frag_col,) + tuple(src.more_vals)):

@@ -97,6 +97,8 @@ class CostParams:
     # a candidate no layout lets skip may be priced with the clustered layout it needs
     # (``advisor.selection.layout_cost``); False drops such candidates before sampling
     build_layouts: bool = True
+    # disk the advisor's copies may take (``advisor.selection.copy_budget``); None: no limit
+    copy_budget_bytes: Optional[float] = None
 
 
 @dataclass

@@ -1,11 +1,14 @@
 """What making a sketch skip costs when the table's files do not cluster its attribute: building a
-clustered layout (``advisor.layout.clustered_copy``), priced once and shared by every template
+copy sorted on it (``advisor.layout.clustered_copy``), priced once and shared by every template
 whose sketches would skip on it.
 
-A layout rewrites every column of the table sorted on one attribute, while a query scans a few
-columns: at TPC-H SF 0.1 a lineitem layout took 6.3 s where the HAVING query it served scanned in
-0.25-0.5 s, about ``LAYOUT_PRIOR_SCANS`` scans.  Measured builds (logged as ``layout`` runs) replace
-the prior, scaled by rows.  The build is charged to this template in proportion to its share of
+A full layout rewrites every column of the table, while a query scans a few columns: at TPC-H SF
+0.1 a lineitem layout took 6.3 s where the HAVING query it served scanned in 0.25-0.5 s, about
+``LAYOUT_PRIOR_SCANS`` scans.  A narrow copy holds only the columns the templates deciding on the
+attribute read, so it is priced from their bytes: ``NARROW_PRIOR_SCANS`` scans of a query reading
+exactly those columns (read, sort, write, then a pass for the manifest), scaled by the copy's
+bytes over the query's.  Measured builds (logged as ``layout`` runs) replace the priors: full
+builds per row, narrow ones per row and byte share of the table.  The build is charged to this template in proportion to its share of
 the layout's predicted uses: its own, plus those remembered for other templates deciding on the
 same ``table.attr``, and never fewer than ``PRIOR_LAYOUT_USES`` in all (a layout outlives the query
 that asked for it: it serves any later template that sketches, or filters, on that attribute).
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from advisor.warehouse.store import Store
 
 LAYOUT_PRIOR_SCANS = 15.0  # a layout build in scans of the table by a query (module docstring)
+NARROW_PRIOR_SCANS = 3.0   # a narrow copy's build in scans by a query reading its columns [INFERRED]
 PRIOR_LAYOUT_USES = 10.0   # uses a new layout is expected to serve at the least [INFERRED]
 
 
@@ -35,17 +39,49 @@ def layout_share(build_rows: float, reuses: float, others: float) -> float:
     return build_rows * min(1.0, reuses / total) if total > 0 else build_rows
 
 
-def build_rows(store: Store, table_rows: float, scan_rate: float, fixed_rows: float = 0.0) -> tuple[float, str]:
-    """A layout build of a table of ``table_rows`` rows in rows of scanning (cost-model units): the
-    newest measured builds' seconds per row times the scan rate, else the prior; with the source."""
-    per_row = []
-    for r in store.query("SELECT record_json FROM runs WHERE kind='layout' ORDER BY id DESC LIMIT 5"):
+def _measured(store: Store, narrow: bool) -> list[float]:
+    """Seconds per row (full layouts) or per row and byte share (narrow copies) of the newest builds."""
+    out = []
+    for r in store.query("SELECT record_json FROM runs WHERE kind='layout' ORDER BY id DESC LIMIT 20"):
         try:
             rec = json.loads(r["record_json"])
         except ValueError:
             continue
-        if rec.get("rows") and rec.get("seconds"):
-            per_row.append(float(rec["seconds"]) / float(rec["rows"]))
+        share = rec.get("byte_share")
+        if not (rec.get("rows") and rec.get("seconds")) or bool(share) != narrow:
+            continue
+        out.append(float(rec["seconds"]) / float(rec["rows"]) / (float(share) if narrow else 1.0))
+    return out[:5]
+
+
+def narrow_build_rows(store: Store, table_rows: float, byte_share: float, read_share: float, scan_rate: float,
+                      fixed_rows: float = 0.0) -> tuple[float, str]:
+    """A narrow copy's build in rows of scanning: ``byte_share`` is the copy's columns' share of the
+    table's bytes, ``read_share`` that of the columns the query reads (a scan of the query costs
+    ``table_rows`` rows).  Measured narrow builds scale by rows and byte share; else the prior.
+
+    >>> narrow_build_rows(_NoRuns(), 1000.0, 0.2, 0.2, 1.0)
+    (3000.0, 'prior: 3 scans of the query')"""
+    per = _measured(store, narrow=True)
+    if per:
+        per.sort()
+        s = per[len(per) // 2] * table_rows * byte_share
+        return s * scan_rate + fixed_rows, f"{len(per)} measured narrow build(s): ~{s:.1f} s"
+    scale = byte_share / read_share if read_share > 0 else 1.0
+    return NARROW_PRIOR_SCANS * scale * table_rows + fixed_rows, f"prior: {NARROW_PRIOR_SCANS:g} scans of the query"
+
+
+class _NoRuns:
+    """A store with no logged builds (for the examples)."""
+
+    def query(self, *_):
+        return []
+
+
+def build_rows(store: Store, table_rows: float, scan_rate: float, fixed_rows: float = 0.0) -> tuple[float, str]:
+    """A layout build of a table of ``table_rows`` rows in rows of scanning (cost-model units): the
+    newest measured builds' seconds per row times the scan rate, else the prior; with the source."""
+    per_row = _measured(store, narrow=False)
     if per_row:
         per_row.sort()
         s = per_row[len(per_row) // 2] * table_rows
@@ -61,7 +97,9 @@ def other_uses(store: Store, table: str, attr: str, template: str) -> float:
     return float(sum(r["horizon"] for r in rows))
 
 
-def log_build(store: Store, lay: dict, rows: int, seconds: float) -> None:
-    """Record a layout build's time, so the next pricing uses it."""
+def log_build(store: Store, lay: dict, rows: int, seconds: float, byte_share: float | None = None) -> None:
+    """Record a layout build's time (a narrow copy's with its byte share), so the next pricing uses it."""
     store.log_run("layout", None, {"layout_id": lay["id"], "table": lay["table"], "attr": lay["attr"],
-                                   "rows": int(rows), "seconds": round(seconds, 4)})
+                                   "rows": int(rows), "seconds": round(seconds, 4),
+                                   **({"byte_share": round(byte_share, 6), "columns": lay.get("columns")}
+                                      if byte_share else {})})

@@ -83,6 +83,7 @@ def _estimate(ctx: Context, s: AdviseSettings, where: str, q, versions: dict, re
                   method=s.method, seed=draw_seed(s.seed, draw),
                   params=CostParams(measured=s.measured_costs, advice_prior_scans=ADVICE_PRIOR_SCANS,
                                     build_layouts=s.build_layouts,
+                                    copy_budget_bytes=None if s.copy_budget_mb is None else s.copy_budget_mb * 1e6,
                                     **({"prior_reuses": s.uses} if s.uses is not None else {})),
                   pairs=False, answer=answers)
     t = r["seconds"]

@@ -15,6 +15,7 @@ from advisor.layout.clustered_copy import build_layout
 from advisor.layout.hypothetical import clustered_units, unit_rows
 from advisor.layout.skip_prediction import boundary_values, read_fraction_of
 from advisor.partition.range_partition import load_partition
+from advisor.plan.read_columns import read_columns
 from advisor.selection.cost_model import CostParams
 from advisor.selection.forecast import predict_workload
 from advisor.selection.layout_cost import PRIOR_LAYOUT_USES, build_rows, layout_share, log_build, other_uses
@@ -45,7 +46,7 @@ def repair(ctx: Context, s: AdviseSettings, q, versions: dict, sk) -> tuple[dict
     lo = column_stats(cat, p.table, v).get(p.attr, (None,))[0]
     units = clustered_units(part, lo, unit_rows(cat, p.table, p.attr, v))
     after = read_fraction_of(units.units, boundary_values(part), p.fragments, part.null_id)
-    now = read_fraction(cat, sk, versions)
+    now = read_fraction(cat, sk, versions, read_columns(q))
     params = CostParams(measured=s.measured_costs, **({"prior_reuses": s.uses} if s.uses is not None else {}))
     w = predict_workload(store, q, p.table, params, upto=v, table_rows=T)
     build, source = build_rows(store, T, w.scan_rate, w.fixed_rows)

@@ -23,7 +23,8 @@ class AdviseSettings:
     ``measured_costs``: weigh the store's measured costs (False: the cost model's priors only);
     ``measure_recapture``: after each incremental maintenance step also recapture (not stored) and
     compare, for the replay's report; ``uses``: how many more times the caller expects the query
-    to run (default: the cost model's prior plus the template's history)."""
+    to run (default: the cost model's prior plus the template's history); ``copy_budget_mb``: the
+    disk the copies the advisor builds may take (None: no limit; ``advisor.selection.copy_budget``)."""
 
     strategy: str = "CB-OPT-GB"
     sample_rate: float = 0.05
@@ -36,6 +37,7 @@ class AdviseSettings:
     advise: bool = True
     build_layouts: bool = True
     uses: float | None = None
+    copy_budget_mb: float | None = None
 
     def __post_init__(self):
         got = strategy_draw(self.strategy)
@@ -46,6 +48,8 @@ class AdviseSettings:
             raise BadInput(f"the sample rate must be in (0, 1], got {self.sample_rate}")
         if self.method not in ("bootstrap", "clt", "exact"):
             raise BadInput(f"unknown method {self.method!r} (choose from: bootstrap, clt, exact)")
+        if self.copy_budget_mb is not None and not self.copy_budget_mb >= 0:
+            raise BadInput(f"the copy budget must be >= 0 MB, got {self.copy_budget_mb}")
         if self.uses is not None and not self.uses > 0:
             raise BadInput(f"the expected uses must be positive, got {self.uses}")
 

@@ -122,16 +122,17 @@ def ands_ranges(frac: float, bfrac: float | None, rows: float, runs: int) -> boo
     return bfrac is not None and frac < FINER * bfrac and (bfrac - frac) * rows >= runs * RUN_ROWS
 
 
-def _fractions(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
+def _fractions(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments,
+               columns=None):
     """(units, read fraction of the bridged ranges, read fraction of the layout's block list or None)
     of a sketched scan; the block list only when the scan reads a layout with blocks on ``attr``."""
     b = boundary_values(part)
     exact, fragments = fragments, read_set(fragments, part)
-    units = read_units(catalog, table, attr, version)
+    units = read_units(catalog, table, attr, version, columns=columns)
     frac = read_fraction_of(units.units, b, fragments, part.null_id)
     if not units.source.startswith("layout"):
         return units, frac, None
-    lay = find_layout(catalog.store, table, attr, version)
+    lay = find_layout(catalog.store, table, attr, version, columns)
     starts = blocks.load_starts(lay["path"]) if lay is not None and lay["attr"] == attr else None
     ids = None if starts is None else blocks.sketch_blocks(starts, part, exact)
     if ids is not None and len(ids) <= blocks.MAX_IDS:  # read as its blocks (``block_condition``)
@@ -139,7 +140,8 @@ def _fractions(catalog: Catalog, table: str, attr: str, version: int, part: Rang
     return units, frac, None
 
 
-def scan_units(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments):
+def scan_units(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments,
+               columns=None):
     """(units, read fraction, layout?) of the files a sketched scan opens: the clustered layout only
     when it skips clearly more than the base files do (reads at most ``LAYOUT_GAIN`` of their
     rows), since a layout is more files to open and list than the base files' few large ones.
@@ -147,7 +149,7 @@ def scan_units(catalog: Catalog, table: str, attr: str, version: int, part: Rang
     (``block_condition``), with the ranges ANDed when they are finer (``layout_condition``), else
     the bridged ranges (``read_set``)."""
 
-    units, frac, bfrac = _fractions(catalog, table, attr, version, part, fragments)
+    units, frac, bfrac = _fractions(catalog, table, attr, version, part, fragments, columns)
     if not units.source.startswith("layout"):
         return units, frac, False
     if bfrac is not None and not ands_ranges(frac, bfrac, units.rows, _runs(part, fragments)):
@@ -158,9 +160,10 @@ def scan_units(catalog: Catalog, table: str, attr: str, version: int, part: Rang
     return (units, frac, True) if frac <= LAYOUT_GAIN * base_frac else (base, base_frac, False)
 
 
-def layout_pays(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments) -> bool:
-    """Whether a sketched scan reads the clustered layout (``scan_units``)."""
-    return scan_units(catalog, table, attr, version, part, fragments)[2]
+def layout_pays(catalog: Catalog, table: str, attr: str, version: int, part: RangePartition, fragments,
+                columns=None) -> bool:
+    """Whether a sketched scan reading ``columns`` reads the clustered layout (``scan_units``)."""
+    return scan_units(catalog, table, attr, version, part, fragments, columns)[2]
 
 
 def layout_view(catalog: Catalog, lay: dict, version: int, part: RangePartition | None = None,
@@ -194,14 +197,15 @@ def layout_view(catalog: Catalog, lay: dict, version: int, part: RangePartition 
         frame(), lay["table"], lay["table_version"], version, map_ins=numbered))
 
 
-def layout_condition(catalog: Catalog, lay: dict, version: int, part: RangePartition, fragments, ranges: str) -> str:
+def layout_condition(catalog: Catalog, lay: dict, version: int, part: RangePartition, fragments, ranges: str,
+                     columns=None) -> str:
     """The filter of a sketched scan of the layout: its block list (``block_condition``), with the
     sketch's ``ranges`` ANDed when the rows they spare pay for them (``ands_ranges``); the ranges alone when
     the layout has no block list for the sketch."""
     blk = block_condition(lay, part, fragments)
     if blk is None:
         return ranges
-    units, frac, bfrac = _fractions(catalog, lay["table"], part.attr, version, part, fragments)
+    units, frac, bfrac = _fractions(catalog, lay["table"], part.attr, version, part, fragments, columns)
     return f"({blk}) AND ({ranges})" if ands_ranges(frac, bfrac, units.rows, _runs(part, fragments)) else blk
 
 
@@ -218,10 +222,14 @@ def block_condition(lay: dict, part: RangePartition, fragments) -> str | None:
     return None if starts is None else blocks.condition(starts, part, fragments)
 
 
-def sketch_source(catalog: Catalog, sketch, versions: dict[str, int], use_layout: bool = True):
-    """Scan source function applying `sketch` to every access of each sketched table."""
+def sketch_source(catalog: Catalog, sketch, versions: dict[str, int], use_layout: bool = True,
+                  reads: dict | None = None):
+    """Scan source function applying `sketch` to every access of each sketched table.  ``reads``
+    ({table: columns}, ``advisor.plan.read_columns``) lets a narrow copy holding those columns
+    serve the scan; without it only a full layout does."""
     conds: dict[str, str] = {}
     views: dict[str, str] = {}
+    narrow: dict[str, frozenset] = {}  # tables read from a narrow copy: the columns it holds
     for p in sketch.parts:
         part = load_partition(catalog.store, p.partition_id)
         cond = range_condition(part, p.fragments, p.attr)
@@ -230,16 +238,20 @@ def sketch_source(catalog: Catalog, sketch, versions: dict[str, int], use_layout
             continue
         conds[p.table] = cond
         v = versions[p.table]
-        lay = find_layout(catalog.store, p.table, p.attr, v) if use_layout else None
-        if lay is not None and layout_pays(catalog, p.table, p.attr, v, part, p.fragments):
+        cols = (reads or {}).get(p.table)
+        lay = find_layout(catalog.store, p.table, p.attr, v, cols) if use_layout else None
+        if lay is not None and layout_pays(catalog, p.table, p.attr, v, part, p.fragments, cols):
             views[p.table] = layout_view(catalog, lay, v, part, p.fragments)
-            conds[p.table] = layout_condition(catalog, lay, v, part, p.fragments, cond)
+            conds[p.table] = layout_condition(catalog, lay, v, part, p.fragments, cond, cols)
+            if lay["columns"] is not None:
+                narrow[p.table] = frozenset(lay["columns"])
         else:
             views[p.table] = table_view(catalog, p.table, v)
 
     def source(scan):
         if scan.table in conds:
-            return Source(f"{views[scan.table]} WHERE {conds[scan.table]}")
+            return Source(f"{views[scan.table]} WHERE {conds[scan.table]}", absent=frozenset(
+                c.source for c in scan.cols if c.source not in narrow[scan.table]) if scan.table in narrow else frozenset())
         return Source(table_view(catalog, scan.table, versions.get(scan.table)))
 
     return source

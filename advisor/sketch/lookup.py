@@ -15,6 +15,7 @@ from advisor.errors import BadInput
 from advisor.partition.range_partition import load_partition
 from advisor.plan import ir
 from advisor.plan.parse import parse_sql
+from advisor.plan.read_columns import read_columns
 from advisor.safety.reuse_check import check_reuse
 from advisor.safety.static_check import NOT_NULL, check_safety
 from advisor.sketch.apply import scan_units
@@ -111,11 +112,12 @@ def usable_sketches(catalog: Catalog, query: ir.Query, versions: dict[str, int],
         else:
             bad.append((s, f"reuse not proven: {v.reason}"))
     good = _still_safe(catalog, query, versions, good, bad, stats)
+    reads = read_columns(query)
     kept = []
     for s in good:
         total = sum(catalog.version(p.table, versions.get(p.table)).rows for p in s.parts)
         sel = sketch_rows(catalog, s) / max(1, total)
-        read = read_fraction(catalog, s, versions)
+        read = read_fraction(catalog, s, versions, reads)
         if sel > MAX_USE_SELECTIVITY:
             bad.append((s, f"covers {sel:.1%} of the rows (> {MAX_USE_SELECTIVITY:.0%}): a plain scan is cheaper"))
         elif read > MAX_USE_READ and not _has_companion(s, good, query):
@@ -135,16 +137,17 @@ def _has_companion(s: Sketch, good: list, query: ir.Query) -> bool:
     return bool(companions(s, [o for o in good if o is not s], query.bindings))
 
 
-def read_fraction(catalog: Catalog, s: Sketch, versions: dict[str, int]) -> float:
+def read_fraction(catalog: Catalog, s: Sketch, versions: dict[str, int], reads: dict | None = None) -> float:
     """Share of the sketched tables' rows a scan with the sketch still reads: rows of the layout
-    files, or of the base row groups when the scan reads those (``use.scan_units``), whose
-    min/max overlap the sketch's fragments (``advisor.layout.skip_prediction``)."""
+    files (a narrow copy's when it holds the columns in ``reads``), or of the stored files' pages
+    or row groups when the scan reads those (``use.scan_units``), whose min/max overlap the
+    sketch's fragments (``advisor.layout.skip_prediction``)."""
 
     read = total = 0.0
     for p in s.parts:
         part = load_partition(catalog.store, p.partition_id)
         v = versions.get(p.table) or catalog.current_version(p.table)
-        units, frac, _ = scan_units(catalog, p.table, p.attr, v, part, p.fragments)
+        units, frac, _ = scan_units(catalog, p.table, p.attr, v, part, p.fragments, (reads or {}).get(p.table))
         rows = units.rows
         read += rows * frac
         total += rows

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 from advisor.engine.execute import RunResult, plain_source, versions_now
 from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.plan import ir
+from advisor.plan.read_columns import read_columns
 from advisor.plan.to_sql import query_sql
 from advisor.sketch.apply import sketch_source
 
@@ -23,7 +24,7 @@ def run_query(catalog: Catalog, query: ir.Query, versions: Optional[dict[str, in
     if sketch is None:
         source = plain_source(catalog, versions)
     else:
-        source = sketch_source(catalog, sketch, versions, use_layout=use_layout)
+        source = sketch_source(catalog, sketch, versions, use_layout=use_layout, reads=read_columns(query))
     sql = query_sql(query, source)
     df = catalog.spark.sql(sql)
     rows = [tuple(r) for r in df.collect()]

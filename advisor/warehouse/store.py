@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS partitions (
 );
 CREATE TABLE IF NOT EXISTS layouts (
   id INTEGER PRIMARY KEY AUTOINCREMENT, table_name TEXT NOT NULL, attr TEXT NOT NULL,
-  table_version INTEGER NOT NULL, path TEXT NOT NULL, manifest_json TEXT NOT NULL, created REAL NOT NULL
+  table_version INTEGER NOT NULL, path TEXT NOT NULL, manifest_json TEXT NOT NULL, created REAL NOT NULL,
+  columns_json TEXT
 );
 CREATE TABLE IF NOT EXISTS sketches (
   id INTEGER PRIMARY KEY AUTOINCREMENT, template TEXT NOT NULL, bindings_json TEXT NOT NULL,
@@ -100,6 +101,17 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+# Columns added to tables after stores were first written: (table, column, type).  A store opened
+# without one gets it, NULL in its old rows (a layout's NULL columns_json: every column).
+ADDED_COLUMNS = (("layouts", "columns_json", "TEXT"),)
+
+
+def _add_columns(conn) -> None:
+    for table, col, typ in ADDED_COLUMNS:
+        if col not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} {typ}")
+
+
 class Store:
     """Thin wrapper over the warehouse's SQLite file with JSON helpers.  ``initialise``: create a
     new, empty store even where the directory holds warehouse data or a damaged ``advisor.db``
@@ -124,6 +136,7 @@ class Store:
             self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.conn.row_factory = sqlite3.Row
             self.conn.executescript(SCHEMA)
+            _add_columns(self.conn)
             stored_paths.migrate(self.conn, self.root)  # before recovery, which checks the files rows name
         except sqlite3.DatabaseError as e:
             raise BadInput(f"the store {self.path} is damaged or not an advisor store ({e})") from None

@@ -22,11 +22,14 @@ def wh(spark, tmp_path_factory):
     from advisor.warehouse.store import Store
 
     d = tmp_path_factory.mktemp("runfile")
+    Catalog(spark, Store(d)).create_table("t", spark.createDataFrame(_frame()))
+    return str(d)
+
+
+def _frame() -> pd.DataFrame:
     rng = np.random.default_rng(11)
     g = rng.permutation(np.repeat(np.arange(100), 100))
-    pdf = pd.DataFrame({"g": g, "v": np.where(g < 10, 50, 1) * rng.integers(1, 3, g.size)})
-    Catalog(spark, Store(d)).create_table("t", spark.createDataFrame(pdf))
-    return str(d)
+    return pd.DataFrame({"g": g, "v": np.where(g < 10, 50, 1) * rng.integers(1, 3, g.size)})
 
 
 def test_a_script_runs_in_one_process_with_a_line_per_query(wh, tmp_path, capsys):
@@ -55,6 +58,11 @@ def test_a_query_log_as_json_gives_the_records_and_summary(wh, tmp_path, capsys)
     sm = doc["summary"]
     assert sm["queries"] == 2 and sm["mismatches"] == [] and sm["plain_rows_read"] == 2 * 10_000
     assert [p["result"] for p in doc["plain"]] == [r["result"] for r in doc["queries"]]
+    sums = _frame().groupby("g")["v"].sum()
+    for r, x in zip(doc["queries"], (6100, 6200)):  # each query's own rows, as pandas computes them
+        want = sorted([int(g), int(s)] for g, s in sums[sums > x].items())
+        assert r["answer"]["columns"] == ["g", "s"] and r["answer"]["row_count"] == len(want) > 0
+        assert sorted(r["answer"]["rows"]) == want and not r["answer"]["truncated"]
 
 
 @pytest.mark.parametrize("args,needle", [
