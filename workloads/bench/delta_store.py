@@ -6,12 +6,15 @@ table with the Change Data Feed, deletion vectors and row tracking, written from
 the same row order.  A HAVING query on l_orderkey is sketched on each; then for each of ``batches``
 update batches (fresh inserts and deletes of existing rows, the same rows on both sides: the own
 store applies them as a batch, Delta commits them as an append and a MERGE delete) the sketch is
-maintained incrementally (the own store's batch files against Delta's change feed) and the query run plain and
+maintained incrementally (the own store's batch files against Delta's change feed, read on the
+driver from the log) and the query run plain and
 sketched.  Printed per store: the sketched-over-plain use ratio, maintenance seconds per batch,
 (maintenance + sketched run) over a plain run per batch, with rows read, and the replay ratio of the
 workload "query, then (batch, query) per batch" -- CB-OPT-GB's cumulative seconds (capture, then
 maintenance and sketched run per batch) over NO-PS's (a plain run per query); both stores' answers
-must agree at every version.
+must agree at every version.  On the Delta side the advisor's plain run (wall seconds from parsing
+through reading the log for the current version) is set against plain Spark reading the same table
+afresh, interleaved, after the capture and after every batch.
 
 Then clustering, on a second query that the stored order does not serve (HAVING by l_suppkey): the
 advisor's clustered copy of the own table against Delta's ``OPTIMIZE ... ZORDER BY`` of the Delta
@@ -55,6 +58,36 @@ def _run(cat, sql: str, schema, sketch=None):
     return run_query(cat, q, versions_now(cat, q), sketch=sketch)
 
 
+def _timed(f):
+    """(f(), wall seconds of the call)."""
+    t0 = time.perf_counter()
+    out = f()
+    return out, time.perf_counter() - t0
+
+
+def _bare(spark, dpath: str) -> tuple[list, float]:
+    """The query run by plain Spark on the Delta table at ``dpath`` (read afresh, as a job would):
+    (sorted rows, wall seconds)."""
+    t0 = time.perf_counter()
+    spark.read.format("delta").load(dpath).createOrReplaceTempView("bench_bare")
+    rows = spark.sql(SQL.format(t="bench_bare")).collect()
+    return sorted(repr(tuple(r)) for r in rows), time.perf_counter() - t0
+
+
+def _plain_vs_bare(cat, spark, sql: str, schema, dpath: str, reps: int) -> tuple[float, float, bool]:
+    """Medians of the advisor's plain run (wall seconds, from parsing through reading the log for
+    the current version) and of plain Spark on the same Delta table, interleaved; and whether
+    their answers agree."""
+    ours, bare, same = [], [], True
+    for _ in range(reps):
+        r, t = _timed(lambda: _run(cat, sql, schema))
+        rows, tb = _bare(spark, dpath)
+        ours.append(t)
+        bare.append(tb)
+        same = same and sorted(map(repr, r.rows)) == rows
+    return statistics.median(ours), statistics.median(bare), same
+
+
 def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: int, reps: int, console=None) -> dict:
     cat, spark = ctx.catalog, ctx.spark
     if not cat.exists("lineitem"):
@@ -88,6 +121,10 @@ def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: in
             "plain_rows_read": plain[0].metrics.rows_read, "sketched_rows_read": sk[0].metrics.rows_read,
             "plain_files": plain[0].metrics.files_read, "sketched_files": sk[0].metrics.files_read,
             "answer": sorted(map(repr, sk[0].rows)), "batches": [], "sketch_id": cap.sketch.id}
+        if cat.is_delta(t):
+            ours, bare, same = _plain_vs_bare(cat, spark, sql, schema, dpath, reps)
+            res["sides"][label].update({"plain_wall_seconds": round(ours, 3), "bare_spark_seconds": round(bare, 3),
+                                        "bare_same_answer": same})
     agree = res["sides"]["own store"].pop("answer") == res["sides"]["delta"].pop("answer")
     for b in range(batches):
         cur = cat.read(own, with_rid=True)
@@ -117,6 +154,9 @@ def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: in
                                     "sketched_rows_read": run.metrics.rows_read, "plain_rows_read": plain.metrics.rows_read,
                                     "same_as_plain": answers[label] == sorted(map(repr, plain.rows))})
         agree = agree and answers["own store"] == answers["delta"]
+        ours, bare, same = _plain_vs_bare(cat, spark, SQL.format(t=sides["delta"]), schema, dpath, 1)
+        res["sides"]["delta"]["batches"][-1].update({"plain_wall_seconds": round(ours, 3),
+                                                     "bare_spark_seconds": round(bare, 3), "bare_same_answer": same})
         if console is not None:
             console.print(f"batch {b + 1}: " + "; ".join(
                 f"{label} maintain {s['batches'][-1]['maintain_seconds']:.2f}s" for label, s in res["sides"].items()))
@@ -130,6 +170,15 @@ def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: in
         plain_total = s["plain_seconds"] + sum(x["plain_seconds"] for x in bs)
         sketched_total = s["capture_seconds"] + sum(x["maintain_seconds"] + x["sketched_seconds"] for x in bs)
         s["replay_ratio"] = round(sketched_total / plain_total, 3)
+        if "bare_spark_seconds" in s:
+            ours = [s["plain_wall_seconds"]] + [x["plain_wall_seconds"] for x in bs]
+            bare = [s["bare_spark_seconds"]] + [x["bare_spark_seconds"] for x in bs]
+            s["plain_over_bare"] = round(statistics.median(ours) / statistics.median(bare), 3)
+    res["replay_ratio_delta_over_own"] = round(res["sides"]["delta"]["replay_ratio"]
+                                               / res["sides"]["own store"]["replay_ratio"], 3)
+    if res["sides"]["delta"]["batches"]:
+        res["maintain_delta_over_own"] = round(res["sides"]["delta"]["maintain_median_seconds"]
+                                               / max(res["sides"]["own store"]["maintain_median_seconds"], 1e-9), 3)
     res["answers_agree"] = agree
     res["clustering"] = _clustering(ctx, sides, dpath, schema)
     return res
@@ -185,6 +234,12 @@ def render(console, res: dict) -> None:
             f"maintenance per batch (median) {s.get('maintain_median_seconds', 0):.2f}s; "
             f"(maintenance + sketched) / plain per batch {s.get('per_batch_ratio', float('nan')):.2f}; "
             f"replay ratio {s.get('replay_ratio', float('nan')):.2f}")
+    d = res["sides"]["delta"]
+    if "plain_over_bare" in d:
+        console.print(f"delta    : the advisor's plain run over plain Spark reading the same table {d['plain_over_bare']:.3f} "
+                      f"(medians of wall seconds; answers agree: {d['bare_same_answer']}); replay ratio over the own "
+                      f"store's {res['replay_ratio_delta_over_own']:.3f}; maintenance median over the own store's "
+                      f"{res.get('maintain_delta_over_own', float('nan')):.2f}")
     for label, c in res.get("clustering", {}).items():
         console.print(
             f"{label:9s}: {c['how']} on {CLUSTER_ON} in {c['seconds']:.2f}s, {c['bytes_written'] / 1e6:.1f} MB written; "
