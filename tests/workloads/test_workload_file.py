@@ -157,3 +157,15 @@ def test_replay_generates_only_the_tpch_tables_it_reads(tmp_path):
                         "GROUP BY ward") + "layouts: [part.p_size]\n"
     assert _tables_needed(load_workload(_write(tmp_path, text)), "tpch") == ["customer", "nation", "orders", "part"]
     assert _tables_needed(load_workload(_write(tmp_path, GOOD)), "crimes") is None
+
+
+def test_rounds_replay_a_sequence_that_many_times(tmp_path):
+    head = GOOD.split("queries:")[0] + ("templates:\n  a:\n    sql: SELECT beat, count(*) AS n FROM crimes GROUP BY beat\n"
+                                        "  b:\n    sql: SELECT ward, count(*) AS n FROM crimes GROUP BY ward\n")
+    seq = "sequence:\n  - {query: a}\n  - {update: {table: crimes, inserts: 5, deletes: 1}}\n  - {query: b}\n"
+    order = plan_order(load_workload(_write(tmp_path, head + "rounds: 3\n" + seq)))
+    assert [s.get("template", s["kind"]) for s in order] == ["a", "update", "b"] * 3
+    assert len(plan_order(load_workload(_write(tmp_path, head + seq)))) == 3
+    for bad, needle in (("rounds: 0\n" + seq, "must be >= 1"), ("rounds: 2\nqueries: 4\n", "repeats a 'sequence'")):
+        with pytest.raises(BadInput, match=needle):
+            load_workload(_write(tmp_path, head + bad))

@@ -37,7 +37,7 @@ and update batches interleave, the seed, the strategies to compare and the maint
       - {table: lineitem, every: 5, inserts: 1000, deletes: 200}
 
 ``sequence:`` (a list of ``{query: NAME}`` / ``{update: {table, inserts, deletes}}``) may replace
-``queries`` + ``updates`` to fix the order by hand.  Quantiles are taken on the data as loaded (before
+``queries`` + ``updates`` to fix the order by hand; ``rounds: N`` replays it N times over.  Quantiles are taken on the data as loaded (before
 any batch): q ~ U(between) and the value is the q-quantile of the column (or of the query's single
 output column).  Strings become quoted SQL literals, dates ``DATE 'YYYY-MM-DD'``.  Any schema error
 raises BadInput naming the file, line and key.
@@ -98,7 +98,7 @@ DATASETS = {"tpch": {"sf"}, "flights": set(), "crimes": {"rows", "seed"}, "topol
             "airports": {"radius_km"}}
 TOP_KEYS = {"name", "description", "seed", "datasets", "layouts", "strategies", "policy", "sample_rate",
             "fragments", "measure_recapture", "measured_costs", "queries", "templates", "updates", "sequence", "method",
-            "layout_rows_per_file", "warmup", "query_log"}
+            "layout_rows_per_file", "warmup", "query_log", "rounds"}
 IMPORT_KEYS = ("import", "path", "table", "vega", "format", "key", "schema", "as_of")
 IMPORT_FORMATS = ("delta", "parquet", "csv", "orc", "json")  # advisor.warehouse.imports.FORMATS
 CHANGE_SUFFIXES = (".parquet", ".csv")  # change files `Catalog.apply_batch` reads
@@ -140,7 +140,8 @@ class UpdateRule:
         return len(self.changes) if self.changes is not None else None
 
 
-PLAN_KEYS = ("seed", "datasets", "layouts", "layout_rows_per_file", "queries", "templates", "updates", "sequence")
+PLAN_KEYS = ("seed", "datasets", "layouts", "layout_rows_per_file", "queries", "templates", "updates", "sequence",
+             "rounds")
 
 
 @dataclass
@@ -688,6 +689,8 @@ def _change_files(c: WorkloadChecker, key: tuple, path: str) -> list[str]:
 def _sequence(c: WorkloadChecker, data: dict, fields: dict) -> dict:
     """The hand-written step order (None when absent), which excludes 'queries' and 'updates'."""
     if "sequence" not in data:
+        if "rounds" in data:
+            c.fail(("rounds",), "'rounds' repeats a 'sequence': give one")
         return {"sequence": None}
     if fields["query_log"] is not None:
         c.fail(("sequence",), "give either 'query_log' or 'sequence', not both")
@@ -696,7 +699,8 @@ def _sequence(c: WorkloadChecker, data: dict, fields: dict) -> dict:
         sequence.append(_sequence_item(c, ("sequence", i), s, fields["templates"]))
     if "queries" in data or "updates" in data:
         c.fail(("sequence",), "give either 'sequence' or 'queries'/'updates', not both")
-    return {"sequence": sequence}
+    rounds = c.typed(data, (), "rounds", int, 1, check=lambda v: None if v >= 1 else "must be >= 1")
+    return {"sequence": sequence * rounds}
 
 
 def _sequence_item(c: WorkloadChecker, key: tuple, s, templates: dict) -> dict:
