@@ -155,7 +155,7 @@ def bench_store_cmd(sf: float = typer.Option(0.1, "--sf"), batches: int = typer.
 
 
 @bench_app.command("recursive")
-def bench_recursive_cmd(nodes: int = typer.Option(100, "--nodes", help="Topology size for the maintenance part."),
+def bench_recursive_cmd(nodes: int = typer.Option(1000, "--nodes", help="Topology size for the maintenance part."),
                         seed: int = typer.Option(7, "--seed"),
                         batches: int = typer.Option(3, "--batches", min=1, help="Deletion batches (then as many "
                                                     "recovery batches)."),
@@ -165,7 +165,8 @@ def bench_recursive_cmd(nodes: int = typer.Option(100, "--nodes", help="Topology
                         reps: int = typer.Option(2, "--reps", min=1),
                         out_json: Optional[Path] = typer.Option(None, "--out")):
     """Recursive views under link failures and recoveries: absorption vs DRed vs recomputation per
-    batch on sparse and dense topologies; a recursive query plain vs sketched on Spark."""
+    batch on topologies of density 1, 2 and 4 and the airports graph, the policy's pick; recursive
+    queries plain vs sketched on Spark."""
     from advisor.cli.common import ctx, out
     from workloads.bench.recursive import bench_recursive
 

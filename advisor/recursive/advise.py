@@ -31,8 +31,12 @@ MAINTAINED: dict = {}  # (warehouse, template) -> the last catch-up's BatchResul
 
 
 def _result(run, note: str | None = None) -> RunResult:
+    """The run as the advise path's result; the answer's schema rides along (``schema``) because
+    Spark cannot analyse the query's own text (it rejects UNION in a recursive CTE)."""
     m = ScanMetrics(rows_read=run.scan_rows)
-    return RunResult(run.columns, run.rows, m, run.seconds, run.sketch, note)
+    res = RunResult(run.columns, run.rows, m, run.seconds, run.sketch, note)
+    res.schema = run.schema
+    return res
 
 
 def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAULT_FRAGMENTS):

@@ -12,6 +12,7 @@ from advisor.engine.execute import table_view
 from advisor.errors import BadInput, spark_rejected
 from advisor.layout.registry import find_layout
 from advisor.partition.range_partition import RangePartition, build_partition, find_partition, fragment_ids
+from advisor.recursive.evaluate import link_exprs, link_tuples
 from advisor.recursive.maintain import BatchResult, Policy, RecursiveState
 from advisor.sketch.apply import layout_condition, layout_pays, layout_view, range_condition
 from advisor.warehouse.table_files import RID
@@ -28,24 +29,19 @@ def load_links(catalog, shape, version: int | None = None) -> dict:
         if c not in dict(catalog.schema(shape.table)):
             raise BadInput(f"table {shape.table} has no column {c!r}")
     if shape.base_filter or shape.step_filter:
-        return _flagged_links(catalog, shape, version, cols)
+        return _flagged_links(catalog, shape, version)
     tab = catalog.read_arrow(shape.table, version, cols, with_rid=True).to_pydict()
     cost = tab[shape.cost_col] if shape.cost_col else [0] * len(tab[RID])
     return {r: (s, d, c) for r, s, d, c in zip(tab[RID], tab[shape.src_col], tab[shape.dst_col], cost)}
 
 
-def _flagged_links(catalog, shape, version, cols) -> dict:
-    preds = (shape.base_filter or "true", shape.step_filter or "true")
-    flags = [f"coalesce(({p}), false) AS _f{i}" for i, p in enumerate(preds)]
+def _flagged_links(catalog, shape, version) -> dict:
     try:
-        tab = catalog.read(shape.table, version, with_rid=True).selectExpr(RID, *cols, *flags).toArrow().to_pydict()
+        tab = catalog.read(shape.table, version, with_rid=True).selectExpr(RID, *link_exprs(shape)).toArrow()
     except Exception as e:
         raise spark_rejected(e, "the link selection of the recursive query") from None
-    cost = tab[shape.cost_col] if shape.cost_col else [0] * len(tab[RID])
-    return {
-        r: (s, d, c, b, k)
-        for r, s, d, c, b, k in zip(tab[RID], tab[shape.src_col], tab[shape.dst_col], cost, tab["_f0"], tab["_f1"])
-    }
+    tab = tab.to_pydict()
+    return link_tuples(tab, shape, tab[RID])
 
 
 @dataclass

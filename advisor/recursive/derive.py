@@ -135,6 +135,23 @@ class LinkGraph:
         return LinkGraph(dict(self.links))
 
 
+def rounds_fixpoint(spec: Spec, g: LinkGraph) -> tuple[set, int]:
+    """The whole view by semi-naive rounds, and the number of rounds that added tuples."""
+    view = {b for link in g.links.values() if (b := spec.base(link)) is not None}
+    delta, rounds = list(view), 1 if view else 0
+    while delta:
+        nxt = []
+        for t in delta:
+            for rid in g.extending(spec, spec.key(t)):
+                u = spec.extend(t, g.links[rid])
+                if u is not None and u not in view:
+                    view.add(u)
+                    nxt.append(u)
+        rounds += bool(nxt)
+        delta = nxt
+    return view, rounds
+
+
 def fixpoint(spec: Spec, g: LinkGraph, seeds: set | None = None, known: set | None = None) -> set:
     """Semi-naive set evaluation: every tuple derivable from ``seeds`` (default: the base tuples of
     all links) not already in ``known``; ``known`` is extended in place when given."""

@@ -4,9 +4,13 @@ Spark 4.2 evaluates ``WITH RECURSIVE`` with ``UNION ALL`` only (``UNION`` is rej
 UNION_NOT_SUPPORTED_IN_RECURSIVE_CTE), i.e. with bag semantics: on cyclic links an unbounded
 reachability query never reaches a fixpoint, and a hop-bounded one enumerates every walk.  So a
 hop-bounded query whose walks are few runs in Spark's own recursive CTE in its UNION ALL form,
-duplicates removed before the outer query (``native_sql``; the same answer under set semantics);
-anything else runs in the semi-naive loop of ``advisor.recursive.linear`` over the query's own
-text.  ``advisor bench recursive`` times both.  A sketch filters the link rows once, before the
+duplicates removed before the outer query (``native_sql``; the same answer under set semantics).
+Otherwise the link rows Spark read (the sketch's filter applied) are, when they fit the driver
+(``DRIVER_MAX_LINKS``, the bound under which capture and maintenance keep them there anyway),
+evaluated by the shape's semi-naive rule in Python (``advisor.recursive.derive``: one Spark job
+instead of several per round) and handed back to Spark as the view; larger ones run in the
+semi-naive loop of ``advisor.recursive.linear`` over the query's own text.  The outer query runs
+in Spark SQL either way.  ``advisor bench recursive`` times the Spark evaluations.  A sketch filters the link rows once, before the
 recursion (a temp view of the link table read instead of it), so the base case and every
 recursive step read only its fragments.
 """
@@ -22,6 +26,7 @@ from sqlglot import exp
 
 from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.errors import BadInput, spark_rejected
+from advisor.recursive.derive import LinkGraph, Spec, rounds_fixpoint
 from advisor.recursive.linear import parse_linear, run_linear
 from advisor.warehouse.table_files import RID
 
@@ -40,6 +45,7 @@ class RecursiveRun:
     rounds: int
     how: str = "semi-naive loop"
     sketch: dict | None = field(default=None)
+    schema: object = field(default=None, repr=False)  # the answer's Spark schema
 
     def to_json(self) -> dict:
         return {
@@ -65,6 +71,7 @@ def link_rows_frame(catalog, shape, version: int | None = None, condition: str |
     return df.select(*[c for c in df.columns if c != RID])
 
 
+DRIVER_MAX_LINKS = 2_000_000  # link rows up to which the recursion runs on the driver
 NATIVE_MAX_WALKS = 2_000_000  # estimated walks up to which Spark's own (UNION ALL) recursion is used
 
 
@@ -96,32 +103,44 @@ def run_recursive(
     view: str | None = None,
     how: str = "auto",
 ) -> RecursiveRun:
-    """Answer the query.  The recursion runs in Spark's own recursive CTE (``native_sql``) when
-    it has a hop bound and the walks it would enumerate are few (``walk_estimate`` up to
-    ``NATIVE_MAX_WALKS``), else in the semi-naive loop; ``how`` = native | loop forces one.  The
-    outer query runs in Spark SQL either way; the link rows are read (and filtered) once."""
+    """Answer the query (module docstring): on the driver when the link table fits
+    ``DRIVER_MAX_LINKS``, else in Spark's own recursive CTE (``native_sql``) when it has a hop
+    bound and the walks it would enumerate are few (``walk_estimate`` up to ``NATIVE_MAX_WALKS``),
+    else in the Spark loop; ``how`` = driver | native | loop forces one.  The outer query runs in
+    Spark SQL either way; the link rows are read (and filtered) once."""
+    if how == "auto" and catalog.version(shape.table, version).rows <= DRIVER_MAX_LINKS:
+        how = "driver"
     t0 = time.perf_counter()
     spark = catalog.spark
+    made: list = []
     try:
         raw = link_rows_frame(catalog, shape, version, condition, view)
-        links = raw.localCheckpoint()  # runs the scan once: its metrics are the rows read
-        link_rows = links.count()
-        scan = collect_scan_metrics(raw)
-        if how == "auto":
-            walks = walk_estimate(shape, link_rows, links.select(shape.src_col).distinct().count())
-            how = "native" if walks is not None and walks <= NATIVE_MAX_WALKS else "loop"
-        name = f"_rec_{uuid.uuid4().hex[:10]}"
-        links.createOrReplaceTempView(name)
-        made = [name]
-        if how == "native":
-            df = spark.sql(native_sql(shape, name))
-            rows = [tuple(r) for r in df.collect()]
-            rounds, view_rows, label = shape.max_hops, -1, "Spark recursive CTE (UNION ALL, hop-bounded)"
+        if how == "driver":
+            sel = raw.selectExpr(*link_exprs(shape))
+            links = link_tuples(sel.toArrow().to_pydict(), shape)  # the one scan of the link rows
+            scan, link_rows = collect_scan_metrics(sel), len(links)
+            vw, rounds, view_rows = driver_view(spark, shape, links, raw.schema)
+            made.append(f"_view_{uuid.uuid4().hex[:10]}")
+            vw.createOrReplaceTempView(made[-1])
+            df = spark.sql(shape.outer_sql(made[-1]))
+            label = f"semi-naive loop on the driver over the {link_rows:,} link rows read"
         else:
-            df, vw, rounds, more = run_linear(spark, parse_linear(shape.sql), {shape.table: name})
-            made += more
-            rows = [tuple(r) for r in df.collect()]
-            view_rows, label = vw.count(), "semi-naive loop"
+            links = raw.localCheckpoint()  # runs the scan once: its metrics are the rows read
+            link_rows = links.count()
+            scan = collect_scan_metrics(raw)
+            if how == "auto":
+                walks = walk_estimate(shape, link_rows, links.select(shape.src_col).distinct().count())
+                how = "native" if walks is not None and walks <= NATIVE_MAX_WALKS else "loop"
+            made.append(f"_rec_{uuid.uuid4().hex[:10]}")
+            links.createOrReplaceTempView(made[0])
+            if how == "native":
+                df = spark.sql(native_sql(shape, made[0]))
+                rounds, view_rows, label = shape.max_hops, -1, "Spark recursive CTE (UNION ALL, hop-bounded)"
+            else:
+                df, vw, rounds, more = run_linear(spark, parse_linear(shape.sql), {shape.table: made[0]})
+                made += more
+                view_rows, label = vw.count(), "semi-naive loop on Spark"
+        rows = [tuple(r) for r in df.collect()]
         for v in made:
             spark.catalog.dropTempView(v)
     except BadInput:
@@ -130,8 +149,45 @@ def run_recursive(
         raise spark_rejected(e) from None
     secs = time.perf_counter() - t0
     return RecursiveRun(
-        df.columns, rows, secs, link_rows, scan.rows_read, view_rows, rounds, how=label, sketch=sketch
+        df.columns, rows, secs, link_rows, scan.rows_read, view_rows, rounds, how=label, sketch=sketch,
+        schema=df.schema,
     )
+
+
+def link_exprs(shape) -> list:
+    """The link columns the recursion reads as SQL: s, d, c (0 without a cost column) and, with
+    link-row selections, their flags b (base) and k (step), computed from the query's predicates."""
+    exprs = [f"`{shape.src_col}` AS s", f"`{shape.dst_col}` AS d",
+             (f"`{shape.cost_col}`" if shape.cost_col else "0") + " AS c"]
+    if shape.base_filter or shape.step_filter:
+        exprs += [f"coalesce(({p or 'true'}), false) AS {n}" for n, p in (("b", shape.base_filter),
+                                                                             ("k", shape.step_filter))]
+    return exprs
+
+
+def link_tuples(tab: dict, shape, keys=None) -> dict:
+    """Key (``keys``, default the row position) -> link tuple from the columns of ``link_exprs``."""
+    flagged = bool(shape.base_filter or shape.step_filter)
+    rows = zip(tab["s"], tab["d"], tab["c"], tab["b"], tab["k"]) if flagged else zip(tab["s"], tab["d"], tab["c"])
+    return dict(zip(keys, rows)) if keys is not None else dict(enumerate(rows))
+
+
+def driver_view(spark, shape, links: dict, schema):
+    """The recursive view of ``shape`` over ``links``, evaluated on the driver, as a Spark
+    DataFrame typed as Spark types the CTE (node and cost columns as the link table's ``schema``
+    has them, the hop count INT); and the rounds and the view's size."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    view, rounds = rounds_fixpoint(Spec.of(shape), LinkGraph(links))
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+    cols = list(shape.columns)
+    kinds = ([shape.dst_col] if shape.nodes else [shape.src_col, shape.dst_col]) + (
+        [shape.cost_col] if shape.cost_col else []
+    )
+    fields = [StructField(c, types[k], True) for c, k in zip(cols, kinds)]
+    if shape.has_hops:
+        fields.append(StructField(cols[-1], IntegerType(), False))
+    return spark.createDataFrame(sorted(view, key=repr), StructType(fields)), rounds, len(view)
 
 
 def native_sql(shape, link_view: str) -> str:
@@ -176,4 +232,5 @@ def run_general(catalog, lq) -> RecursiveRun:
         raise
     except Exception as e:
         raise spark_rejected(e) from None
-    return RecursiveRun(df.columns, rows, time.perf_counter() - t0, -1, scan.rows_read, view_rows, rounds)
+    return RecursiveRun(df.columns, rows, time.perf_counter() - t0, -1, scan.rows_read, view_rows, rounds,
+                        schema=df.schema)

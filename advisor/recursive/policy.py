@@ -51,8 +51,12 @@ def choose(costs: Costs, available: list, window: int, links: int = 1, batch: in
     est = {m: costs.estimate(m, links, window, batch) for m in available}
     for m in ORDER:
         if m in available and est[m] is None:
-            known = ", ".join(f"{LABEL[k]} {v * 1000:.1f} ms" for k, v in est.items() if v is not None)
+            known = ", ".join(f"{LABEL[k]} {_ms(v)}" for k, v in est.items() if v is not None)
             return m, f"{LABEL[m]}: not measured lately" + (f" (measured: {known})" if known else "")
     best = min(available, key=lambda m: (est[m], ORDER.index(m)))
-    others = ", ".join(f"{LABEL[m]} {est[m] * 1000:.1f} ms" for m in available if m != best)
-    return best, f"{LABEL[best]}: {est[best] * 1000:.1f} ms expected for {links} link(s), vs {others}"
+    others = ", ".join(f"{LABEL[m]} {_ms(est[m])}" for m in available if m != best)
+    return best, f"{LABEL[best]}: {_ms(est[best])} expected for {links} link(s), vs {others}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms"

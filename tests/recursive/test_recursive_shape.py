@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import networkx as nx
 import pytest
 from cli_helpers import cli
 
@@ -142,59 +141,6 @@ def test_explain_gives_verdicts_for_a_supported_shape(tmp_path, capsys):
     assert code == 0 and info["supported"] and info["recursive"]
     cands = {c["attr"]: c for c in info["tables"][0]["candidates"]}
     assert cands["src"]["safe"] and "Z3 proved" in cands["src"]["reason"]
-
-
-def test_run_captures_then_maintains_after_a_batch_and_answers_like_a_plain_run(spark, tmp_path, capsys):
-    wh = str(tmp_path)
-    assert (
-        cli(["--warehouse", wh, "data", "load", "topology", "--nodes", "30", "--seed", "2"], capsys)[0] == 0
-    )
-    sql = (
-        "WITH RECURSIVE r(src, dst, hops) AS (SELECT src, dst, 1 FROM link WHERE src = 5 UNION SELECT r.src, "
-        "l.dst, r.hops + 1 FROM r JOIN link l ON r.dst = l.src WHERE r.hops < 3) SELECT DISTINCT dst FROM r"
-    )
-    code, out, _ = cli(["--warehouse", wh, "run", "--json", sql], capsys)
-    first = json.loads(out)
-    assert code == 0 and first["decision"]["decision"]["action"] == "capture"
-    batch = str(tmp_path / "b1")
-    assert (
-        cli(
-            [
-                "--warehouse",
-                wh,
-                "data",
-                "make-batch",
-                "link",
-                "--out",
-                batch,
-                "--inserts",
-                "2",
-                "--deletes",
-                "4",
-                "--seed",
-                "1",
-            ],
-            capsys,
-        )[0]
-        == 0
-    )
-    assert cli(["--warehouse", wh, "data", "apply", batch, "--table", "link"], capsys)[0] == 0
-    code, out, _ = cli(["--warehouse", wh, "run", "--json", sql], capsys)
-    used = json.loads(out)
-    assert (
-        used["decision"]["decision"]["action"] == "reuse"
-        and "maintained" in used["decision"]["decision"]["reason"]
-    )
-    from advisor.warehouse.catalog import Catalog
-    from advisor.warehouse.store import Store
-
-    links = Catalog.offline(Store(tmp_path)).read_arrow("link").to_pydict()
-    g = nx.DiGraph()
-    g.add_edges_from(zip(links["src"], links["dst"]))
-    within = set(nx.single_source_shortest_path_length(g, 5, cutoff=3)) - {5}
-    if any(5 in nx.single_source_shortest_path_length(g, f, cutoff=2) for f in g.successors(5)):
-        within.add(5)  # a closed walk of 1..3 links
-    assert {d for (d,) in used["rows"]} == within
 
 
 @pytest.mark.parametrize("func", ["min", "max"])
