@@ -3,7 +3,9 @@ Delta Lake on the classpath, committing SQL statements to Delta tables.
 
     python tests/delta_writer.py '[["/data/t", "DELETE FROM {t} WHERE id < 10"], ...]'
 
-``{t}`` in a statement names the table at the path given with it.
+``{t}`` in a statement names the table at the path given with it.  With ``-`` instead of a list
+the writer stays up and reads one such list a line from standard input, commits it and answers
+``ok`` on standard output (one JVM for a test that commits between advisor runs).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pyspark.sql import SparkSession
 from advisor.engine.packages import jar_conf
 
 
-def main(pairs: list[tuple[str, str]]) -> None:
+def main(pairs: list[tuple[str, str]] | None) -> None:
     b = SparkSession.builder.master("local[1]").appName("plain-writer").config("spark.ui.enabled", "false")
     # small tables: a MERGE's or UPDATE's shuffles and a snapshot's state in a few tasks, not 200 or 50
     b = b.config("spark.sql.shuffle.partitions", "4").config("spark.databricks.delta.snapshotPartitions", "2")
@@ -25,11 +27,18 @@ def main(pairs: list[tuple[str, str]]) -> None:
     s = b.getOrCreate()
     s.sparkContext.setLogLevel("ERROR")
     try:
-        for path, stmt in pairs:
-            s.sql(stmt.replace("{t}", f"delta.`{path}`"))
+        if pairs is not None:
+            for path, stmt in pairs:
+                s.sql(stmt.replace("{t}", f"delta.`{path}`"))
+            return
+        print("ok", flush=True)  # started
+        for line in sys.stdin:
+            for path, stmt in json.loads(line):
+                s.sql(stmt.replace("{t}", f"delta.`{path}`"))
+            print("ok", flush=True)
     finally:
         s.stop()
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    main(None if sys.argv[1] == "-" else json.loads(sys.argv[1]))
