@@ -18,6 +18,7 @@ from advisor.engine.execute import RunResult, run_plain_sql, versions_now
 from advisor.errors import BadInput, Unsupported, spark_rejected
 from advisor.maintain.policy.triggers import after_apply, before_use
 from advisor.plan.parse import parse_sql
+from advisor.plan.read_columns import read_columns
 from advisor.recursive.advise import serve_recursive
 from advisor.recursive.shape import looks_recursive
 from advisor.selection.attribute_pairs import catch_up, combine
@@ -27,7 +28,7 @@ from advisor.serve.decision_record import finish_record, new_record
 from advisor.serve.layout_repair import layout_bound, repair
 from advisor.serve.maintenance_record import maint_record
 from advisor.serve.settings import AdviseSettings
-from advisor.sketch.lookup import sketch_rows, usable_sketches
+from advisor.sketch.lookup import read_fraction, sketch_rows, usable_sketches
 from advisor.sketch.run import run_query
 
 if TYPE_CHECKING:
@@ -147,6 +148,8 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
             d.update(action="no-go", reason=declined[0])
         elif good:
             dd.sketch = combine(cat, q, versions, good)
+            # the share of the sketched tables' rows the scan is predicted to read, beside what it reads
+            rec["predicted_read"] = round(read_fraction(cat, dd.sketch, versions, read_columns(q)), 6)
             d.update(action="reuse", attr=_attr(dd.sketch), reason=f"reused sketch {dd.sketch.id}" + _pair(dd.sketch) + (
                 "" if tuple(dd.sketch.bindings) == tuple(q.bindings)
                 else " (reuse proven by Z3 for these bindings)") + (f"; {caught}" if dd.maint else ""))
