@@ -20,7 +20,7 @@ from advisor.engine.execute import RunResult, run_plain_sql
 from advisor.engine.scan_metrics import ScanMetrics
 from advisor.errors import BadInput, Unsupported
 from advisor.recursive.capture import DEFAULT_FRAGMENTS, capture_recursive, catch_up, table_stamp
-from advisor.recursive.evaluate import run_general, run_recursive
+from advisor.recursive.evaluate import DRIVER_MAX_LINKS, run_general, run_recursive
 from advisor.recursive.linear import describe_loop, parse_linear
 from advisor.recursive.proof import verdict
 from advisor.recursive.shape import looks_recursive, recognise
@@ -69,7 +69,7 @@ def serve_recursive(catalog, sql: str, use: bool = True, fragments: int = DEFAUL
         how = (
             "reused"
             if done is None
-            else f"maintained ({done.mode}: +{done.inserted} -{done.deleted} links, "
+            else f"maintained ({done.mode} state, {done.method}: +{done.inserted} -{done.deleted} links, "
             f"{done.touched} tuples touched, "
             f"{done.seconds:.3f} s{'; ' + done.note if done.note else ''}) and reused"
         )
@@ -155,7 +155,8 @@ def _load(catalog, shape):
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, BudgetExceeded):
         return None
     if (
-        rs.shape.template != shape.template
+        getattr(rs.state, "kind", None) is None  # a state pickled in another format: recapture
+        or rs.shape.template != shape.template
         or rs.stamp != table_stamp(catalog, shape.table)
         or rs.version > catalog.current_version(shape.table)
     ):
@@ -197,17 +198,24 @@ def explain_recursive(sql: str) -> dict:
         cands.append({"attr": a, "safe": bool(v.safe), "reason": v.reason})
     plan = [
         shape.describe(),
-        "evaluation: "
+        "evaluation: Spark reads the link rows once (the sketch's filter applied); a semi-naive loop "
+        f"on the driver when {shape.table} has up to {DRIVER_MAX_LINKS:,} rows, else "
         + (
-            "Spark's recursive CTE in UNION ALL form when the hop-bounded walks are few, else a "
-            "semi-naive DataFrame loop"
+            "Spark's recursive CTE in UNION ALL form when the hop-bounded walks are few, else "
             if shape.max_hops is not None
-            else "semi-naive DataFrame loop (Spark's recursive CTE takes UNION ALL only, which does not "
-            "terminate on cyclic links without a hop bound)"
+            else ""
         )
-        + "; the outer query in Spark SQL",
+        + "the semi-naive loop on Spark (Spark's recursive CTE rejects UNION); the outer query in Spark SQL",
         "sketch: fragments of one minimal witness per needed view tuple, filter on every scan of "
         f"{shape.table}",
+        "maintenance: "
+        + (
+            "minimal witness sets while they fit their budget, else derivation supports with levels"
+            if shape.max_hops is not None
+            else "derivation supports with levels (one shortest derivation per tuple; deletions check "
+            "only tuples that lost one)"
+        )
+        + "; per batch absorption or recomputation, whichever measured cheaper",
     ]
     return {
         "sql": sql,

@@ -4,7 +4,7 @@ The provenance state is the cheapest that fits: explicit minimal witness sets fo
 views within the budget (``WitnessView``: a deletion touches only the witnesses the row-id index
 names), else derivation supports with levels (``SupportView``: one shortest derivation per tuple
 implicitly, a deletion checks only the tuples that lost a tight support).  BDDs (``BddView``) are
-kept only when asked for (``mode="bdd"``): measured on transit-stub topologies, they no longer fit
+kept only when asked for (``mode="bdd"``): measured on transit-stub topologies, they do not fit
 from density 2, where supports do at 1,000 nodes and density 4.  ``mode="dred"`` keeps the bare
 view (DRed: over-delete and re-derive), the memory-zero end, also used when the asked-for
 witness state exceeds its budget.

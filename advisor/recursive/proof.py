@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import z3
 
+from advisor.recursive.witness_proof import MAX_NODES, reach_lemma
 from advisor.safety.static_check import Verdict
 
 MAX_GROUP = 6
@@ -92,9 +93,19 @@ def verdict(shape, attr: str) -> Verdict:
         "monotone linear recursion (no negation or aggregation inside): the sketch's rows hold a "
         "witness of every needed view tuple, so the view they derive agrees on those tuples"
     )
+    reach = [reach_lemma(n) for n in range(1, MAX_NODES + 1)]
+    if not all(p.safe for p in reach):
+        return Verdict(False, f"not safe on {shape.table}.{attr}: " + reach[-1].reason, sum(p.checks for p in reach))
     if shape.kind != "minmax":
         how = "one witness per view tuple" + (" with the selected source" if shape.outer_sources else "")
-        return Verdict(True, f"safe on {shape.table}.{attr}: {base}; {how}", 0)
+        return Verdict(
+            True,
+            f"safe on {shape.table}.{attr}: {base}; {how} (Z3 proved the witness rule on every graph of "
+            f"1..{MAX_NODES} nodes: kept links derive nothing new and, holding one witness per reached "
+            "node, lose nothing; it refuted the rule without kept witnesses)",
+            sum(p.checks for p in reach),
+            reach[-1].details,
+        )
     proofs = [
         min_lemma(n, f) for f in sorted({f for f, _ in shape.aggregates}) for n in range(1, MAX_GROUP + 1)
     ]
@@ -105,9 +116,10 @@ def verdict(shape, attr: str) -> Verdict:
     aggs = ", ".join(f"{f}({c})" for f, c in shape.aggregates)
     return Verdict(
         True,
-        f"safe on {shape.table}.{attr}: {base}; {aggs} per (src, dst) keep one witness of every "
+        f"safe on {shape.table}.{attr}: {base}; {aggs} per {'node' if shape.nodes else '(src, dst)'} keep "
+        "one witness of every "
         f"tied winner (Z3 proved the MIN/MAX step for groups of 1..{MAX_GROUP}, and refuted "
         "it for a kept tuple that is not a winner and for COUNT)",
-        sum(p.checks for p in proofs),
-        [d for p in proofs[-1:] for d in p.details],
+        sum(p.checks for p in proofs + reach),
+        [d for p in proofs[-1:] + reach[-1:] for d in p.details],
     )

@@ -107,7 +107,7 @@ def test_every_variant_answers_like_networkx_before_and_after_a_batch_through_cl
     assert got == truth(current_links(wh), "backward")
 
 
-def test_explain_names_the_plan_and_refuses_what_no_loop_evaluates(tmp_path, capsys):
+def test_explain_names_the_plan_and_refuses_what_no_loop_evaluates(spark, tmp_path, capsys):
     wh = str(tmp_path)
     code, out, _ = cli(["--warehouse", wh, "explain", "--json", REACH], capsys)
     info = json.loads(out)

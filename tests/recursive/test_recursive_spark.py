@@ -9,7 +9,7 @@ import math
 import networkx as nx
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 from advisor.recursive.capture import capture_recursive, catch_up, load_links
 from advisor.recursive.evaluate import run_native, run_recursive
@@ -19,6 +19,11 @@ from advisor.recursive.shape import recognise
 REACH = (
     "WITH RECURSIVE r(src, dst) AS (SELECT src, dst FROM link UNION SELECT l.src, r.dst FROM link l "
     "JOIN r ON l.dst = r.src) SELECT src, dst FROM r WHERE src IN (0, 1)"
+)
+NODES = (  # the nodes reached from 0 over links cheaper than 4, within 4 hops
+    "WITH RECURSIVE reach(node, hops) AS (SELECT dst, 1 FROM link WHERE src = 0 AND cost < 4 UNION SELECT "
+    "l.dst, r.hops + 1 FROM reach r JOIN link l ON l.src = r.node WHERE r.hops < 4 AND l.cost < 4) "
+    "SELECT node, MIN(hops) AS h FROM reach GROUP BY node"
 )
 CHEAP = (
     "WITH RECURSIVE p(src, dst, cost, hops) AS (SELECT src, dst, cost, 1 FROM link WHERE src = 0 UNION "
@@ -64,8 +69,20 @@ def nx_cheapest(links, source, max_hops) -> dict:
 link_st = st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 4))
 
 
+def nx_hops(links, source, max_hops, max_cost) -> dict:
+    """node -> fewest links of a walk from ``source`` over links cheaper than ``max_cost``."""
+    g = nx.MultiDiGraph()
+    g.add_edges_from((s, d) for s, d, c in links if c < max_cost)
+    best, cur = {}, {source} if source in g else set()
+    for h in range(1, max_hops + 1):
+        cur = {d for s in cur for d in g.successors(s)}
+        for d in cur:
+            best.setdefault(d, h)
+    return best
+
+
 @settings(
-    max_examples=3,
+    max_examples=2,
     phases=[Phase.explicit, Phase.generate],  # a Spark example is seconds: no shrinking
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -73,8 +90,9 @@ link_st = st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 4))
     st.lists(link_st, min_size=1, max_size=10),
     st.lists(link_st, max_size=3),
     st.integers(0, 3),
-    st.sampled_from([REACH, CHEAP]),
+    st.sampled_from([REACH, CHEAP, NODES]),
 )
+@example([(0, 1, 1), (1, 2, 3), (2, 0, 1), (1, 3, 5), (3, 4, 1)], [(4, 5, 1)], 2, NODES)  # a cycle, a dear link
 def test_sketched_equals_plain_and_networkx_and_maintained_equals_recaptured(cat, links, ins, n_del, sql):
     shape = recognise(sql)
     put(cat, "link", links)
@@ -87,6 +105,8 @@ def test_sketched_equals_plain_and_networkx_and_maintained_equals_recaptured(cat
         live = [tuple(x) for x in cat.read_pandas("link")[["src", "dst", "cost"]].itertuples(index=False)]
         if sql is REACH:
             assert set(plain.rows) == nx_reach(live, {0, 1})
+        elif sql is NODES:
+            assert dict(plain.rows) == nx_hops(live, 0, 4, 4)
         else:
             assert {(s, d): c for s, d, c in plain.rows} == nx_cheapest(live, 0, 3)
         if step:
@@ -185,3 +205,19 @@ def test_dred_mode_sketch_is_sufficient_and_equals_its_recapture(cat):
     assert set(run_recursive(cat, shape).rows) == nx_reach(
         [(0, 1, 1), (1, 2, 1), (2, 0, 1), (3, 4, 1), (4, 5, 1), (5, 3, 1)], {0, 1}
     )
+
+
+def test_the_spark_loop_runs_any_linear_union_cte_and_names_a_recursion_without_fixpoint(cat):
+    from advisor.errors import BadInput
+    from advisor.recursive.linear import parse_linear, run_linear
+
+    spark = cat.spark
+    q = (  # a sibling CTE, and the outer query joins the view with it
+        "WITH RECURSIVE odd(n) AS (SELECT 1), evens(n) AS (SELECT 0 UNION SELECT n + 2 FROM evens WHERE n < 10) "
+        "SELECT sum(e.n) AS s, count(*) AS c FROM evens e JOIN odd o ON o.n <= e.n"
+    )
+    df, _, rounds, _ = run_linear(spark, parse_linear(q))
+    assert [tuple(r) for r in df.collect()] == [(sum(range(2, 11, 2)), 5)] and rounds == 6
+    grows = "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r) SELECT max(n) FROM r"
+    with pytest.raises(BadInput, match="did not reach a fixpoint in 3 rounds"):
+        run_linear(spark, parse_linear(grows), max_rounds=3)

@@ -7,7 +7,7 @@ recovering): absorption (the provenance state the product keeps: minimal witness
 hop-bounded views within their budget, else derivation supports with levels, which a deletion
 touches only where a tuple lost every shortest derivation), DRed (over-delete, re-derive) and
 recomputation (semi-naive from scratch), each on its own copy of the view, all in driver-side
-Python; seconds and tuples touched.  The policy (``advisor.recursive.policy``) picks one method
+Python; seconds (garbage collector off during each timed call) and tuples touched.  The policy (``advisor.recursive.policy``) picks one method
 per batch from the seconds measured on the earlier batches; its column is the measured time of
 the method it picked, and the ratio compares its total with the best single method's.  Every
 maintained view is checked against the recomputed one.  The state sizes of the alternatives
@@ -19,6 +19,7 @@ recursion, seconds, answers equal.
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -96,6 +97,19 @@ def alternatives(spec: Spec, links: dict, budget: int, bdd_nodes: int, bdd_secon
     return out
 
 
+def _timed(fn):
+    """(seconds, result) of ``fn()`` with the garbage collector off while it runs (as ``timeit``
+    does: a collection of the other views' objects would otherwise land in whichever call runs)."""
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        out = fn()
+        return time.perf_counter() - t0, out
+    finally:
+        gc.enable()
+
+
 def maintenance_rounds(
     links: dict,
     spec: Spec,
@@ -133,19 +147,12 @@ def maintenance_rounds(
             del live[r]
         live.update(ins)
         row = {"batch": b + 1, "kind": kind, "links": n, "policy": pick, "why": why}
-        t0 = time.perf_counter()
-        touched = wit.delete(gone) if gone else wit.insert(ins)
-        row |= {"absorption_s": time.perf_counter() - t0, "absorption_touched": touched}
-        t0 = time.perf_counter()
-        if gone:
-            over, back_n = dred.delete(gone)
-            touched = over + back_n
-        else:
-            touched = dred.insert(ins)
-        row |= {"dred_s": time.perf_counter() - t0, "dred_touched": touched}
-        t0 = time.perf_counter()
-        fresh = fixpoint(spec, LinkGraph(dict(live)))
-        row |= {"recompute_s": time.perf_counter() - t0, "view": len(fresh)}
+        secs, touched = _timed(lambda: wit.delete(gone) if gone else wit.insert(ins))
+        row |= {"absorption_s": secs, "absorption_touched": touched}
+        secs, touched = _timed(lambda: sum(dred.delete(gone)) if gone else dred.insert(ins))
+        row |= {"dred_s": secs, "dred_touched": touched}
+        secs, fresh = _timed(lambda: fixpoint(spec, LinkGraph(dict(live))))
+        row |= {"recompute_s": secs, "view": len(fresh)}
         assert dred.view == fresh and wit.tuples() == fresh, "maintained view != recomputed"
         for m in METHODS:
             costs.add(m, n, row[f"{m}_s"], b + 1)
