@@ -100,3 +100,24 @@ def test_a_file_without_a_page_index_gives_row_groups(tmp_path):
     assert all(hi - lo + 1 == r for lo, hi, r in pages)  # a page of consecutive values: its bounds
     nulls = page_index.column_pages(lambda o, n: data[o:o + n], len(data), "b")
     assert all(lo is None and n == r for c in nulls for lo, n, r in zip(c.lo, c.nulls, c.rows))
+
+
+def test_the_decision_weighs_the_files_as_stored_against_a_copy(ctx, spark):
+    """A table in key order with Spark's default pages (20,000 rows): 50 duplicated keys in one
+    page leave about a tenth of it to read.  Over a few predicted uses the sketch is used on the files as
+    they are; over many a narrow copy of the two columns the query reads (1,000-row pages) pays
+    more, and the decision line says both."""
+    from advisor.selection.cost_model import CostParams
+    from advisor.selection.recommend import recommend
+
+    rows = spark.range(200_000).union(spark.range(40_000, 40_050)).selectExpr(
+        "id AS k", "id % 7 AS x", "repeat('p', 20) AS pad").repartition(1).sortWithinPartitions("k")
+    ctx.catalog.create_table("keyed", rows, "test")
+    sql = "SELECT k, count(x) AS n FROM keyed GROUP BY k HAVING count(x) > 1"
+    few = recommend(ctx, sql, fragments=1000, params=CostParams(prior_reuses=3), pairs=False)
+    many = recommend(ctx, sql, fragments=1000, params=CostParams(prior_reuses=200), pairs=False)
+    f, m = few["decision"], many["decision"]
+    assert f["go"] and f["layout"] is None and "stored files' pages" in f["reason"], f["reason"]
+    assert m["go"] and m["layout"]["columns"] == ["k", "x"] and not m["layout"]["built"], m["reason"]
+    assert "files as stored" in m["reason"] and "narrow copy of keyed (k, x)" in m["reason"]
+    assert "pays after" in m["reason"] and "a full layout" in m["reason"]
