@@ -51,7 +51,7 @@ class LinearQuery:
     columns: tuple
     bases: list
     steps: list
-    siblings: list = field(default_factory=list)  # [(name, select expression)]
+    siblings: list = field(default_factory=list)  # [(name, select expression, column names or ())]
     outer: exp.Expression | None = None
     union_all: bool = False
 
@@ -112,7 +112,7 @@ def parse_linear(sql: str) -> LinearQuery:
     if not union_all:
         for s in steps:
             _check_step(s, name)
-    cols = [c.name.lower() for c in (cte.args.get("alias").columns if cte.args.get("alias") else [])]
+    cols = list(_names(cte))
     first = bases[0]
     if not cols and isinstance(first, exp.Select):
         cols = [e.alias_or_name.lower() for e in first.expressions]
@@ -122,8 +122,14 @@ def parse_linear(sql: str) -> LinearQuery:
     outer = tree.copy()
     outer.set("with_", None)
     outer.set("with", None)
-    sib = [(n, c.this) for n, c in zip(names, ctes) if n != name]
+    sib = [(n, c.this, _names(c)) for n, c in zip(names, ctes) if n != name]
     return LinearQuery(sql, name, tuple(cols), bases, steps, sib, outer, union_all)
+
+
+def _names(cte: exp.CTE) -> tuple:
+    """The column names a CTE declares (``name(a, b) AS ...``), or () when it declares none."""
+    alias = cte.args.get("alias")
+    return tuple(c.name.lower() for c in (alias.columns if alias else []))
 
 
 def _check_step(s: exp.Expression, name: str) -> None:
@@ -187,9 +193,10 @@ def run_linear(spark, lq: LinearQuery, views: dict | None = None, max_rounds: in
     views = dict(views or {})
     tag = uuid.uuid4().hex[:10]
     made = []
-    for i, (n, e) in enumerate(lq.siblings):
+    for i, (n, e, names) in enumerate(lq.siblings):
         v = f"_cte_{tag}_{i}"
-        spark.sql(substitute(e, views)).createOrReplaceTempView(v)
+        df = spark.sql(substitute(e, views))
+        (df.toDF(*names) if names else df).createOrReplaceTempView(v)
         views[n] = v
         made.append(v)
     cols = lq.columns
