@@ -160,3 +160,34 @@ def test_the_non_recursive_planner_names_a_recursive_query_unsupported_instead_o
 
     with pytest.raises(Unsupported, match="recursive CTE"):
         parse_sql(q(f"{BASE} UNION {STEP}"), {"link": [("src", "bigint"), ("dst", "bigint")]}.get)
+
+
+def test_node_sets_in_both_directions_and_link_selections_are_recognised():
+    fwd = recognise(
+        "WITH RECURSIVE reach(node) AS (SELECT dst FROM link WHERE src = 0 UNION SELECT l.dst FROM reach r "
+        "JOIN link l ON l.src = r.node) SELECT node FROM reach"
+    )
+    assert (fwd.nodes, fwd.src_col, fwd.dst_col, fwd.sources, fwd.step_filter) == (True, "src", "dst", {0}, None)
+    back = recognise(
+        "WITH RECURSIVE up(node, hops) AS (SELECT src, 1 FROM link WHERE dst IN (3, 4) AND cost > 1 UNION "
+        "SELECT l.src, u.hops + 1 FROM up u, link l WHERE l.dst = u.node AND u.hops < 5 AND l.cost <> 50) "
+        "SELECT node, MIN(hops) FROM up GROUP BY node"
+    )
+    assert (back.src_col, back.dst_col, back.sources, back.max_hops) == ("dst", "src", {3, 4}, 5)
+    assert (back.base_filter, back.step_filter, back.kind) == ("(cost > 1)", "(cost <> 50)", "minmax")
+    pairs = recognise(q(f"{BASE} WHERE dst = 2 UNION {STEP} WHERE l.cost < 9"))
+    assert (pairs.nodes, pairs.base_targets, pairs.step_filter) == (False, {2}, "(cost < 9)")
+
+
+@pytest.mark.parametrize(
+    "sql, needle",
+    [
+        ("WITH RECURSIVE r(n) AS (SELECT 0 UNION SELECT l.dst FROM r JOIN link l ON l.src = r.n) SELECT * FROM r",
+         "does not read one link table"),
+        ("WITH RECURSIVE r(n) AS (SELECT dst FROM link UNION SELECT l.dst FROM r JOIN link l ON l.src = r.n "
+         "WHERE l.cost < r.n) SELECT * FROM r", "condition"),
+    ],
+)
+def test_node_set_shapes_outside_the_sketch_family_are_named(sql, needle):
+    with pytest.raises(Unsupported, match=needle):
+        recognise(sql)
