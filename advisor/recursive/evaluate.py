@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import sqlglot
+from pyspark.sql.types import IntegerType, StructField, StructType
 from sqlglot import exp
 
 from advisor.engine.scan_metrics import collect_scan_metrics
@@ -176,8 +177,6 @@ def driver_view(spark, shape, links: dict, schema):
     """The recursive view of ``shape`` over ``links``, evaluated on the driver, as a Spark
     DataFrame typed as Spark types the CTE (node and cost columns as the link table's ``schema``
     has them, the hop count INT); and the rounds and the view's size."""
-    from pyspark.sql.types import IntegerType, StructField, StructType
-
     view, rounds = rounds_fixpoint(Spec.of(shape), LinkGraph(links))
     types = {f.name.lower(): f.dataType for f in schema.fields}
     cols = list(shape.columns)
