@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from advisor.errors import BadInput
 from advisor.layout import blocks
 from advisor.layout.registry import covers, layout_row
+from advisor.layout.skip_prediction import stat_values
 from advisor.warehouse import atomic, filesystem
 from advisor.warehouse.lock import writer_lock
 from advisor.warehouse.table_files import RID
@@ -131,6 +134,9 @@ def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_pe
         .options(**({"parquet.page.row.count.limit": PAGE_ROWS} if PAGE_ROWS else {})).parquet(str(tmp)))
     if starts is not None:
         blocks.save_starts(tmp, starts)
+    # footers give what Spark would (floats: NaN is no statistic; timestamps: Spark's naive values)
+    if kind_of(dtype) in ("int", "dec", "date", "str") and filesystem.is_local(str(tmp)):
+        return _footer_manifest(tmp, attr)
     back = catalog.spark.read.parquet(str(tmp)).withColumn("__file", F.input_file_name())
     col = F.col(attr)
     valid = col.isNotNull()
@@ -144,6 +150,29 @@ def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_pe
                  **({"page_rows": PAGE_ROWS} if PAGE_ROWS else {})} for r in stats]
     manifest.sort(key=lambda m: m["path"])
     return manifest
+
+
+def _footer_manifest(directory, attr: str) -> list[dict]:
+    """The manifest from the written files' footers (per file: min, max and NULLs of ``attr`` over
+    its row groups, rows), with no second pass over the copy."""
+    out = []
+    for f in sorted(Path(filesystem.local_path(str(directory))).glob("*.parquet")):
+        md = pq.ParquetFile(str(f)).metadata
+        idx = next((k for k in range(md.num_columns) if md.schema.column(k).path == attr), None)
+        lo = hi = None
+        nulls = rows = 0
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            rows += rg.num_rows
+            st = rg.column(idx).statistics
+            nulls += st.null_count if st is not None and st.has_null_count else 0
+            if st is not None and st.has_min_max:
+                a, b = stat_values(st)
+                lo = a if lo is None or a < lo else lo
+                hi = b if hi is None or b > hi else hi
+        out.append({"path": f.name, "min": encode_value(lo), "max": encode_value(hi), "nulls": int(nulls),
+                    "rows": int(rows), **({"page_rows": PAGE_ROWS} if PAGE_ROWS else {})})
+    return out
 
 
 PART = "__part"   # the hash-partitioning label of a row's key range while the copy is written

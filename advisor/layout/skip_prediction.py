@@ -325,7 +325,7 @@ def _footer_units_cached(files: tuple, stamp: tuple, attr: str) -> tuple:
                 out.append(ReadUnit(rg.num_rows, None, None, nulls, always=not all_null))
                 continue
             try:
-                lo, hi = _stat_values(st)
+                lo, hi = stat_values(st)
             except Exception:  # noqa: BLE001 - statistics pyarrow cannot decode: the unit is never skipped
                 out.append(ReadUnit(rg.num_rows, always=True))
                 continue
@@ -417,7 +417,7 @@ def _stored_source(what: str, units: tuple, paged: int, files: int) -> str:
     return f"{what} row groups ({len(units)})"
 
 
-def _stat_values(st) -> tuple:
+def stat_values(st) -> tuple:
     """(min, max) of a column chunk; decimals stored as INT32/INT64 (Spark's choice up to 18 digits)
     come back from pyarrow only as raw integers, scaled here."""
     lt = st.logical_type

@@ -141,3 +141,16 @@ def test_copies_over_the_budget_go_least_saving_first(ctx):
     assert find_layout(cat.store, "t", "k", None, {"k", "v"})["id"] == keep["id"]
     # the copy just built is kept even when it alone exceeds the budget
     assert copy_budget.enforce(cat, 0, keep=keep["id"]) == []
+
+
+@pytest.mark.parametrize("attr", ["k", "note"])
+def test_the_manifest_from_the_footers_equals_sparks_statistics(ctx, spark, attr):
+    from pyspark.sql import functions as F
+
+    lay = build_layout(ctx.catalog, "t", attr, columns=["v"], rows_per_file=4_000)
+    assert len(lay["manifest"]) >= 4
+    got = {m["path"].rsplit("/", 1)[-1]: (m["min"], m["max"], m["nulls"], m["rows"]) for m in lay["manifest"]}
+    stats = (spark.read.parquet(lay["path"]).withColumn("f", F.input_file_name()).groupBy("f")
+             .agg(F.min(attr), F.max(attr), F.sum(F.col(attr).isNull().cast("int")), F.count(F.lit(1))).collect())
+    want = {r[0].rsplit("/", 1)[-1]: (r[1], r[2], int(r[3]), int(r[4])) for r in stats}
+    assert got == want
