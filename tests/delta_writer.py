@@ -18,6 +18,27 @@ from pyspark.sql import SparkSession
 from advisor.engine.packages import jar_conf
 
 
+class Writer:
+    """This writer as a separate process that stays up (for tests): ``commit`` hands it
+    statements and returns once they are committed."""
+
+    def __init__(self):
+        import subprocess
+
+        self.p = subprocess.Popen([sys.executable, __file__, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True)
+        assert self.p.stdout.readline().strip() == "ok", "the writer did not start"
+
+    def commit(self, pairs: list[tuple[str, str]]) -> None:
+        self.p.stdin.write(json.dumps(pairs) + "\n")
+        self.p.stdin.flush()
+        assert self.p.stdout.readline().strip() == "ok", "the writer failed"
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.wait(timeout=300)
+
+
 def main(pairs: list[tuple[str, str]] | None) -> None:
     b = SparkSession.builder.master("local[1]").appName("plain-writer").config("spark.ui.enabled", "false")
     # small tables: a MERGE's or UPDATE's shuffles and a snapshot's state in a few tasks, not 200 or 50

@@ -2,10 +2,11 @@
 Spark job.
 
 What maintenance and the catalog need from a Delta table is small next to what a Spark job costs
-(a Change Data Feed read was 3-60 s a batch at TPC-H SF0.1, mostly job and snapshot set-up):
+(a Spark read of the Change Data Feed takes seconds for a one-row commit, mostly job and snapshot
+set-up; the driver reads a small commit in milliseconds):
 
 * ``snapshot``: the log replayed to a version, one ``DeltaTable`` per (location, version) kept for
-  the process (the ``STAMP`` of the version's commit file guards against a table re-created at the
+  the process (``_stamp`` of the version's commit file guards against a table re-created at the
   same path), so every query of a process reuses it;
 * ``changes``: the commits ``after < v <= upto`` of the Change Data Feed, as one pyarrow table
   with ``_change_type``: the ``_change_data`` files a commit names, else its added and removed
@@ -13,7 +14,8 @@ What maintenance and the catalog need from a Delta table is small next to what a
   ``load_cdf`` reads a removed file without its deletion vector, so rows deleted earlier would
   be deleted twice);
 * ``files``: the snapshot's data files with size, record count and, where a deletion vector marks
-  rows deleted, the keep mask;
+  rows deleted, the keep mask (built once per snapshot; the masks only when asked for, since
+  materialising them costs about a second for an SF1 table);
 * ``file_stats``: the ``add`` actions' statistics (per file min / max / nullCount per column);
 * ``read``: the snapshot's columns read with pyarrow from the files the log lists, deletion vectors
   applied: the same path the own store's tables take on the driver.
@@ -44,6 +46,7 @@ COLUMN_MAPPING = "delta.columnMapping.mode"
 
 _lock = threading.Lock()
 _snapshots: OrderedDict = OrderedDict()
+_files: OrderedDict = OrderedDict()
 
 
 class Unreadable(Exception):
@@ -115,8 +118,9 @@ def snapshot(location: str, version: int):
 def forget(location: str) -> None:
     """Drop the cached snapshots of ``location`` (a table replaced or removed)."""
     with _lock:
-        for k in [k for k in _snapshots if k[0] == location]:
-            del _snapshots[k]
+        for cache in (_snapshots, _files):
+            for k in [k for k in cache if k[0] == location]:
+                del cache[k]
 
 
 def _first_line(e: Exception) -> str:
@@ -145,13 +149,30 @@ def names(location: str, version: int) -> dict[str, str]:
     return {f.name.lower(): f.name for f in snapshot(location, version).schema().fields}
 
 
-def files(location: str, version: int) -> list[DataFile]:
-    """The data files of the snapshot at ``version``, with their deletion vectors' keep masks."""
+def _keep_masks(dt) -> dict[str, np.ndarray]:
+    """Path -> keep mask of every file with a deletion vector, taken from the arrow buffers (a
+    Python list of an SF1 table's masks took seconds)."""
+    t = pa.table(dt.deletion_vectors())
+    if not t.num_rows:
+        return {}
+    sel = t.column("selection_vector").combine_chunks()
+    flat = np.asarray(pc.list_flatten(sel).to_numpy(zero_copy_only=False), dtype=bool)
+    offs = sel.offsets.to_numpy()
+    offs = offs - offs[0]
+    return {local(p): flat[offs[k]:offs[k + 1]] for k, p in enumerate(t.column("filepath").to_pylist())}
+
+
+def files(location: str, version: int, masks: bool = True) -> list[DataFile]:
+    """The data files of the snapshot at ``version``, with (``masks``) their deletion vectors'
+    keep masks; built once per snapshot."""
+    key = (location, int(version), _stamp(location, version), masks)
+    with _lock:
+        if key in _files:
+            return _files[key]
     dt = snapshot(location, version)
     try:
         adds = pa.table(dt.get_add_actions(flatten=False)).select(["path", "size_bytes", "num_records"])
-        keep = {local(r["filepath"]): np.asarray(r["selection_vector"], dtype=bool)
-                for r in pa.table(dt.deletion_vectors()).to_pylist()}
+        keep = _keep_masks(dt) if masks else {}
     except Exception as e:
         raise Unreadable(_first_line(e)) from None
     base = local(_uri(location)).rstrip("/")
@@ -159,6 +180,10 @@ def files(location: str, version: int) -> list[DataFile]:
     for p, size, n in zip(*(adds.column(c).to_pylist() for c in ("path", "size_bytes", "num_records"))):
         path = local(p) if "://" in p else f"{base}/{unquote(p)}"
         out.append(DataFile(path, int(size), None if n is None else int(n), keep.get(path)))
+    with _lock:
+        _files[key] = out
+        while len(_files) > SNAPSHOTS_KEPT:
+            _files.popitem(last=False)
     return out
 
 
@@ -242,7 +267,10 @@ def changes(location: str, after: int, upto: int, columns: list[str]) -> pa.Tabl
         for kind, acts_, at in (("insert", adds, v), ("delete", removes, v - 1)):
             if not acts_:
                 continue
-            keep = {f.path: f.keep for f in files(location, at)}
+            # an add or remove action names the deletion vector its file has (had): without one the
+            # file is read whole and no masks are materialised
+            need = any(a.get("deletionVector") for a in acts_)
+            keep = {f.path: f.keep for f in files(location, at, masks=True)} if need else {}
             for a in acts_:
                 p = path_of(a["path"])
                 t = _file_rows(p, list(columns), keep.get(p), types)

@@ -291,7 +291,7 @@ def data_files(spark, location: str, version: int) -> list[str]:
         return sorted(_local(unquote(f["path"])) if "://" in f["path"] else f"{_local(base)}/{unquote(f['path'])}"
                       for f in files)
     try:
-        return sorted(f.path for f in delta_log.files(location, version))
+        return sorted(f.path for f in delta_log.files(location, version, masks=False))
     except delta_log.Unreadable:
         pass
     df = spark.read.format("delta").option("versionAsOf", int(version)).load(location)
@@ -300,7 +300,7 @@ def data_files(spark, location: str, version: int) -> list[str]:
 
 def data_file_sizes(spark, location: str, version: int) -> list[int]:
     try:
-        return [f.size for f in delta_log.files(location, version)]
+        return [f.size for f in delta_log.files(location, version, masks=False)]
     except delta_log.Unreadable:
         pass
     fs, _ = _fs(location)

@@ -8,12 +8,11 @@ for a table without deletion vectors."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cli_helpers import cli
+from delta_writer import Writer
 
 from advisor.context import Context
 from advisor.partition.range_partition import load_partition
@@ -22,7 +21,6 @@ from advisor.sketch.capture import capture
 from advisor.warehouse.sketch_records import all_sketches
 
 SQL = "SELECT g, sum(v) AS s FROM {t} GROUP BY g HAVING sum(v) > 38000"
-WRITER = Path(__file__).resolve().parents[1] / "delta_writer.py"
 
 
 def _write_table(spark, path: str, dv: bool) -> None:
@@ -49,25 +47,6 @@ STEPS = [
     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",                  # updates and an insert
     "UPDATE {t} SET v = v - 30 WHERE g = 460",                                        # g=460 drops out
 ]
-
-
-class Writer:
-    """The plain Spark writer (``tests/delta_writer.py``) as a separate process that stays up:
-    ``commit`` hands it statements and returns once they are committed."""
-
-    def __init__(self):
-        self.p = subprocess.Popen([sys.executable, str(WRITER), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True)
-        assert self.p.stdout.readline().strip() == "ok"
-
-    def commit(self, pairs: list[tuple[str, str]]) -> None:
-        self.p.stdin.write(json.dumps(pairs) + "\n")
-        self.p.stdin.flush()
-        assert self.p.stdout.readline().strip() == "ok", "the writer failed"
-
-    def close(self) -> None:
-        self.p.stdin.close()
-        self.p.wait(timeout=300)
 
 
 def _run_json(ctx, sql: str, capsys) -> list:

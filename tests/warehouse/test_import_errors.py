@@ -100,3 +100,29 @@ def test_a_new_snapshot_is_applied_as_its_difference_by_key(files, tmp_path, cap
 
     rows = Context(wh, spark=spark).catalog.read("people").orderBy("id").collect()
     assert [tuple(r) for r in rows] == [(1, "ann", 35), (3, "cid", 41), (4, "dee", 19)]
+
+
+def _listing(root) -> list:
+    """Every file below ``root`` with its size and modification time."""
+    import os
+
+    return sorted((os.path.join(d, f), os.stat(os.path.join(d, f)).st_size, os.stat(os.path.join(d, f)).st_mtime_ns)
+                  for d, _, fs in os.walk(root) for f in fs)
+
+
+def test_refused_delta_imports_write_nothing_anywhere(files, tmp_path, capsys):
+    """A Delta table without its change feed, a path that is no table and a directory whose log
+    holds no commit: one line, exit 2, the user's files untouched and no table in the warehouse."""
+    empty = tmp_path / "empty_log"
+    (empty / "_delta_log").mkdir(parents=True)
+    before = _listing(files), _listing(empty)
+    wh = tmp_path / "wh"
+    _fails(capsys, ["--warehouse", str(wh), "data", "import", "t", str(files / "no_cdf"), "--format", "delta",
+                    "--key", "id"], "no change data feed")
+    _fails(capsys, ["--warehouse", str(wh), "data", "import", "t", str(tmp_path / "missing"), "--format", "delta"],
+           "is not a Delta table")
+    _fails(capsys, ["--warehouse", str(wh), "data", "import", "t", str(empty), "--format", "delta"],
+           "is not a Delta table")
+    assert (_listing(files), _listing(empty)) == before
+    assert not (tmp_path / "missing").exists()
+    assert [p for p in _listing(wh) if "/tables/" in p[0]] == [] and _tables(capsys, wh) == []
