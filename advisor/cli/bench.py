@@ -1,7 +1,7 @@
 """`advisor bench ...`: the benchmark commands (side-by-side ratios and deterministic counters).
 
 Kept apart from ``advisor.cli.main`` so the user-facing commands stay in one readable file; the CLI's
-warehouse context and console are looked up when a command runs.
+warehouse context is opened (``ctx()``) when a command runs.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import typer
 
+from advisor.cli.common import ctx, out
 from advisor.errors import BadInput
 from workloads.bench.suites import TPCH, TPCH_SF1
 
@@ -22,7 +23,6 @@ def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.
                   reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out"),
                   queries: List[str] = typer.Option([], "--query", help="only these suite queries (repeatable)")):
     """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.use_speed import bench_use, render
 
     c, suite = _tpch_suite(ctx(), sf, queries)
@@ -40,7 +40,6 @@ def bench_capture_cmd(sf: float = typer.Option(1.0, "--sf"),
                       queries: List[str] = typer.Option([], "--query",
                                                         help="only these suite queries (repeatable)")):
     """Capture by value against by fragment ids and the plain query, on the TPC-H suite of `bench use`."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.capture_paths import bench_capture_paths, render
 
     c, suite = _tpch_suite(ctx(), sf, queries)
@@ -69,7 +68,6 @@ def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer
                      datasets: List[str] = typer.Option(["tpch", "flights", "crimes"], "--dataset"),
                      out_json: Optional[Path] = typer.Option(None, "--out")):
     """Accuracy of the cost-based advice vs the exhaustive oracle (OPT) on generated queries."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.advice_accuracy import bench_advice_command
 
     bench_advice_command(ctx(), out, tuple(datasets), sf, queries, (0.05, 0.10), out_json)
@@ -93,7 +91,6 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
                        recaptures: int = typer.Option(1, "--recaptures", min=1,
                                                       help="Recaptures per step; the fastest counts.")):
     """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf, or flights, if missing)."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.maintain_vs_recapture import bench_maintain_command
 
     bench_maintain_command(ctx, out, dataset=dataset, sf=sf, sizes=sizes, kinds=kinds, repeat=repeat,
@@ -105,7 +102,6 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
 def bench_startup_cmd(reps: int = typer.Option(5, "--reps", min=1),
                       out_json: Optional[Path] = typer.Option(None, "--out")):
     """Time to first result of `advisor run` vs bare PySpark on a trivial query (TPC-H SF 0.01)."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.startup import bench_startup
     from workloads.data.datasets import load_dataset
 
@@ -126,7 +122,6 @@ def bench_fresh_cmd(workload: Path = typer.Argument(..., help="Workload file who
                     out_json: Optional[Path] = typer.Option(None, "--out")):
     """`recommend` on every template of WORKLOAD against the warehouse's tables as they are, then
     each sketch's exact size (one capture): how many small sketches the advice says go for."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.fresh_advice import bench_fresh_advice
 
     res = bench_fresh_advice(ctx(), str(workload), uses=uses)
@@ -140,12 +135,25 @@ def bench_fresh_cmd(workload: Path = typer.Argument(..., help="Workload file who
         out_json.write_text(json.dumps(res, indent=2, default=str))
 
 
+@bench_app.command("copy")
+def bench_copy_cmd(reps: int = typer.Option(3, "--reps", min=1),
+                   full: bool = typer.Option(True, "--full/--no-full", help="Also build the full layout."),
+                   out_json: Optional[Path] = typer.Option(None, "--out")):
+    """A narrow copy's build against plain runs of the query it serves, beside a full layout (TPC-H
+    loaded in the warehouse)."""
+    from workloads.bench.copy_build import bench_copies, render
+
+    res = bench_copies(ctx(), reps, full)
+    render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
 @bench_app.command("store")
 def bench_store_cmd(sf: float = typer.Option(0.1, "--sf"), batches: int = typer.Option(5, "--batches", min=0),
                     inserts: int = typer.Option(1000, "--inserts", min=0), deletes: int = typer.Option(200, "--deletes", min=0),
                     reps: int = typer.Option(3, "--reps", min=1), out_json: Optional[Path] = typer.Option(None, "--out")):
     """The warehouse's own versioned store against a Delta table of the same rows: use, maintenance per batch."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.delta_store import bench_store, render
 
     res = bench_store(ctx(), sf, batches, inserts, deletes, reps, out)
@@ -167,7 +175,6 @@ def bench_recursive_cmd(nodes: int = typer.Option(1000, "--nodes", help="Topolog
     """Recursive views under link failures and recoveries: absorption vs DRed vs recomputation per
     batch on topologies of density 1, 2 and 4 and the airports graph, the policy's pick; recursive
     queries plain vs sketched on Spark."""
-    from advisor.cli.common import ctx, out
     from workloads.bench.recursive import bench_recursive
 
     res = bench_recursive(ctx() if spark_nodes else None, out, nodes=nodes, seed=seed, batches=batches,
