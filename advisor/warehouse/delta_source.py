@@ -184,7 +184,7 @@ def net_changes(spark, location: str, v_from: int, v_to: int, columns: list[str]
         t = read_arrow(spark, location, v_from, columns, limit=0)
         return t, t
     try:
-        delta_log.snapshot(location, v_to)
+        delta_log.metadata(location, v_to)
     except delta_log.Unreadable:  # not readable by delta-rs: Spark reads the feed and finds any gap
         return _net_changes_on_spark(spark, location, v_from, v_to, columns)
     if not feed_covers(location, v_from, v_to):
@@ -246,7 +246,7 @@ def read_arrow(spark, location: str, version: int, columns: list[str], key: list
 
 def spark_types(location: str, version: int) -> list[tuple[str, str]]:
     """(lower-case column, pyarrow type string) of the snapshot's schema, as delta-rs reads it."""
-    schema = pa.schema(delta_log.snapshot(location, version).schema().to_arrow())
+    schema = delta_log.metadata(location, version).schema
     return [(f.name.lower(), str(f.type)) for f in schema]
 
 
