@@ -376,6 +376,20 @@ def _bound(max_hops, k):
     return k if max_hops is None else min(max_hops, k)
 
 
+def _bound_or_selection(st, c, hops: bool, max_hops, filters: list, name: str):
+    """A step condition other than the link join: a hop bound (the tighter bound is returned) or a
+    selection of link rows (appended to ``filters``); anything else is not sketched."""
+    if (k := st.hop_bound(c, hops)) is not None:
+        return _bound(max_hops, k)
+    if (p := row_predicate(c, st.is_link)) is not None:
+        filters.append(p)
+        return max_hops
+    raise Unsupported(
+        f"the recursive step of {name} has the condition {c.sql()}: only the link join, a hop "
+        "bound and selections of link rows are sketched"
+    )
+
+
 def _pairs(q: exp.Select, name: str, table: str, outs: list, hops: bool, cols: list):
     """The pair family's step (module docstring): (src, dst, cost, forward, max hops, step filter, False)."""
     src, dst = outs[0], outs[1]
@@ -391,16 +405,7 @@ def _pairs(q: exp.Select, name: str, table: str, outs: list, hops: bool, cols: l
             if pair == {("l", dst), ("r", cols[0])}:
                 forward = False if forward is None else None
                 continue
-        if (k := st.hop_bound(c, hops)) is not None:
-            max_hops = _bound(max_hops, k)
-            continue
-        if (p := row_predicate(c, st.is_link)) is not None:
-            filters.append(p)
-            continue
-        raise Unsupported(
-            f"the recursive step of {name} has the condition {c.sql()}: only the link join, a hop "
-            "bound and selections of link rows are sketched"
-        )
+        max_hops = _bound_or_selection(st, c, hops, max_hops, filters, name)
     if forward is None:
         raise Unsupported(
             f"the recursive step of {name} does not extend paths by one link "
@@ -428,16 +433,7 @@ def _nodes(q: exp.Select, name: str, table: str, outs: list, hops: bool, cols: l
             if len(pair) == 2 and len(other) == 1 and next(iter(other))[0] == "l" and near is None:
                 near = next(iter(other))[1]
                 continue
-        if (k := st.hop_bound(c, hops)) is not None:
-            max_hops = _bound(max_hops, k)
-            continue
-        if (p := row_predicate(c, st.is_link)) is not None:
-            filters.append(p)
-            continue
-        raise Unsupported(
-            f"the recursive step of {name} has the condition {c.sql()}: only the link join, a hop "
-            "bound and selections of link rows are sketched"
-        )
+        max_hops = _bound_or_selection(st, c, hops, max_hops, filters, name)
     if near is None or near == far:
         raise Unsupported(
             f"the recursive step of {name} does not extend the node set by one link "
