@@ -135,10 +135,8 @@ class LinkGraph:
         return LinkGraph(dict(self.links))
 
 
-def rounds_fixpoint(spec: Spec, g: LinkGraph) -> tuple[set, int]:
-    """The whole view by semi-naive rounds, and the number of rounds that added tuples."""
-    view = {b for link in g.links.values() if (b := spec.base(link)) is not None}
-    delta, rounds = list(view), 1 if view else 0
+def _rounds(spec: Spec, g: LinkGraph, delta: list, view: set):
+    """Semi-naive rounds from ``delta``: yields each round's new tuples, adding them to ``view``."""
     while delta:
         nxt = []
         for t in delta:
@@ -147,8 +145,16 @@ def rounds_fixpoint(spec: Spec, g: LinkGraph) -> tuple[set, int]:
                 if u is not None and u not in view:
                     view.add(u)
                     nxt.append(u)
-        rounds += bool(nxt)
+        yield nxt
         delta = nxt
+
+
+def rounds_fixpoint(spec: Spec, g: LinkGraph) -> tuple[set, int]:
+    """The whole view by semi-naive rounds, and the number of rounds that added tuples."""
+    view = {b for link in g.links.values() if (b := spec.base(link)) is not None}
+    rounds = 1 if view else 0
+    for nxt in _rounds(spec, g, list(view), view):
+        rounds += bool(nxt)
     return view, rounds
 
 
@@ -161,14 +167,6 @@ def fixpoint(spec: Spec, g: LinkGraph, seeds: set | None = None, known: set | No
     delta = [t for t in seeds if t not in view]
     view.update(delta)
     new_all = set(delta)
-    while delta:
-        nxt = []
-        for t in delta:
-            for rid in g.extending(spec, spec.key(t)):
-                u = spec.extend(t, g.links[rid])
-                if u is not None and u not in view:
-                    view.add(u)
-                    new_all.add(u)
-                    nxt.append(u)
-        delta = nxt
+    for nxt in _rounds(spec, g, delta, view):
+        new_all.update(nxt)
     return view if known is None else new_all
