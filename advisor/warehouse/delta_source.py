@@ -123,7 +123,7 @@ def properties(spark, location: str) -> dict[str, str]:
     if latest is not None:
         try:
             return delta_log.configuration(location, latest)
-        except delta_log.Unreadable:
+        except delta_log.Unreadable:  # not readable by delta-rs: Spark below
             pass
     r = spark.sql(f"DESCRIBE DETAIL delta.`{location}`").first()
     return dict(r["properties"] or {})
@@ -265,7 +265,7 @@ def rows_at(spark, location: str, version: int) -> int:
         live = [f.live for f in delta_log.files(location, version)]
         if all(n is not None for n in live):
             return int(sum(live))
-    except delta_log.Unreadable:
+    except delta_log.Unreadable:  # not readable by delta-rs: Spark below
         pass
     return int(spark.read.format("delta").option("versionAsOf", int(version)).load(location).count())
 
@@ -292,7 +292,7 @@ def data_files(spark, location: str, version: int) -> list[str]:
                       for f in files)
     try:
         return sorted(f.path for f in delta_log.files(location, version, masks=False))
-    except delta_log.Unreadable:
+    except delta_log.Unreadable:  # not readable by delta-rs: Spark below
         pass
     df = spark.read.format("delta").option("versionAsOf", int(version)).load(location)
     return sorted(_local(f) for f in df.inputFiles())
@@ -301,7 +301,7 @@ def data_files(spark, location: str, version: int) -> list[str]:
 def data_file_sizes(spark, location: str, version: int) -> list[int]:
     try:
         return [f.size for f in delta_log.files(location, version, masks=False)]
-    except delta_log.Unreadable:
+    except delta_log.Unreadable:  # not readable by delta-rs: Spark below
         pass
     fs, _ = _fs(location)
     files = data_files(spark, location, version)

@@ -73,7 +73,7 @@ def absorption_state(spec: Spec, links: dict, budget: int):
         try:
             w = WitnessView.build(spec, LinkGraph(dict(links)), budget)
             return w, f"witness sets, {w.size:,} row ids"
-        except BudgetExceeded:
+        except BudgetExceeded:  # over the witness budget: derivation supports instead
             pass
     v = SupportView.build(spec, LinkGraph(dict(links)))
     return v, f"derivation supports, {v.size:,} levels"
