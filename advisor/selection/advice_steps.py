@@ -3,7 +3,6 @@ ones found in an ``Advice`` and filling its part of the advice record."""
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
@@ -15,10 +14,8 @@ from advisor.estimation.candidate_sizes import Candidate, SizeSummary
 from advisor.estimation.exact_sizes import exact_sizes, oracle
 from advisor.estimation.sample_store import sample_cached
 from advisor.estimation.size_estimates import CannotEstimate, Shape, analyze, estimate, split_key
-from advisor.layout.clustered_copy import build_layout
-from advisor.layout.hypothetical import byte_share, clustered_units, unit_rows
-from advisor.layout.registry import layouts_of
-from advisor.layout.skip_prediction import read_units, sketch_read_fraction, skip_ceiling
+from advisor.layout.hypothetical import clustered_units, unit_rows
+from advisor.layout.skip_prediction import sketch_read_fraction
 from advisor.partition.fragment_runs import read_set
 from advisor.partition.refine import derive_partition, fine_partition, store_partition
 from advisor.plan.parse import parse_sql
@@ -34,17 +31,9 @@ from advisor.selection.cost_model import (
     cannot_pay,
     granularities_for,
 )
-from advisor.selection.copy_budget import enforce
 from advisor.selection.decision_memory import pays_after
 from advisor.selection.forecast import predict_workload
-from advisor.selection.layout_cost import (
-    PRIOR_LAYOUT_USES,
-    build_rows,
-    layout_share,
-    log_build,
-    narrow_build_rows,
-    other_uses,
-)
+from advisor.selection.copy_pricing import build_copy, layout_check, layout_phrase, price_copy
 from advisor.selection.strategies import choose, pool_of
 from advisor.sketch.capture import by_value_types_ok, capture
 from advisor.sketch.lookup import sketch_rows
@@ -139,7 +128,7 @@ def plan_candidates(a: Advice) -> None:
     a.pool = pool_of("CB-OPT" if a.strategy == "OPT" else a.strategy, a.cands)
     a.plan = {c.key: g for c in a.pool if (g := granularities_for(c.ndv, grans))}
     a.reads = read_columns(a.q)
-    a.units, unskippable = _layout_check(a.cat, a.table, list(a.plan), a.versions, a.params.max_sel, a.reads)
+    a.units, unskippable = layout_check(a.cat, a.table, list(a.plan), a.versions, a.params.max_sel, a.reads)
     for key, why in unskippable.items():
         if a.params.build_layouts and "&" not in key and not a.cat.is_delta(a.table):
             a.to_build[key] = why  # priced with the layout it needs (``price_layouts``)
@@ -172,45 +161,13 @@ def price_layouts(a: Advice) -> None:
         _price(a, key)
 
 
-def copy_columns(a: Advice, t: str, attr: str) -> list | None:
-    """The columns a narrow copy of ``t`` on ``attr`` would hold: those the query reads, widened by
-    the columns of the copies already kept on the attribute (the new copy replaces them); None when
-    that is every column (a full layout then serves as well)."""
-    cols = set(a.reads.get(t, ())) | {attr}
-    for lay in layouts_of(a.ctx.store, t, attr):
-        if lay["columns"] is not None:
-            cols |= set(lay["columns"])
-    every = {c for c, _ in a.cat.schema(t)}
-    return None if cols >= every else sorted(cols)
-
-
 def _price(a: Advice, key: str) -> None:
-    """Attach the priced copy to candidate ``key`` (``price_layouts``): a narrow copy of the columns
-    the query reads when it holds fewer than all of them, else a full layout; both prices are kept
-    so that the decision line can name the cheaper."""
+    """Attach the priced copy to candidate ``key`` (``price_layouts``, ``copy_pricing.price_copy``)."""
     t, attr = split_key(key, a.table)
-    v = a.versions[t]
-    rows = a.cat.version(t, v).rows
-    w = a.workload
-    full, full_source = build_rows(a.ctx.store, rows, w.scan_rate, w.fixed_rows)
-    cols = copy_columns(a, t, attr)
-    build, source, share_b = full, full_source, None
-    if cols is not None:
-        share_b = byte_share(a.cat, t, v, cols)
-        read_b = byte_share(a.cat, t, v, set(a.reads.get(t, ())) | {attr})
-        narrow, narrow_source = narrow_build_rows(a.ctx.store, rows, share_b, read_b, w.scan_rate, w.fixed_rows)
-        if narrow < full:
-            build, source = narrow, narrow_source
-        else:
-            cols = share_b = None
-    others = other_uses(a.ctx.store, t, attr, a.q.template)
-    share = layout_share(build, w.reuses, others)
+    lay = price_copy(a.cat, t, attr, a.versions[t], a.reads.get(t, ()), a.workload, a.q.template)
     for c in a.cands:
         if c.key == key and not c.attrs:
-            c.layout = {"table": t, "attr": attr, "build_rows": build, "share_rows": share,
-                        "build_scans": round(build / max(rows, 1), 2), "source": source,
-                        "other_uses": others, "built": False, "columns": cols, "byte_share": share_b,
-                        "full_build_scans": round(full / max(rows, 1), 2)}
+            c.layout = dict(lay)
 
 
 def check_can_pay(a: Advice) -> None:
@@ -451,55 +408,16 @@ def save_pick(a: Advice) -> None:
         a.rec["reason"] = (a.rec["reason"] + "; " if a.rec["reason"] else "") + "nothing captured: the decision is no-go"
 
 
-def pays_after_uses(lay: dict, costing) -> int | None:
-    """Uses after which capture plus the whole copy's build are repaid by the per-use net saving
-    (None when a use saves nothing).
-
-    >>> from types import SimpleNamespace as N
-    >>> pays_after_uses({"build_rows": 300.0}, N(saving_rows=100.0, overhead_rows=5.0, maintenance_rows=5.0,
-    ...                                         capture_rows=60.0))
-    4"""
-    if costing is None:
-        return None
-    per_use = costing.saving_rows - costing.overhead_rows - costing.maintenance_rows
-    if per_use <= 0:
-        return None
-    return max(1, math.ceil((costing.capture_rows + lay["build_rows"]) / per_use))
-
-
-def layout_phrase(lay: dict, reuses: float, rows: float, costing=None, files: str | None = None) -> str:
-    """How the decision priced making the sketch skip: the files as stored (why they cannot), a
-    narrow copy and a full layout, naming the cheaper copy and after how many uses it pays."""
-    uses = max(PRIOR_LAYOUT_USES, reuses + lay["other_uses"])
-    narrow = lay.get("columns") is not None
-    what = (f"a narrow copy of {lay['table']} ({', '.join(lay['columns'])}) sorted on {lay['attr']}" if narrow
-            else f"a new layout of {lay['table']} clustered on {lay['attr']}")
-    other = (f"; a full layout ~{lay['full_build_scans']:g} scans" if narrow and lay.get("full_build_scans") else "")
-    n = pays_after_uses(lay, costing)
-    after = f", pays after {n} use(s)" if n is not None else ", no number of uses repays it"
-    stored = f"the files as stored: {files}; " if files else ""
-    return (f"{stored}the sketch skips on {what}: its build ~{lay['build_scans']:g} scans ({lay['source']}){other}"
-            f"{after}; shared over {uses:g} predicted uses, {lay['share_rows'] / max(rows, 1):.2f} scans "
-            f"charged to this query; to change it: `advisor layout {lay['table']} {lay['attr']}` or more "
-            f"expected uses (--uses N)")
-
-
 def _build(a: Advice, pick) -> dict:
-    """Build the clustered layout the picked sketch needs to skip, timed and logged for pricing."""
-    t, attr = pick.layout["table"], pick.layout["attr"]
+    """Build the copy the picked sketch needs to skip (``copy_pricing.build_copy``); copies dropped
+    under the disk budget are named in the decision."""
     if a.progress:
-        a.progress(f"building a {'narrow copy' if pick.layout.get('columns') else 'layout'} of {t} clustered on {attr}")
-    t0 = time.perf_counter()
-    lay = build_layout(a.cat, t, attr, a.versions[t], columns=pick.layout.get("columns"))
-    secs = time.perf_counter() - t0
-    log_build(a.ctx.store, lay, a.cat.version(t, a.versions[t]).rows, secs, pick.layout.get("byte_share"))
-    pick.layout.update(built=True, id=lay["id"], seconds=round(secs, 3))
-    if a.params.copy_budget_bytes is not None:
-        dropped = enforce(a.cat, a.params.copy_budget_bytes, keep=lay["id"])
-        if dropped:
-            pick.layout["dropped"] = dropped
-            a.decision.reason += "; " + "; ".join(dropped)
-            a.rec["decision"]["reason"] = a.decision.reason
+        a.progress(f"building a {'narrow copy' if pick.layout.get('columns') else 'layout'} of "
+                   f"{pick.layout['table']} clustered on {pick.layout['attr']}")
+    build_copy(a.cat, pick.layout, a.versions[pick.layout["table"]], a.params.copy_budget_bytes)
+    if pick.layout.get("dropped"):
+        a.decision.reason += "; " + "; ".join(pick.layout["dropped"])
+        a.rec["decision"]["reason"] = a.decision.reason
     return dict(pick.layout)
 
 
@@ -511,26 +429,6 @@ def bridged(se, part) -> frozenset:
     likely = frozenset(int(f) for f, p in (prob.items() if prob is not None else ()) if p >= 0.5)
     return read_set(likely, part) - likely
 
-
-
-def _layout_check(cat: Catalog, table: str, keys: list, versions: dict, max_sel: float,
-                  reads: dict) -> tuple[dict, dict]:
-    """Read units per plan key, and the keys no sketch could skip on: even a one-value sketch
-    would leave more than ``max_sel`` of the rows to read (e.g. no layout clusters them), so they
-    are dropped before sampling."""
-
-    units, bad, stats = {}, {}, {}
-    for key in keys:
-        t, a = split_key(key, table)
-        if t not in stats:
-            stats[t] = column_stats(cat, t, versions[t])
-        u = units[key] = read_units(cat, t, a, versions[t], columns=reads.get(t))
-        lo, hi, _ = stats[t].get(a, (None, None, None))
-        ceil = skip_ceiling(u.units, lo, hi)
-        if ceil is not None and ceil > max_sel:
-            bad[key] = (f"{a}: even a one-value sketch would read ~{ceil:.0%} of {t} ({u.source}; "
-                        f"no layout clusters it)")
-    return units, bad
 
 
 def _exact_extra_jobs(cat: Catalog, q, table: str, plan: dict, deciding: set) -> int | None:
