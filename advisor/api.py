@@ -40,7 +40,7 @@ from advisor.sketch.capture import capture
 # Set when the session is built; without them answers are the same, but sketched scans are slower
 # (the reason for each is at ``advisor.engine.session.DEFAULT_CONF``).
 SPEED_CONFS = ("spark.hadoop.parquet.filter.dictionary.enabled", "spark.hadoop.fs.file.impl")
-# SQL confs the advisor sets on the session it is given (runtime settings, listed in the README).
+# SQL confs the advisor sets on the session it is given (runtime settings, listed in docs/reference/settings.md).
 RUNTIME_CONFS = ("spark.sql.constraintPropagation.enabled", "spark.sql.parquet.pushdown.inFilterThreshold",
                  "spark.sql.parquet.filterPushdown", "spark.sql.parquet.outputTimestampType")
 
