@@ -6,7 +6,7 @@ DATE '1995-03-15'``: numbers are carried as unscaled 64-bit integers with a scal
 of at most 18 digits, integer columns, integer and decimal literals), so +, - and * are exact and
 every step checks that it cannot pass 2**63; comparisons align scales; AND, OR and NOT follow
 SQL's three-valued logic, and a filter keeps the rows where its condition is TRUE.  Anything else
-(doubles, division, functions, strings compared with dates, ...) is refused with ``Unsupported``:
+(doubles, division, functions, strings compared with dates, ...) is refused with ``ArrowUnsupported``:
 the caller then lets Spark do it.
 
 >>> import datetime as dt, decimal
@@ -44,7 +44,7 @@ _CMP = {exp.GT: np.greater, exp.GTE: np.greater_equal, exp.LT: np.less, exp.LTE:
 _EPOCH = dt.date(1970, 1, 1)
 
 
-class Unsupported(Exception):
+class ArrowUnsupported(Exception):
     """An expression or a value range this evaluator does not take (Spark evaluates it instead)."""
 
 
@@ -84,7 +84,7 @@ def _strip(e: exp.Expression) -> exp.Expression:
 def _dtype(e: exp.Column, types: dict) -> str:
     t = types.get(e.name)
     if t is None:
-        raise Unsupported(f"unknown column {e.name}")
+        raise ArrowUnsupported(f"unknown column {e.name}")
     return str(t).lower()
 
 
@@ -99,7 +99,7 @@ def _column(tab: pa.Table, name: str):
 
 def number(e: exp.Expression, tab: pa.Table, types: dict) -> Num:
     """``e`` (integer or DECIMAL columns and literals under +, - and unary -, *) evaluated
-    exactly; ``Unsupported`` for anything else or for a step that could pass 2**63."""
+    exactly; ``ArrowUnsupported`` for anything else or for a step that could pass 2**63."""
     e = _strip(e)
     n = len(tab)
     if isinstance(e, exp.Column):
@@ -109,23 +109,23 @@ def number(e: exp.Expression, tab: pa.Table, types: dict) -> Num:
         d = parse_decimal(t)
         if d is not None:
             if d[0] > _DIGITS or not pa.types.is_decimal128(arr.type):
-                raise Unsupported(f"DECIMAL{d} wider than {_DIGITS} digits")
+                raise ArrowUnsupported(f"DECIMAL{d} wider than {_DIGITS} digits")
             words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + n))[2 * arr.offset:]
             vals = np.where(valid, words[0::2], 0)
             return Num(vals, valid, d[1], True)
         if t in _INTS:
             vals = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
             return Num(vals, valid, 0, False, _INTS[t])
-        raise Unsupported(f"column of type {t}")
+        raise ArrowUnsupported(f"column of type {t}")
     if isinstance(e, exp.Literal) and not e.is_string:
         txt = e.this
         m = re.fullmatch(r"-?(\d*)(?:\.(\d+))?", txt)
         if not m or not (m.group(1) or m.group(2)):
-            raise Unsupported(f"literal {txt}")  # exponent notation is a double in Spark
+            raise ArrowUnsupported(f"literal {txt}")  # exponent notation is a double in Spark
         scale = len(m.group(2) or "")
         u = int(txt.replace(".", ""))
         if abs(u) > LIMIT:
-            raise Unsupported("literal beyond 64 bits")
+            raise ArrowUnsupported("literal beyond 64 bits")
         return Num(np.full(n, u, dtype=np.int64), np.ones(n, dtype=bool), scale, scale > 0,
                    32 if abs(u) < 2 ** 31 else 64)
     if isinstance(e, exp.Neg):
@@ -136,20 +136,20 @@ def number(e: exp.Expression, tab: pa.Table, types: dict) -> Num:
         valid = a.valid & b.valid
         if isinstance(e, exp.Mul):
             if a.most() * b.most() > LIMIT or a.scale + b.scale > MAX_PRECISION:
-                raise Unsupported("a product that could pass 64 bits")
+                raise ArrowUnsupported("a product that could pass 64 bits")
             return _fits(Num(np.where(valid, a.values * b.values, 0), valid, a.scale + b.scale,
                              a.decimal or b.decimal, max(a.bits, b.bits)))
         a, b = _aligned(a, b)
         if a.most() + b.most() > LIMIT:
-            raise Unsupported("a sum that could pass 64 bits")
+            raise ArrowUnsupported("a sum that could pass 64 bits")
         vals = a.values + b.values if isinstance(e, exp.Add) else a.values - b.values
         return _fits(Num(np.where(valid, vals, 0), valid, a.scale, a.decimal or b.decimal, max(a.bits, b.bits)))
-    raise Unsupported(f"expression {type(e).__name__}")
+    raise ArrowUnsupported(f"expression {type(e).__name__}")
 
 
 def _checked(x: Num) -> Num:
     if x.most() > LIMIT:
-        raise Unsupported("a value of -2**63")
+        raise ArrowUnsupported("a value of -2**63")
     return x
 
 
@@ -157,7 +157,7 @@ def _fits(x: Num) -> Num:
     """``x``, unless it is an integer result that passes its Spark type (which would overflow
     there: an error, or a wrapped value without ANSI mode)."""
     if not x.decimal and x.most() > 2 ** (x.bits - 1) - 1:
-        raise Unsupported(f"an integer result beyond {x.bits} bits")
+        raise ArrowUnsupported(f"an integer result beyond {x.bits} bits")
     return x
 
 
@@ -170,7 +170,7 @@ def _aligned(a: Num, b: Num) -> tuple[Num, Num]:
         if f == 1:
             return x
         if x.most() * f > LIMIT:
-            raise Unsupported("rescaling past 64 bits")
+            raise ArrowUnsupported("rescaling past 64 bits")
         return Num(x.values * f, x.valid, s, x.decimal, x.bits)
 
     return up(a), up(b)
@@ -183,7 +183,7 @@ def _date_literal(e: exp.Expression) -> Optional[int]:
         try:
             return (dt.date.fromisoformat(e.this.this.strip()) - _EPOCH).days
         except ValueError:
-            raise Unsupported(f"date literal {e.this.this!r}") from None
+            raise ArrowUnsupported(f"date literal {e.this.this!r}") from None
     return None
 
 
@@ -208,7 +208,7 @@ def _dates(e: exp.Expression, tab: pa.Table, types: dict) -> Num:
         arr = _column(tab, e.name)
         return Num(np.asarray(arr.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64),
                    _mask(arr), 0, False)
-    raise Unsupported("a date compared with a non-date")
+    raise ArrowUnsupported("a date compared with a non-date")
 
 
 def _strings(e: exp.Expression, tab: pa.Table, types: dict):
@@ -217,7 +217,7 @@ def _strings(e: exp.Expression, tab: pa.Table, types: dict):
         return pa.scalar(e.this, pa.string())
     if isinstance(e, exp.Column) and _operand_kind(e, types) == "str":
         return _column(tab, e.name)
-    raise Unsupported("a string compared with a non-string")
+    raise ArrowUnsupported("a string compared with a non-string")
 
 
 def _compare(e: exp.Expression, tab: pa.Table, types: dict) -> Truth:
@@ -227,14 +227,14 @@ def _compare(e: exp.Expression, tab: pa.Table, types: dict) -> Truth:
               exp.EQ: pc.equal, exp.NEQ: pc.not_equal}[type(e)]
         got = fn(_strings(e.left, tab, types), _strings(e.right, tab, types))
         if isinstance(got, pa.Scalar):
-            raise Unsupported("a comparison of two literals")
+            raise ArrowUnsupported("a comparison of two literals")
         return Truth(np.asarray(got.fill_null(False)), _mask(got))
     if kinds == {"date"}:
         a, b = _dates(e.left, tab, types), _dates(e.right, tab, types)
     elif kinds == {"num"}:
         a, b = _aligned(number(e.left, tab, types), number(e.right, tab, types))
     else:
-        raise Unsupported("a comparison across types")
+        raise ArrowUnsupported("a comparison across types")
     return Truth(_CMP[type(e)](a.values, b.values), a.valid & b.valid)
 
 
@@ -263,7 +263,7 @@ def truth(e: exp.Expression, tab: pa.Table, types: dict) -> Truth:
         return truth(exp.And(this=lo, expression=hi), tab, types)
     if isinstance(e, exp.In) and e.expressions and not e.args.get("query"):
         if any(isinstance(_strip(x), exp.Null) for x in e.expressions):
-            raise Unsupported("NULL in an IN list")
+            raise ArrowUnsupported("NULL in an IN list")
         out = None
         for x in e.expressions:
             t = _compare(exp.EQ(this=e.this.copy(), expression=x.copy()), tab, types)
@@ -272,11 +272,11 @@ def truth(e: exp.Expression, tab: pa.Table, types: dict) -> Truth:
     if isinstance(e, exp.Is) and isinstance(_strip(e.expression), exp.Null):
         inner = _strip(e.this)
         if not isinstance(inner, exp.Column):
-            raise Unsupported("IS NULL of an expression")
+            raise ArrowUnsupported("IS NULL of an expression")
         null = ~_mask(_column(tab, inner.name))
         _dtype(inner, types)
         return Truth(null, np.ones(len(tab), dtype=bool))
-    raise Unsupported(f"condition {type(e).__name__}")
+    raise ArrowUnsupported(f"condition {type(e).__name__}")
 
 
 def truth_or(a: Truth, b: Truth) -> Truth:
@@ -322,6 +322,6 @@ def supported(e: exp.Expression, types: dict, condition: bool) -> bool:
     tab = pa.table(cols) if cols else pa.table({"_": pa.array([], pa.int8())})
     try:
         truth(e, tab, types) if condition else number(e, tab, types)
-    except Unsupported:
+    except ArrowUnsupported:
         return False
     return True

@@ -13,7 +13,7 @@ from advisor.errors import BadInput, spark_rejected
 from advisor.layout.registry import find_layout
 from advisor.partition.range_partition import RangePartition, build_partition, find_partition, fragment_ids
 from advisor.recursive.evaluate import link_exprs, link_tuples
-from advisor.recursive.maintain import BatchResult, Policy, RecursiveState
+from advisor.recursive.maintain import BatchResult, RecursivePolicy, RecursiveState
 from advisor.sketch.apply import layout_condition, layout_pays, layout_view, range_condition
 from advisor.warehouse.table_files import RID
 
@@ -116,7 +116,7 @@ def capture_recursive(
     attr: str | None = None,
     fragments: int = DEFAULT_FRAGMENTS,
     version: int | None = None,
-    policy: Policy | None = None,
+    policy: RecursivePolicy | None = None,
 ) -> RecursiveSketch:
     """Capture the sketch of ``shape`` on ``shape.table.attr`` (default: the source column)."""
     t0 = time.perf_counter()
@@ -128,7 +128,7 @@ def capture_recursive(
         )
     v = catalog.version(shape.table, version).version
     part = partition_for(catalog, shape, attr, fragments, v)
-    state = RecursiveState(shape, load_links(catalog, shape, v), policy or Policy())
+    state = RecursiveState(shape, load_links(catalog, shape, v), policy or RecursivePolicy())
     rs = RecursiveSketch(
         shape, attr, part, v, frozenset(), state, 0.0, stamp=table_stamp(catalog, shape.table)
     )

@@ -32,7 +32,7 @@ from advisor.recursive.witnesses import DEFAULT_BUDGET, BudgetExceeded, WitnessV
 
 
 @dataclass
-class Policy:
+class RecursivePolicy:
     """Which state to keep and how many measurements a choice looks at (module docstring)."""
 
     budget: int = DEFAULT_BUDGET
@@ -65,7 +65,7 @@ class RecursiveState:
 
     shape: object
     links: dict
-    policy: Policy = field(default_factory=Policy)
+    policy: RecursivePolicy = field(default_factory=RecursivePolicy)
 
     def __post_init__(self):
         self.spec = Spec.of(self.shape)

@@ -19,19 +19,28 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from advisor.warehouse import atomic
 from advisor.warehouse.lock import try_writer_lock
 
-if TYPE_CHECKING:
-    from advisor.warehouse.store import Store
-
 ARTEFACT = re.compile(r"^(v\d{6}_(base|ins|del)|layout_|net_v\d{6}_v\d{6})")
 _SIBLING_TMP = re.compile(r"\.(tmp|old)-(\d+)$")  # ``reservoir_local.write``'s siblings of a sample
 OLD_TMP_AGE = 3600.0  # temporaries without an owner (an older naming) are removed after an hour
+
+
+class ReconcilableStore(Protocol):
+    """What recovery needs of the store being opened (``advisor.warehouse.store.Store`` has it):
+    its local directory, whether its files are remote, its connection, and where a row's place is."""
+
+    warehouse: Path
+    remote: bool
+    conn: sqlite3.Connection
+
+    def resolve(self, stored: str | None) -> str | None: ...
 
 
 def _scan_dirs(wh: Path) -> list[Path]:
@@ -72,7 +81,7 @@ def _key(path: str | Path) -> tuple[str, ...]:
     return parts[at:]
 
 
-def _referenced(store: Store) -> set[tuple[str, ...]]:
+def _referenced(store: ReconcilableStore) -> set[tuple[str, ...]]:
     """The places (``_key``) of every path a store row names, with each one's parent (net blocks
     name files inside their directory)."""
     paths: list[str] = []
@@ -91,7 +100,7 @@ def _referenced(store: Store) -> set[tuple[str, ...]]:
     return out
 
 
-def _dangling(store: Store, repair: bool = True) -> tuple[list[str], list[str]]:
+def _dangling(store: ReconcilableStore, repair: bool = True) -> tuple[list[str], list[str]]:
     """Repair rows whose files are gone (``repair=False``: only find them); returns (what was or
     would be repaired, versions that cannot be)."""
     fixed, broken = [], []
@@ -125,7 +134,7 @@ def _dangling(store: Store, repair: bool = True) -> tuple[list[str], list[str]]:
     return fixed, broken
 
 
-def _orphans(store: Store, dirs: list[Path]) -> list[Path]:
+def _orphans(store: ReconcilableStore, dirs: list[Path]) -> list[Path]:
     """Artefacts in the warehouse's own directories that no row names (renamed into place by a
     command killed before its commit)."""
     refs = _referenced(store)
@@ -142,14 +151,14 @@ def _orphans(store: Store, dirs: list[Path]) -> list[Path]:
     return out
 
 
-def _repairs_due(store: Store, dirs: list[Path]) -> bool:
+def _repairs_due(store: ReconcilableStore, dirs: list[Path]) -> bool:
     """Whether anything looks repairable, judged without the lock (``reconcile`` judges again
     holding it): a row whose files are gone, or a file no row names."""
     fixed, broken = _dangling(store, repair=False)
     return bool(fixed or broken) or bool(_orphans(store, dirs))
 
 
-def reconcile(store: Store) -> list[str]:
+def reconcile(store: ReconcilableStore) -> list[str]:
     """Repair what an interrupted command left (module docstring); returns one phrase per kind of
     repair (empty when there was nothing to do)."""
     wh = store.warehouse

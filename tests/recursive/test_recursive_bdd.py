@@ -151,7 +151,7 @@ def test_the_node_budget_stops_bdd_growth():
 @settings(max_examples=25)
 @given(st.lists(link_st, min_size=1, max_size=10), st.lists(batch_st, min_size=1, max_size=3))
 def test_bdd_state_asked_for_stays_bdd_and_its_sketch_equals_a_recapture(links, batches):
-    from advisor.recursive.maintain import Policy, RecursiveState
+    from advisor.recursive.maintain import RecursivePolicy, RecursiveState
     from advisor.recursive.shape import recognise
 
     shape = recognise(
@@ -159,7 +159,7 @@ def test_bdd_state_asked_for_stays_bdd_and_its_sketch_equals_a_recapture(links, 
         "FROM r JOIN link l ON r.dst = l.src) SELECT * FROM r"
     )
     live = dict(enumerate(links))
-    state = RecursiveState(shape, dict(live), Policy(mode="bdd"))
+    state = RecursiveState(shape, dict(live), RecursivePolicy(mode="bdd"))
     assert state.mode == "bdd"
     nxt = len(links)
     frag = lambda r: r % 3  # noqa: E731
@@ -173,7 +173,7 @@ def test_bdd_state_asked_for_stays_bdd_and_its_sketch_equals_a_recapture(links, 
         live.update(new)
         assert state.apply(new, gone).mode == "bdd"
         assert state.tuples() == fixpoint(Spec(forward=True), LinkGraph(live))
-        assert state.fragments(frag) == RecursiveState(shape, dict(live), Policy(mode="bdd")).fragments(frag)
+        assert state.fragments(frag) == RecursiveState(shape, dict(live), RecursivePolicy(mode="bdd")).fragments(frag)
 
 
 def test_a_pickled_bdd_view_loads_with_the_same_formulas_and_keeps_maintaining():

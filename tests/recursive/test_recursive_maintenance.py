@@ -201,7 +201,7 @@ def test_the_budget_stops_witness_growth():
 
 
 def test_the_state_is_the_cheapest_that_fits_and_a_budget_moves_it_down():
-    from advisor.recursive.maintain import Policy, RecursiveState
+    from advisor.recursive.maintain import RecursivePolicy, RecursiveState
     from advisor.recursive.shape import recognise
 
     reach = recognise(
@@ -215,9 +215,9 @@ def test_the_state_is_the_cheapest_that_fits_and_a_budget_moves_it_down():
     links = {i: (a, b, 1) for i, (a, b) in enumerate([("A", "B"), ("B", "C"), ("C", "A"), ("C", "D")])}
     assert RecursiveState(reach, dict(links)).mode == "supports"  # unbounded: no witness sets
     assert RecursiveState(bounded, dict(links)).mode == "witness"
-    tight = RecursiveState(bounded, dict(links), Policy(budget=3))
+    tight = RecursiveState(bounded, dict(links), RecursivePolicy(budget=3))
     assert tight.mode == "supports" and "supports instead" in tight.note
-    asked = RecursiveState(bounded, dict(links), Policy(budget=3, mode="witness"))
+    asked = RecursiveState(bounded, dict(links), RecursivePolicy(budget=3, mode="witness"))
     assert asked.mode == "dred" and "DRed instead" in asked.note
     for st_ in (tight, asked):
         st_.apply({10: ("D", "A", 1)}, [1])

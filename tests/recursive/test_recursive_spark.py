@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings, strategies 
 
 from advisor.recursive.capture import capture_recursive, catch_up, load_links
 from advisor.recursive.evaluate import run_native, run_recursive
-from advisor.recursive.maintain import Policy
+from advisor.recursive.maintain import RecursivePolicy
 from advisor.recursive.shape import recognise
 
 REACH = (
@@ -161,7 +161,7 @@ def test_airport_routes_reachability_and_cheapest_paths_equal_networkx_before_an
     )
     # unbounded reachability keeps BDDs while they fit a node budget, else DRed (first-derivation
     # sketches); the hop-bounded query keeps witness sets
-    pol = Policy(budget=20_000, node_budget=20_000)
+    pol = RecursivePolicy(budget=20_000, node_budget=20_000)
     sketches = [capture_recursive(cat, s, fragments=50, policy=pol) for s in (reach, cheap)]
     for step in range(2):
         live = [tuple(x) for x in cat.read_pandas("route")[["src", "dst", "km"]].itertuples(index=False)]
@@ -186,7 +186,7 @@ def test_airport_routes_reachability_and_cheapest_paths_equal_networkx_before_an
             for rs in sketches:
                 catch_up(cat, rs)
                 fresh = capture_recursive(
-                    cat, rs.shape, fragments=50, policy=Policy(budget=20_000, node_budget=20_000, mode=rs.state.policy.mode)
+                    cat, rs.shape, fragments=50, policy=RecursivePolicy(budget=20_000, node_budget=20_000, mode=rs.state.policy.mode)
                 )
                 assert rs.state.mode == fresh.state.mode and rs.fragments == fresh.fragments
 
@@ -194,14 +194,14 @@ def test_airport_routes_reachability_and_cheapest_paths_equal_networkx_before_an
 def test_dred_mode_sketch_is_sufficient_and_equals_its_recapture(cat):
     put(cat, "link", [(0, 1, 1), (1, 2, 1), (2, 0, 1), (2, 3, 2), (3, 4, 1), (4, 5, 1), (5, 3, 1)])
     shape = recognise(REACH)
-    rs = capture_recursive(cat, shape, fragments=3, policy=Policy(mode="dred"))
+    rs = capture_recursive(cat, shape, fragments=3, policy=RecursivePolicy(mode="dred"))
     assert rs.state.mode == "dred"
     plain = run_recursive(cat, shape)
     assert sorted(run_recursive(cat, shape, None, rs.condition()).rows) == sorted(plain.rows)
     ids = sorted(load_links(cat, shape))
     cat.apply_frames("link", None, cat.spark.createDataFrame([(ids[3],)], "_rid long"))
     catch_up(cat, rs)
-    assert rs.fragments == capture_recursive(cat, shape, fragments=3, policy=Policy(mode="dred")).fragments
+    assert rs.fragments == capture_recursive(cat, shape, fragments=3, policy=RecursivePolicy(mode="dred")).fragments
     assert set(run_recursive(cat, shape).rows) == nx_reach(
         [(0, 1, 1), (1, 2, 1), (2, 0, 1), (3, 4, 1), (4, 5, 1), (5, 3, 1)], {0, 1}
     )

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from advisor.recursive.derive import LinkGraph, Spec, fixpoint
 from advisor.recursive.dred import DRedView
-from advisor.recursive.maintain import Policy, RecursiveState
+from advisor.recursive.maintain import RecursivePolicy, RecursiveState
 from advisor.recursive.shape import recognise
 from advisor.recursive.sketch import needed
 from advisor.recursive.supports import SupportView
@@ -85,7 +85,7 @@ def test_every_shape_maintained_equals_recomputed_and_its_sketch_equals_a_rebuil
     sup = SupportView.build(spec, LinkGraph(dict(links)))
     dred = DRedView.build(spec, LinkGraph(dict(links)))
     wit = WitnessView.build(spec, LinkGraph(dict(links))) if spec.max_hops is not None else None
-    state = RecursiveState(shape, dict(links), Policy(window=1))
+    state = RecursiveState(shape, dict(links), RecursivePolicy(window=1))
     nxt = len(raw)
     frag_of = lambda r: r % nfrag  # noqa: E731  a fragment per row id class
     for dels, ins in batches:
@@ -114,7 +114,7 @@ def test_every_shape_maintained_equals_recomputed_and_its_sketch_equals_a_rebuil
         if name == "nodes backward":
             assert fresh == nx_nodes(table, 0, reverse=True)
         got = state.fragments(frag_of)
-        again = RecursiveState(shape, dict(links), Policy(mode=state.mode)).fragments(frag_of)
+        again = RecursiveState(shape, dict(links), RecursivePolicy(mode=state.mode)).fragments(frag_of)
         assert got == again
         assert sufficient(spec, shape, links, got, frag_of)
 
@@ -134,7 +134,7 @@ def test_a_dense_cycle_keeps_every_node_when_one_of_several_shortest_paths_fails
 def test_the_policy_picks_the_method_by_measured_cost_and_says_why():
     shape = recognise(SHAPES["nodes forward"])
     links = {i: (i, i + 1, 1) for i in range(30)}
-    state = RecursiveState(shape, dict(links), Policy(window=2))
+    state = RecursiveState(shape, dict(links), RecursivePolicy(window=2))
     first = state.apply({}, [5])
     assert first.method == "absorption" and "absorption" in first.note
     state.costs.add("absorption", 1, 10.0, state.batches)  # absorption measured as far slower

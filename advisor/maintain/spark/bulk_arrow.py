@@ -229,7 +229,7 @@ def initialise_on_driver(op: PlainAggOp, base) -> bool:
             tab = tab.filter(pa.array(kept))
         values = {j: (tab.column(e.name) if isinstance(e, exp.Column) else _computed(e, tab, types))
                   for j, e in args.items()}
-    except exact_arrow.Unsupported:
+    except exact_arrow.ArrowUnsupported:
         return False
     sums = [j for j, a in enumerate(op.aggs) if a.arg is not None and a.func in ("sum", "avg")]
     if not all(_sum_ok(op, j, values[j], rows, not isinstance(args[j], exp.Column)) for j in sums):
