@@ -1,6 +1,8 @@
 """The package structure the product promises: no import cycles between modules (imports inside
-functions count), lower layers never import higher ones, no module imports another's private
-(underscore) names, and imports inside functions stay rare (each is a start-up-time choice)."""
+functions count, and so do imports for type checkers only: a type cycle is still a design cycle),
+lower layers never import higher ones and no module imports another's private (underscore) names
+(type-checking imports included in both), imports inside functions stay rare (each is a
+start-up-time choice), and no two classes share a name."""
 
 from __future__ import annotations
 
@@ -65,15 +67,17 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
-def imports(name: str, path: Path):
+def imports(name: str, path: Path, type_checking: bool = False):
     """(imported module, imported name or None, inside a function?) for every import of ours that
-    runs: imports for type checkers only (``if TYPE_CHECKING:``) are not dependencies."""
+    runs, and with ``type_checking`` also those for type checkers only (``if TYPE_CHECKING:``,
+    which are never counted as inside a function)."""
     tree = ast.parse(path.read_text())
     top_level = {id(n) for n in tree.body}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and _in_type_checking(tree, node):
+        typing_only = isinstance(node, (ast.Import, ast.ImportFrom)) and _in_type_checking(tree, node)
+        if typing_only and not type_checking:
             continue
-        inner = id(node) not in top_level
+        inner = id(node) not in top_level and not typing_only
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
@@ -110,10 +114,11 @@ def function_imports() -> int:
     return count
 
 
-def graph() -> dict[str, set[str]]:
+def graph(type_checking: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules it imports (with ``type_checking``, also for type checkers only)."""
     g = defaultdict(set)
     for name, path in MODULES.items():
-        for mod, _, _ in imports(name, path):
+        for mod, _, _ in imports(name, path, type_checking):
             if mod != name and not name.startswith(mod + "."):  # a package's own __init__ is loaded first
                 g[name].add(mod)
     return g
@@ -155,7 +160,32 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles():
-    assert cycles(graph()) == []
+    assert cycles(graph(type_checking=True)) == []
+
+
+def test_a_type_checking_import_counts_for_cycles(tmp_path):
+    src = tmp_path / "typed.py"
+    src.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                   "    from advisor.warehouse.store import Store\n")
+    assert list(imports("advisor.typed", src)) == []
+    typed = list(imports("advisor.typed", src, type_checking=True))
+    assert typed == [("advisor.warehouse.store", "Store", False)]
+    assert cycles({"advisor.warehouse.store": {"advisor.typed"}, "advisor.typed": {typed[0][0]}})
+
+
+def class_names() -> dict[str, list[str]]:
+    """Class name -> the modules defining a class of that name (nested classes included)."""
+    out = defaultdict(list)
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                out[node.name].append(name)
+    return out
+
+
+def test_class_names_are_unique():
+    """One name, one class across the product: a reader (or a grep) finds the class a name means."""
+    assert {c: sorted(ms) for c, ms in class_names().items() if len(ms) > 1} == {}
 
 
 # The root package hands out the Python API on first use (``from advisor import Advisor``).
@@ -163,14 +193,14 @@ ENTRY_POINTS = {("advisor", "advisor.api")}
 
 
 def test_no_upward_imports():
-    upward = [(a, b) for a, targets in graph().items() for b in targets
+    upward = [(a, b) for a, targets in graph(type_checking=True).items() for b in targets
               if layer_of(b) > layer_of(a) and (a, b) not in ENTRY_POINTS]
     assert upward == []
 
 
 def test_no_private_names_across_modules():
     private = [(name, mod, sym) for name, path in MODULES.items()
-               for mod, sym, _ in imports(name, path)
+               for mod, sym, _ in imports(name, path, type_checking=True)
                if sym and sym.startswith("_") and mod != name]
     assert private == []
 
