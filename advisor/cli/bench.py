@@ -66,11 +66,17 @@ def _tpch_suite(c, sf: float, queries: List[str]):
 @bench_app.command("advice")
 def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer.Option(300, "--queries"),
                      datasets: List[str] = typer.Option(["tpch", "flights", "crimes"], "--dataset"),
-                     out_json: Optional[Path] = typer.Option(None, "--out")):
+                     out_json: Optional[Path] = typer.Option(None, "--out"),
+                     query_set: str = typer.Option("templates", "--set", help="templates (the paper's) or "
+                                                   "shapes (selective shape families, sketches of 0.1-20 %)"),
+                     thetas: List[float] = typer.Option([0.05, 0.10], "--theta", help="sample rates (repeatable)"),
+                     uses: Optional[float] = typer.Option(None, "--uses", help="predicted uses behind go decisions"),
+                     seed: int = typer.Option(0, "--seed")):
     """Accuracy of the cost-based advice vs the exhaustive oracle (OPT) on generated queries."""
     from workloads.bench.advice_accuracy import bench_advice_command
 
-    bench_advice_command(ctx(), out, tuple(datasets), sf, queries, (0.05, 0.10), out_json)
+    bench_advice_command(ctx(), out, tuple(datasets), sf, queries, tuple(thetas), out_json, seed,
+                         query_set=query_set, uses=uses)
 
 
 @bench_app.command("maintain")

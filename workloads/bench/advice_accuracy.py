@@ -50,7 +50,9 @@ from advisor.selection.cost_model import CostParams, UseForecast
 from advisor.selection.strategies import STRATEGIES, choose
 from advisor.warehouse.value_kinds import kind_of
 from estimators import windows
+from workloads.bench.accuracy_shapes import generate_shapes, in_range
 from workloads.bench.advice_templates import SPECS, GenQuery, generate
+from workloads.bench.shape_metrics import family_metrics, render_families
 from workloads.data.datasets import load_dataset
 
 if TYPE_CHECKING:
@@ -79,9 +81,13 @@ def ensure_dataset(catalog: Catalog, ds: str, sf: float) -> None:
         load_dataset(catalog, ds, sf=sf, rows=max(10_000, int(1_000_000 * sf)))
 
 
-def _query(ctx: Context, gq, thetas, seed, p: CostParams, shrink: bool | str = True, method: str = "bootstrap") -> dict:
+def _query(ctx: Context, gq, thetas, seed, p: CostParams, shrink: bool | str = True, method: str = "bootstrap",
+           keep=None) -> dict:
+    """One generated query: its candidates' real sizes (OPT) and, per sample rate, the estimates.
+    ``keep(real selectivities)``: whether the query belongs to the set (else skipped, not estimated)."""
     cat = ctx.catalog
-    rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups}
+    seed = seed if gq.seed is None else gq.seed
+    rec = {"template": gq.template, "sql": gq.sql, "q": gq.q, "groups": gq.groups, "seed": seed}
     q = parse_sql(gq.sql, ctx.schema_lookup())
     try:
         shape = analyze(q, lambda t: cat.version(t).rows)
@@ -100,10 +106,13 @@ def _query(ctx: Context, gq, thetas, seed, p: CostParams, shrink: bool | str = T
                real={a: s.sel for (a, _), s in real.items()}, roles={c.attr: sorted(c.roles) for c in pool})
     if max(s.sel for s in real.values()) == 0:
         return rec | {"skipped": "empty provenance"}
+    if keep is not None and not keep(rec["real"]):
+        return rec | {"skipped": "best real sketch outside the set's size range"}
     rec["theta"] = _estimates(cat, shape, pool, parts, real, versions, T, thetas, seed, p, shrink, STRATEGIES, method)
     return rec
 
 
+USES = None  # predicted uses the strategies' go decisions assume (None: the cost model's prior)
 COLD = False  # ``--cold``: every estimate draws its sample afresh (the stored ones are dropped first)
 
 
@@ -135,7 +144,7 @@ def _estimates(cat: Catalog, shape, pool, parts, real, versions, T, thetas, seed
         cands = [Candidate(c.table, c.attr, True, c.reason, c.ndv, c.roles,
                            {N_FRAGMENTS: SizeSummary.of(est.sizes[(c.attr, N_FRAGMENTS)], parts[(c.attr, N_FRAGMENTS)])},
                            {N_FRAGMENTS: real[(c.attr, N_FRAGMENTS)]}) for c in pool]
-        w = UseForecast(p.prior_reuses)
+        w = UseForecast(USES or p.prior_reuses)
         picks = {}
         for s in strategies:
             d = choose(s, cands, T, w, p, seed, N_FRAGMENTS)
@@ -144,6 +153,7 @@ def _estimates(cat: Catalog, shape, pool, parts, real, versions, T, thetas, seed
             "est": {c.attr: c.sizes[N_FRAGMENTS].sel for c in cands},
             "point": {c.attr: c.sizes[N_FRAGMENTS].sel_point for c in cands},
             "ci": {c.attr: [c.sizes[N_FRAGMENTS].sel_lo, c.sizes[N_FRAGMENTS].sel_hi] for c in cands},
+            "exact": {c.attr: c.sizes[N_FRAGMENTS].ci_exact for c in cands},
             "est_s": est_s, "cold_s": est_s + float(est.sample.meta.get("seconds", 0.0)),
             "est_split": {k: round(est.seconds[k], 4) for k in ("sample_query", "groups", "sizes") if k in est.seconds},
             "fallback": bool(est.sample.meta.get("uniform_fallback")), "picks": picks}
@@ -167,8 +177,8 @@ def reestimate(ctx: Context, recs: list, thetas, seed: int = 0, shrink: bool | s
         pool = [c for c in harness_pool(cat, enumerate_candidates(cat, q, shape, versions)) if c.attr in r["real"]]
         parts = {(c.attr, N_FRAGMENTS): fine_partition(cat, c.table, c.attr, N_FRAGMENTS, versions[c.table]) for c in pool}
         real = {(a, N_FRAGMENTS): s for a, s in r["real"].items()}
-        out.append(dict(r, theta=_estimates(cat, shape, pool, parts, real, versions, r["rows"], thetas, seed, p,
-                                             shrink, strategies, method)))
+        out.append(dict(r, theta=_estimates(cat, shape, pool, parts, real, versions, r["rows"], thetas,
+                                             r.get("seed", seed), p, shrink, strategies, method)))
     return out
 
 
@@ -327,10 +337,18 @@ def render(console, res: dict) -> None:
 
 def bench_advice_command(ctx: Context, console, datasets=("tpch", "flights", "crimes"), sf: float = 1.0,
                          queries_per_dataset: int = 300, thetas=(0.05, 0.10), out_json=None, seed: int = 0,
-                         shrink: bool | str = True, method: str = "bootstrap") -> dict:
+                         shrink: bool | str = True, method: str = "bootstrap", query_set: str = "templates",
+                         uses: float | None = None) -> dict:
     """Run the harness (loads missing datasets into the context's warehouse) and print the tables.
 
-    ``shrink=False`` is the ablation without ``estimate.shrink_groups`` (the paper's estimator)."""
+    ``shrink=False`` is the ablation without ``estimate.shrink_groups`` (the paper's estimator).
+    ``query_set``: ``templates`` (the paper's, ``advice_templates``) or ``shapes`` (selective shape
+    families, ``accuracy_shapes``: only queries whose best real sketch holds 0.1-20 % are kept, and
+    metrics are reported per family).  ``uses``: predicted uses behind the go decisions."""
+    global USES
+    if query_set not in ("templates", "shapes"):
+        raise BadInput(f"unknown query set {query_set!r} (choose templates or shapes)")
+    USES = uses
 
     bad = [d for d in datasets if d not in SPECS]
     if bad:
@@ -340,7 +358,8 @@ def bench_advice_command(ctx: Context, console, datasets=("tpch", "flights", "cr
     p = CostParams()
     t_all = time.perf_counter()
     res = {"config": {"sf": sf, "queries_per_dataset": queries_per_dataset, "thetas": list(thetas),
-                      "fragments": N_FRAGMENTS, "seed": seed, "shrink": shrink, "method": method},
+                      "fragments": N_FRAGMENTS, "seed": seed, "shrink": shrink, "method": method,
+                      "set": query_set, "uses": uses},
            "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count(),
                        "platform": platform.platform()},
            "thetas": list(thetas), "datasets": {}}
@@ -350,14 +369,14 @@ def bench_advice_command(ctx: Context, console, datasets=("tpch", "flights", "cr
         ensure_dataset(ctx.catalog, ds, sf)
         gen = ckpt.queries(ds)
         if gen is None:
-            gen = generate(ctx.catalog, ds, queries_per_dataset, seed)
+            gen = (generate_shapes if query_set == "shapes" else generate)(ctx.catalog, ds, queries_per_dataset, seed)
             ckpt.save_queries(ds, gen)
         t_gen = time.perf_counter() - t0
         recs = []
         for i, gq in enumerate(gen):
             rec = ckpt.record(ds, i, gq.sql)
             if rec is None:
-                rec = _query(ctx, gq, thetas, seed, p, shrink, method)
+                rec = _query(ctx, gq, thetas, seed, p, shrink, method, in_range if query_set == "shapes" else None)
                 ckpt.save_record(ds, i, gq.sql, rec)
             recs.append(rec)
             if console is not None and (i + 1) % 10 == 0:
@@ -372,10 +391,12 @@ def bench_advice_command(ctx: Context, console, datasets=("tpch", "flights", "cr
             "setup_s": sum(r.get("setup_s", 0.0) for r in recs),
             "by_template": {t: sum(1 for r in recs if r["template"] == t and "skipped" not in r)
                             for t in sorted({r["template"] for r in recs})},
-            "metrics": {str(t): summarize(recs, str(t)) for t in thetas}, "queries": recs}
+            "metrics": {str(t): summarize(recs, str(t)) for t in thetas},
+            "families": {str(t): family_metrics(recs, str(t)) for t in thetas}, "queries": recs}
     res["seconds"] = time.perf_counter() - t_all
     if console is not None:
         render(console, res)
+        render_families(console, res)
     if out_json:
         with open(out_json, "w") as fh:
             json.dump(res, fh, indent=1, default=str)
@@ -391,6 +412,9 @@ if __name__ == "__main__":
     ap.add_argument("--thetas", default="0.05,0.10")
     ap.add_argument("--out", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--set", dest="query_set", choices=("templates", "shapes"), default="templates",
+                    help="the paper's templates, or selective shape families (sketches of 0.1-20 %%)")
+    ap.add_argument("--uses", type=float, default=None, help="predicted uses behind the go decisions")
     ap.add_argument("--method", choices=("bootstrap", "clt"), default="bootstrap",
                     help="the group estimator: bootstrap replicates (default) or Haas's CLT")
     ap.add_argument("--no-shrink", action="store_true", help="ablation: the paper's estimator without shrinkage")
@@ -411,6 +435,7 @@ if __name__ == "__main__":
                     help="with --reestimate: only these templates (comma-separated, e.g. Q-AAGH)")
     a = ap.parse_args()
     COLD = a.cold
+    USES = a.uses
     windows.WIDTH_POOLING = a.window_width == "pooled"
     if a.align_min is not None:
         windows.ALIGN_MIN = a.align_min
@@ -433,11 +458,15 @@ if __name__ == "__main__":
         for ds in a.datasets.split(","):
             recs = [r for r in src["datasets"][ds]["queries"] if keep is None or r.get("template") in keep]
             recs = reestimate(c, recs, thetas, a.seed, shrink, a.method)
-            res["datasets"][ds] = {"metrics": {str(t): summarize(recs, str(t)) for t in thetas}, "queries": recs}
+            res["datasets"][ds] = {"metrics": {str(t): summarize(recs, str(t)) for t in thetas},
+                                   "families": {str(t): family_metrics(recs, str(t)) for t in thetas},
+                                   "queries": recs}
         render(Console(width=200), res)
+        render_families(Console(width=200), res)
         if a.out:
             with open(a.out, "w") as fh:
                 json.dump(res, fh, indent=1, default=str)
         raise SystemExit(0)
     bench_advice_command(c, Console(width=200), tuple(a.datasets.split(",")), a.sf, a.queries,
-                         tuple(float(x) for x in a.thetas.split(",")), a.out, a.seed, shrink, a.method)
+                         tuple(float(x) for x in a.thetas.split(",")), a.out, a.seed, shrink, a.method,
+                         a.query_set, a.uses)

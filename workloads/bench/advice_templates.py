@@ -77,6 +77,7 @@ class GenQuery:
     sql: str
     q: float
     groups: int
+    seed: int | None = None  # the estimation seed of this query (None: the run's)
 
 
 def _fmt(v: float) -> str:
