@@ -26,6 +26,8 @@ from pyspark.sql import functions as F
 
 from advisor.errors import BadInput
 from advisor.layout import blocks
+from advisor.layout import arrow_copy
+from advisor.layout.arrow_copy import key_ranges
 from advisor.layout.registry import covers, layout_row
 from advisor.layout.skip_prediction import stat_values
 from advisor.warehouse import atomic, filesystem
@@ -50,6 +52,8 @@ ROW_GROUP_BYTES = 1 << 20
 # rows equal Spark's for 1k, 2k and 4k pages at SF1 and in ``tests/layout/test_page_units.py``.  The
 # manifest records it per file.
 PAGE_ROWS: int | None = 1000
+# Copies of local tables small enough are written on the driver (``arrow_copy``), else by Spark.
+ARROW_BUILD = True
 
 
 def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = None,
@@ -70,18 +74,24 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
     attr = attr.lower()
     dtype = catalog.column_type(table, attr)
     v = catalog.version(table, version)
-    df = catalog.read(table, v.version, with_rid=True)
     kept = None
     if columns is not None:
         for c in columns:
             catalog.column_type(table, c.lower())  # an unknown column is bad input
         kept = sorted({c.lower() for c in columns} | {attr} | ({then.lower()} if then else set()))
-        df = df.select(*kept, RID)
+    if then is not None:
+        catalog.column_type(table, then.lower())  # an unknown column is bad input
     rows_per_file = max(rows_per_file, -(-v.rows // 200))  # at most ~200 files
     out = catalog.root / table / atomic.unique(f"{'narrow' if kept else 'layout'}_{attr}_v{v.version:06d}")
     tmp = catalog.root / table / atomic.tmp_name("layout")
     try:
-        manifest = _write_copy(catalog, df, table, attr, dtype, rows_per_file, then, tmp)
+        driver = on_driver(catalog, table, attr, v.version, kept)
+        if driver:
+            manifest = _write_copy_arrow(catalog, table, v.version, kept, attr, dtype, rows_per_file, then, tmp)
+        else:
+            df = catalog.read(table, v.version, with_rid=True)
+            df = df.select(*kept, RID) if kept is not None else df
+            manifest = _write_copy(catalog, df, table, attr, dtype, rows_per_file, then, tmp)
         atomic.crash_point("layout.written")
         with writer_lock(catalog.store.warehouse):
             atomic.publish(tmp, out)
@@ -109,7 +119,38 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
         if catalog.store.one("SELECT 1 FROM layouts WHERE path=?", (catalog.store.stored(out),)) is None:
             atomic.remove(out)
         raise
-    return layout_row(catalog.store, catalog.store.one("SELECT * FROM layouts WHERE id=?", (lid,)))
+    return layout_row(catalog.store, catalog.store.one("SELECT * FROM layouts WHERE id=?", (lid,))) | {
+        "built_on": "driver" if driver else "spark"}
+
+
+def on_driver(catalog: Catalog, table: str, attr: str, version: int | None = None, columns=None) -> bool:
+    """Whether a copy of ``table`` on ``attr`` (narrow: ``columns``) is written on the driver
+    (``arrow_copy``): a local warehouse, a table small enough to hold decoded, an attribute whose
+    footer statistics give its manifest, and columns whose types round-trip through Arrow."""
+    if not ARROW_BUILD or catalog.store.remote or not filesystem.is_local(str(catalog.root)):
+        return False
+    if kind_of(catalog.column_type(table, attr)) not in ("int", "dec", "date", "str"):
+        return False  # the manifest is read from footers, whose float statistics leave NaN out
+    schema = catalog.schema(table)
+    cols = sorted(set(columns) | {attr}) if columns is not None else [c for c, _ in schema]
+    v = catalog.version(table, version)
+    share = len(cols) / max(len(schema), 1)
+    return (v.rows <= arrow_copy.MAX_ROWS and v.bytes * share <= arrow_copy.MAX_BYTES
+            and arrow_copy.supported(dict(schema), cols))
+
+
+def _write_copy_arrow(catalog: Catalog, table: str, version: int, kept, attr: str, dtype: str, rows_per_file: int,
+                      then: str | None, tmp) -> list[dict]:
+    """The driver's build (``arrow_copy``) into ``tmp``: the same sort, blocks and files as
+    ``_write_copy``, its pages recorded as read from the files' page index."""
+    t = catalog.read_arrow(table, version, kept, with_rid=True)
+    order = [attr] + ([then.lower()] if then else []) + [RID]
+    page_rows = PAGE_ROWS or blocks.BLOCK_ROWS
+    starts = arrow_copy.write_copy(t, attr, dtype, order, rows_per_file, tmp, page_rows,
+                                   min(page_rows, max(1, rows_per_file // 4)), ROW_GROUP_BYTES)
+    if starts is not None:
+        blocks.save_starts(tmp, starts)
+    return [{**{k: m[k] for k in m if k != "page_rows"}, "pages": "index"} for m in _footer_manifest(tmp, attr)]
 
 
 def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_per_file: int, then: str | None,
@@ -121,8 +162,6 @@ def _write_copy(catalog: Catalog, df, table: str, attr: str, dtype: str, rows_pe
     # at value boundaries from the exact value counts (``key_ranges``) and written in parallel.
     # (repartitionByRange draws its bounds from a sample seeded by the RDD id, so two builds of the
     # same table gave different files -- and different bytes/rows read for the same sketch.)
-    if then is not None:
-        catalog.column_type(table, then.lower())  # an unknown column is bad input
     order = [attr] + ([then.lower()] if then else []) + [RID]
     starts, parts = None, 1
     if blocks.supported(dtype):
@@ -206,28 +245,6 @@ def with_blocks(df, attr: str, dtype: str, rows: int, rows_per_file: int | None 
              .withColumn(blocks.BLK, F.coalesce(F.col(blocks.BLK), F.lit(blocks.NULL_BLOCK)))
              .withColumn(PART, F.coalesce(F.col(PART), F.lit(int(labels[0])))))  # NULLs sort first
     return out, starts, parts
-
-
-def key_ranges(counts: np.ndarray, rows_per_file: int) -> np.ndarray:
-    """The key range (0, 1, ...) of each sorted distinct key with ``counts`` rows: consecutive keys
-    packed greedily into ranges of at most ``rows_per_file`` rows (a value holding more is a range of
-    its own, whose files the writer cuts every ``rows_per_file`` rows); a value never spans two ranges.
-
-    >>> key_ranges(np.array([3, 3, 3, 3, 3, 2, 3]), 10).tolist()
-    [0, 0, 0, 1, 1, 1, 2]
-    >>> key_ranges(np.array([400, 20, 40, 400, 1]), 100).tolist()   # values larger than a file
-    [0, 1, 1, 2, 3]
-    """
-    counts = np.asarray(counts, dtype=np.int64)
-    out = np.zeros(len(counts), dtype=np.int64)
-    ends = np.cumsum(counts)
-    r, i, p = max(int(rows_per_file), 1), 0, 0
-    while i < len(counts):  # one step per range: the last key whose rows still fit
-        before = ends[i] - counts[i]
-        j = max(i, int(np.searchsorted(ends, before + r, side="right")) - 1)
-        out[i:j + 1] = p
-        i, p = j + 1, p + 1
-    return out
 
 
 def partition_labels(spark, parts: int) -> np.ndarray:

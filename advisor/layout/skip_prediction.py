@@ -441,8 +441,9 @@ def read_units(catalog: Catalog, table: str, attr: str, version: int, layout: bo
         # row groups of the layout files (1 MiB each): Spark prunes those inside the files it opens
         files = parquet_files([lay["path"]])
         page_rows = lay["manifest"][0].get("page_rows") if lay["manifest"] else None
+        indexed = bool(lay["manifest"]) and lay["manifest"][0].get("pages") == "index"
         pages = (_page_units(files, attr, page_rows) if files and page_rows and lay["attr"] == attr
-                 and kind_of(dtype) in PAGE_KINDS else None)
+                 and kind_of(dtype) in PAGE_KINDS else _stored_units(files, attr)[0] if files and indexed else None)
         units = pages if pages is not None else _footer_units(files, attr) if files else tuple(
             ReadUnit(int(m["rows"]), decode_value(m["min"], dtype), decode_value(m["max"], dtype),
                      int(m.get("nulls", 0))) if lay["attr"] == attr else ReadUnit(int(m["rows"]), always=True)

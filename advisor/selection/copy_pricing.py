@@ -13,7 +13,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Iterable
 
-from advisor.layout.clustered_copy import build_layout
+from advisor.layout.clustered_copy import build_layout, on_driver
 from advisor.layout.hypothetical import byte_share
 from advisor.layout.registry import layouts_of
 from advisor.layout.skip_prediction import read_units, skip_ceiling
@@ -54,13 +54,14 @@ def price_copy(cat: Catalog, t: str, attr: str, version: int, reads: Iterable[st
     reads = set(reads)
     store = cat.store
     rows = cat.version(t, version).rows
-    full, full_source = build_rows(store, rows, w.scan_rate, w.fixed_rows)
+    full, full_source = build_rows(store, rows, w.scan_rate, w.fixed_rows, on_driver(cat, t, attr, version))
     cols = copy_columns(cat, t, attr, reads)
     build, source, share_b = full, full_source, None
     if cols is not None:
         share_b = byte_share(cat, t, version, cols)
         read_b = byte_share(cat, t, version, reads | {attr})
-        narrow, narrow_source = narrow_build_rows(store, rows, share_b, read_b, w.scan_rate, w.fixed_rows)
+        narrow, narrow_source = narrow_build_rows(store, rows, share_b, read_b, w.scan_rate, w.fixed_rows,
+                                                  on_driver(cat, t, attr, version, cols))
         if narrow < full:
             build, source = narrow, narrow_source
         else:

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 LAYOUT_PRIOR_SCANS = 15.0  # a layout build in scans of the table by a query (module docstring)
 NARROW_PRIOR_SCANS = 3.0   # a narrow copy's build in scans by a query reading its columns [INFERRED]
+# The same builds written on the driver (``advisor.layout.arrow_copy``: no shuffle): at TPC-H SF1 a
+# narrow lineitem copy of two columns took 0.7-1.1 runs of a query reading them, a full layout 2.9
+# runs of a two-column query (BENCHMARKS.md, "Narrow copies").
+DRIVER_LAYOUT_PRIOR_SCANS = 4.0
+DRIVER_NARROW_PRIOR_SCANS = 1.5
 PRIOR_LAYOUT_USES = 10.0   # uses a new layout is expected to serve at the least [INFERRED]
 
 
@@ -39,8 +44,9 @@ def layout_share(build_rows: float, reuses: float, others: float) -> float:
     return build_rows * min(1.0, reuses / total) if total > 0 else build_rows
 
 
-def _measured(store: Store, narrow: bool) -> list[float]:
-    """Seconds per row (full layouts) or per row and byte share (narrow copies) of the newest builds."""
+def _measured(store: Store, narrow: bool, driver: bool = False) -> list[float]:
+    """Seconds per row (full layouts) or per row and byte share (narrow copies) of the newest builds
+    written the same way (on the driver, or by Spark)."""
     out = []
     for r in store.query("SELECT record_json FROM runs WHERE kind='layout' ORDER BY id DESC LIMIT 20"):
         try:
@@ -50,25 +56,32 @@ def _measured(store: Store, narrow: bool) -> list[float]:
         share = rec.get("byte_share")
         if not (rec.get("rows") and rec.get("seconds")) or bool(share) != narrow:
             continue
+        if (rec.get("built_on") == "driver") != driver:
+            continue
         out.append(float(rec["seconds"]) / float(rec["rows"]) / (float(share) if narrow else 1.0))
     return out[:5]
 
 
 def narrow_build_rows(store: Store, table_rows: float, byte_share: float, read_share: float, scan_rate: float,
-                      fixed_rows: float = 0.0) -> tuple[float, str]:
+                      fixed_rows: float = 0.0, driver: bool = False) -> tuple[float, str]:
     """A narrow copy's build in rows of scanning: ``byte_share`` is the copy's columns' share of the
     table's bytes, ``read_share`` that of the columns the query reads (a scan of the query costs
-    ``table_rows`` rows).  Measured narrow builds scale by rows and byte share; else the prior.
+    ``table_rows`` rows).  Measured narrow builds written the same way (``driver``) scale by rows
+    and byte share; else the prior.
 
     >>> narrow_build_rows(_NoRuns(), 1000.0, 0.2, 0.2, 1.0)
-    (3000.0, 'prior: 3 scans of the query')"""
-    per = _measured(store, narrow=True)
+    (3000.0, 'prior: 3 scans of the query')
+    >>> narrow_build_rows(_NoRuns(), 1000.0, 0.2, 0.2, 1.0, driver=True)
+    (1500.0, 'prior: 1.5 scans of the query (written on the driver)')"""
+    per = _measured(store, narrow=True, driver=driver)
     if per:
         per.sort()
         s = per[len(per) // 2] * table_rows * byte_share
         return s * scan_rate + fixed_rows, f"{len(per)} measured narrow build(s): ~{s:.1f} s"
     scale = byte_share / read_share if read_share > 0 else 1.0
-    return NARROW_PRIOR_SCANS * scale * table_rows + fixed_rows, f"prior: {NARROW_PRIOR_SCANS:g} scans of the query"
+    prior = DRIVER_NARROW_PRIOR_SCANS if driver else NARROW_PRIOR_SCANS
+    return prior * scale * table_rows + fixed_rows, f"prior: {prior:g} scans of the query" + (
+        " (written on the driver)" if driver else "")
 
 
 class _NoRuns:
@@ -78,15 +91,18 @@ class _NoRuns:
         return []
 
 
-def build_rows(store: Store, table_rows: float, scan_rate: float, fixed_rows: float = 0.0) -> tuple[float, str]:
+def build_rows(store: Store, table_rows: float, scan_rate: float, fixed_rows: float = 0.0,
+               driver: bool = False) -> tuple[float, str]:
     """A layout build of a table of ``table_rows`` rows in rows of scanning (cost-model units): the
-    newest measured builds' seconds per row times the scan rate, else the prior; with the source."""
-    per_row = _measured(store, narrow=False)
+    newest measured builds written the same way (``driver``) in seconds per row times the scan
+    rate, else the prior; with the source."""
+    per_row = _measured(store, narrow=False, driver=driver)
     if per_row:
         per_row.sort()
         s = per_row[len(per_row) // 2] * table_rows
         return s * scan_rate + fixed_rows, f"{len(per_row)} measured build(s): ~{s:.1f} s"
-    return LAYOUT_PRIOR_SCANS * table_rows + fixed_rows, f"prior: {LAYOUT_PRIOR_SCANS:g} scans"
+    prior = DRIVER_LAYOUT_PRIOR_SCANS if driver else LAYOUT_PRIOR_SCANS
+    return prior * table_rows + fixed_rows, f"prior: {prior:g} scans" + (" (written on the driver)" if driver else "")
 
 
 def other_uses(store: Store, table: str, attr: str, template: str) -> float:
@@ -98,8 +114,10 @@ def other_uses(store: Store, table: str, attr: str, template: str) -> float:
 
 
 def log_build(store: Store, lay: dict, rows: int, seconds: float, byte_share: float | None = None) -> None:
-    """Record a layout build's time (a narrow copy's with its byte share), so the next pricing uses it."""
+    """Record a layout build's time (a narrow copy's with its byte share; where it was written), so
+    the next pricing uses it."""
     store.log_run("layout", None, {"layout_id": lay["id"], "table": lay["table"], "attr": lay["attr"],
                                    "rows": int(rows), "seconds": round(seconds, 4),
+                                   "built_on": lay.get("built_on", "spark"),
                                    **({"byte_share": round(byte_share, 6), "columns": lay.get("columns")}
                                       if byte_share else {})})

@@ -11,7 +11,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from advisor.layout.clustered_copy import build_layout
+from advisor.layout.clustered_copy import build_layout, on_driver
 from advisor.layout.hypothetical import clustered_units, unit_rows
 from advisor.layout.skip_prediction import boundary_values, read_fraction_of
 from advisor.partition.range_partition import load_partition
@@ -49,7 +49,7 @@ def repair(ctx: Context, s: AdviseSettings, q, versions: dict, sk) -> tuple[dict
     now = read_fraction(cat, sk, versions, read_columns(q))
     params = CostParams(measured=s.measured_costs, **({"prior_reuses": s.uses} if s.uses is not None else {}))
     w = predict_workload(store, q, p.table, params, upto=v, table_rows=T)
-    build, source = build_rows(store, T, w.scan_rate, w.fixed_rows)
+    build, source = build_rows(store, T, w.scan_rate, w.fixed_rows, on_driver(cat, p.table, p.attr, v))
     others = other_uses(store, p.table, p.attr, q.template)
     share = layout_share(build, w.reuses, others)
     saving = w.reuses * (1.0 - after) * T

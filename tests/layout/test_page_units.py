@@ -4,7 +4,9 @@ Differential: for sketches of random fragment sets on integer, date and string a
 included), the rows the model predicts a sketched scan of the layout reads must equal the rows
 Spark's Parquet reader actually returns after skipping row groups and pages by the column index.
 Small pages (50 rows, below parquet-mr's first size check at 100 rows, so each row group starts
-with a 100-row page) and small row groups make every row group end in a short page.
+with a 100-row page) and small row groups make every row group end in a short page.  Both builds
+are checked: Spark's (pages modelled) and the driver's (``arrow_copy``: pages read from the files'
+page index).
 """
 
 from __future__ import annotations
@@ -37,19 +39,25 @@ def ctx(spark, tmp_path_factory):
     pdf = pd.DataFrame({"k": k, "d": [dt.date(2020, 1, 1) + dt.timedelta(days=int(v)) for v in rng.integers(0, 400, n)],
                         "s": s, "x": rng.random(n)})
     c = Context(tmp_path_factory.mktemp("pages"), spark=spark)
-    c.catalog.create_table("pg", spark.createDataFrame(pdf).selectExpr("CAST(k AS BIGINT) AS k", "d", "s", "x"), "test")
-    saved = layout.PAGE_ROWS, layout.ROW_GROUP_BYTES
-    layout.PAGE_ROWS, layout.ROW_GROUP_BYTES = 50, 16 << 10
+    frame = spark.createDataFrame(pdf).selectExpr("CAST(k AS BIGINT) AS k", "d", "s", "x")
+    saved = layout.PAGE_ROWS, layout.ROW_GROUP_BYTES, layout.ARROW_BUILD
+    lays = {}
     try:
-        lays = {a: layout.build_layout(c.catalog, "pg", a, rows_per_file=2500) for a in ATTRS}
+        for table, on_driver in TABLES.items():
+            c.catalog.create_table(table, frame, "test")
+            layout.PAGE_ROWS, layout.ROW_GROUP_BYTES, layout.ARROW_BUILD = 50, 16 << 10, on_driver
+            lays[table] = {a: layout.build_layout(c.catalog, table, a, rows_per_file=2500) for a in ATTRS}
     finally:
-        layout.PAGE_ROWS, layout.ROW_GROUP_BYTES = saved
+        layout.PAGE_ROWS, layout.ROW_GROUP_BYTES, layout.ARROW_BUILD = saved
     return c, lays
+
+
+TABLES = {"pg": False, "pa": True}   # built by Spark, built on the driver
 
 
 @pytest.mark.parametrize("attr", ATTRS)
 def test_units_are_pages_of_the_layouts_own_attribute(ctx, attr):
-    c, lays = ctx
+    c, _ = ctx
     v = c.catalog.current_version("pg")
     units = read_units(c.catalog, "pg", attr, v)
     assert "pages" in units.source and units.rows == 6000
@@ -65,12 +73,25 @@ def test_units_are_pages_of_the_layouts_own_attribute(ctx, attr):
 
 
 @pytest.mark.parametrize("attr", ATTRS)
-def test_predicted_rows_read_equal_sparks(ctx, spark, attr):
+def test_driver_built_pages_are_page_rows_long_and_read_from_the_index(ctx, attr):
+    c, _ = ctx
+    v = c.catalog.current_version("pa")
+    units = read_units(c.catalog, "pa", attr, v)
+    assert "pages" in units.source and units.rows == 6000
+    sizes = [u.rows for u in units.units]
+    assert sizes.count(50) >= len(sizes) - 2 * len(sizes) // 25, sizes  # only row groups' last pages are short
+    assert "pages" in read_units(c.catalog, "pa", "x", v, layout_attr=attr).source  # every column has an index
+
+
+@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("attr", ATTRS)
+def test_predicted_rows_read_equal_sparks(ctx, spark, attr, table):
     c, lays = ctx
+    lays = lays[table]
     cat = c.catalog
-    v = cat.current_version("pg")
-    part = fine_partition(cat, "pg", attr, 40, v)
-    units = read_units(cat, "pg", attr, v)
+    v = cat.current_version(table)
+    part = fine_partition(cat, table, attr, 40, v)
+    units = read_units(cat, table, attr, v)
     rng = np.random.default_rng(len(attr))
     ids = list(range(len(part.boundaries) + 1))
     cases = [frozenset(rng.choice(ids, size=m, replace=False).tolist()) for m in (1, 2, 3, 5, 8)]
@@ -100,17 +121,19 @@ def test_an_unsorted_column_gives_no_page_units(tmp_path):
         [(100, 1, 2, 98), (30, 2, 10, 0), (30, 10, 10, 0)]
 
 
+@pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("attr,n", [("k", 3000), ("d", 400)])
-def test_one_value_runs_as_an_in_list_skip_pages_like_ranges(ctx, spark, attr, n):
+def test_one_value_runs_as_an_in_list_skip_pages_like_ranges(ctx, spark, attr, n, table):
     """At about one value per fragment a sketch's runs become one IN list (``use.POINT_WIDTH``):
     Spark must still skip exactly the pages the model predicts, which needs the session's
     ``inFilterThreshold`` (``advisor.engine.session``); at Spark's default of 10 values only the list's
     [min, max] reaches Parquet and the scan reads more."""
     c, lays = ctx
+    lays = lays[table]
     cat = c.catalog
-    v = cat.current_version("pg")
-    part = fine_partition(cat, "pg", attr, n, v)
-    units = read_units(cat, "pg", attr, v)
+    v = cat.current_version(table)
+    part = fine_partition(cat, table, attr, n, v)
+    units = read_units(cat, table, attr, v)
     rng = np.random.default_rng(n)
     frags = frozenset(rng.choice(range(1, len(part.boundaries)), size=12, replace=False).tolist())
     cond = range_condition(part, frags, attr)

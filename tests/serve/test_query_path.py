@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from advisor.context import Context
+from advisor.layout import clustered_copy
 from advisor.serve.decision_record import RECORD_VERSION, one_line
 from advisor.serve.query_path import serve_query, serve_update
 from advisor.serve.settings import AdviseSettings
@@ -96,16 +97,22 @@ def test_a_stale_sketch_is_caught_up_before_use(ctx, tmp_path):
     assert plain.record["scan"]["rows"] == 30_080 and got.record["result"] == plain.record["result"]
 
 
-def test_a_stored_sketch_the_files_cannot_skip_gets_its_layout_priced(ctx):
+@pytest.mark.parametrize("on_driver", [False, True])
+def test_a_stored_sketch_the_files_cannot_skip_gets_its_layout_priced(ctx, monkeypatch, on_driver):
+    """Built by Spark (~15 scans) the layout pays only with more uses than the default; written on
+    the driver (~4 scans, ``arrow_copy``) it pays at the default."""
+    monkeypatch.setattr(clustered_copy, "ARROW_BUILD", on_driver)
     sql = HAVING.format(x=5000)
     sk = capture(ctx.catalog, parse_sql(sql, ctx.schema_lookup()), {"t": "g"}, 100).sketch
-    declined = serve_query(ctx, sql, AdviseSettings(advise=False))
-    d = declined.record["decision"]
-    assert d["action"] == "no-go" and f"sketch {sk.id} (t.g) reads 100% of t" in d["reason"]
-    assert "pays after" in d["reason"] and "`advisor layout t g`" in d["reason"]
-    built = serve_query(ctx, sql, AdviseSettings(advise=False, uses=60))
+    if not on_driver:
+        declined = serve_query(ctx, sql, AdviseSettings(advise=False))
+        d = declined.record["decision"]
+        assert d["action"] == "no-go" and f"sketch {sk.id} (t.g) reads 100% of t" in d["reason"]
+        assert "pays after" in d["reason"] and "`advisor layout t g`" in d["reason"]
+    built = serve_query(ctx, sql, AdviseSettings(advise=False, uses=None if on_driver else 60))
     d = built.record["decision"]
     assert d["action"] == "reuse" and d["layout"]["built"] and built.record["sketch_id"] == sk.id
+    assert ("written on the driver" in d["reason"]) == on_driver
     assert built.record["scan"]["rows"] <= 0.3 * 30_000
     same_rows(ctx, sql, built)
 
