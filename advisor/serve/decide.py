@@ -13,6 +13,7 @@ from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostP
 from advisor.selection.decision_memory import forget, recall, remember, skip
 from advisor.selection.recommend import recommend
 from advisor.selection.strategies import draw_seed, strategy_draw
+from advisor.serve.copy_revisit import revisit_timed
 from advisor.sketch.capture import capture
 from advisor.sketch.lookup import usable_sketches
 from advisor.warehouse.sketch_records import load_sketch, retire, retire_extra_heads
@@ -42,7 +43,11 @@ def decide(ctx: Context, s: AdviseSettings, where: str, q, versions: dict, rec: 
             d.update(action="capture", attr=f"{memo.table}.{memo.attr}", fragments=part.n_fragments,
                      reason=f"template decided at step {memo.step} (go on {memo.table}.{memo.attr}, "
                             f"{part.n_fragments} fragments): {how} without re-estimating")
-            return _use_captured(cat, q, versions, sk, d, s.strategy, where)
+            used = _use_captured(cat, q, versions, sk, d, s.strategy, where)
+            copy = None if used is None else revisit_timed(ctx, s, q, versions, used, secs)
+            if copy is not None:
+                d.update(reason=d["reason"] + f"; {copy['reason']}", layout=copy)
+            return used
     return _estimate(ctx, s, where, q, versions, rec, secs, answers)
 
 

@@ -23,6 +23,7 @@ from advisor.recursive.advise import serve_recursive
 from advisor.recursive.shape import looks_recursive
 from advisor.selection.attribute_pairs import catch_up, combine
 from advisor.selection.decision_memory import all_memos, restore_memos, revisit
+from advisor.serve.copy_revisit import revisit_timed
 from advisor.serve.decide import decide
 from advisor.serve.decision_record import finish_record, new_record
 from advisor.serve.layout_repair import layout_bound, repair
@@ -148,11 +149,13 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
             d.update(action="no-go", reason=declined[0])
         elif good:
             dd.sketch = combine(cat, q, versions, good)
+            copy = None if pinned else revisit_timed(ctx, s, q, versions, dd.sketch, secs)
             # the share of the sketched tables' rows the scan is predicted to read, beside what it reads
             rec["predicted_read"] = round(read_fraction(cat, dd.sketch, versions, read_columns(q)), 6)
             d.update(action="reuse", attr=_attr(dd.sketch), reason=f"reused sketch {dd.sketch.id}" + _pair(dd.sketch) + (
                 "" if tuple(dd.sketch.bindings) == tuple(q.bindings)
-                else " (reuse proven by Z3 for these bindings)") + (f"; {caught}" if dd.maint else ""))
+                else " (reuse proven by Z3 for these bindings)") + (f"; {caught}" if dd.maint else "")
+                + (f"; {copy['reason']}" if copy else ""), **({"layout": copy} if copy else {}))
         elif not pinned and (spread := layout_bound(bad)):
             t0 = time.perf_counter()
             lay, why = repair(ctx, s, q, versions, spread[0])
