@@ -98,20 +98,22 @@ def test_a_stale_sketch_is_caught_up_before_use(ctx, tmp_path):
 
 
 @pytest.mark.parametrize("on_driver", [False, True])
-def test_a_stored_sketch_the_files_cannot_skip_gets_its_layout_priced(ctx, monkeypatch, on_driver):
-    """Built by Spark (~15 scans) the layout pays only with more uses than the default; written on
-    the driver (~4 scans, ``arrow_copy``) it pays at the default."""
+def test_a_stored_sketch_the_files_cannot_skip_gets_its_copy_priced(ctx, monkeypatch, on_driver):
+    """Priced as a narrow copy of the two columns the query reads (written by Spark, or on the
+    driver: ``arrow_copy``); with building off the line says after how many uses it would pay and
+    which command builds it, at the default settings the copy is built and serves the sketch."""
     monkeypatch.setattr(clustered_copy, "ARROW_BUILD", on_driver)
     sql = HAVING.format(x=5000)
     sk = capture(ctx.catalog, parse_sql(sql, ctx.schema_lookup()), {"t": "g"}, 100).sketch
-    if not on_driver:
-        declined = serve_query(ctx, sql, AdviseSettings(advise=False))
-        d = declined.record["decision"]
-        assert d["action"] == "no-go" and f"sketch {sk.id} (t.g) reads 100% of t" in d["reason"]
-        assert "pays after" in d["reason"] and "`advisor layout t g`" in d["reason"]
-    built = serve_query(ctx, sql, AdviseSettings(advise=False, uses=None if on_driver else 60))
+    declined = serve_query(ctx, sql, AdviseSettings(advise=False, build_layouts=False))
+    d = declined.record["decision"]
+    assert d["action"] == "no-go" and f"sketch {sk.id} (t.g) reads 100% of t" in d["reason"]
+    assert "pays after" in d["reason"] and "`advisor layout t g`" in d["reason"]
+    assert "a narrow copy of t (g, val) sorted on g" in d["reason"]
+    built = serve_query(ctx, sql, AdviseSettings(advise=False))
     d = built.record["decision"]
     assert d["action"] == "reuse" and d["layout"]["built"] and built.record["sketch_id"] == sk.id
+    assert d["layout"]["columns"] == ["g", "val"]
     assert ("written on the driver" in d["reason"]) == on_driver
     assert built.record["scan"]["rows"] <= 0.3 * 30_000
     same_rows(ctx, sql, built)
