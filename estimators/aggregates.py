@@ -37,12 +37,17 @@ Rules worth knowing:
   Because the sample is a subset of the group, the sample max is a lower bound of the population max
   and the sample min an upper bound of the population min.  Hence ``MAX > c``/``MAX >= c`` is
   *certain* (p = 1) when the sample max satisfies it, and ``MAX < c``/``MAX <= c`` certainly fails
-  when the sample max does not (mirrored for MIN).  Otherwise p is the bootstrap fraction, which can
-  never exceed the sample range: for ``MAX > c`` with sample max <= c it is 0 although unsampled rows
-  may exceed c -- a known *under*-estimate for tail predicates.  Under ``method='clt'`` MIN/MAX use
-  bootstrap replicates too (the CLT does not apply).
-* Singletons (one sampled row of a larger group): stderr 0, so ``p_g`` is 0/1 at the point estimate
-  (digest C6 edge case; the paper's Fig. 5/6 example works this way).
+  when the sample max does not (mirrored for MIN).  Otherwise p is the share of replicates that
+  satisfy it, and the replicates are the sample extreme combined with the extreme of the group's
+  unseen rows under a pooled location-residual model (``estimators.extremes``): a bootstrap of the
+  sampled rows alone never exceeds the sample max, so ``MAX > c`` with sample max <= c had p = 0
+  however many rows the sample did not show.  Under ``method='clt'`` MIN/MAX use these replicates
+  too (the CLT does not apply).
+* Few sampled rows (one row of a larger group, or two or three): the bootstrap's spread is zero or
+  ``(n-1)/n`` of the variance, so SUM/AVG/COUNT replicates are floored at the analytic variance with a
+  pooled within-stratum variance (``estimators.small_groups``; digest C6's pooled-variance option).
+  A singleton's ``p_g`` is then a probability, not 0/1 at its point estimate; under
+  ``method='clt'`` a singleton keeps its zero standard error (the paper's Fig. 5/6 reading).
 """
 
 from __future__ import annotations
@@ -57,7 +62,9 @@ from estimators.bootstrap import (
     aggregate_weighted, block_size, group_exists, group_sums, normalize_agg, replicate_blocks, replicate_stderr)
 from estimators.clt import (
     compare, normal_interval_probability, normal_pass_probability, normalize_op, stratified_clt, z_value)
+from estimators.extremes import extreme_replicates
 from estimators.group_sample import GroupedSample, group_sample, where_mask
+from estimators.small_groups import floor_replicates
 from estimators.quantiles import nan_quantiles
 
 # --- predicates -----------------------------------------------------------------------------------
@@ -200,6 +207,7 @@ def percentile_interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray
     return q[0].reshape(np.shape(reps)[1:]), q[1].reshape(np.shape(reps)[1:])
 
 
+UNSEEN_ROWS = True  # replicates allow for the rows a group's sample did not show (_with_unseen_rows)
 BLOCK_CELLS = 4_000_000  # bootstrap cells (rows x replicates) drawn at a time: bounds the weights' memory
 
 
@@ -330,7 +338,16 @@ def _group_frame(gs: GroupedSample) -> pd.DataFrame:
     out["N"] = np.where(np.isclose(Nest, np.round(Nest)), np.round(Nest), Nest)
     out["exact"] = gs.exact
     out["exists"] = gs.pexists
+    out["N_strata"] = strata_rows(gs)
     return out
+
+
+def strata_rows(gs: GroupedSample) -> np.ndarray:
+    """Population rows of the strata each group has sampled rows in: a WHERE-filtered COUNT's
+    share of them is the row mean that shrinkage pools (``estimators.shrinkage``)."""
+    H = int(gs.si.max()) + 1 if gs.si.size else 1
+    pairs = np.unique(gs.gi * H + gs.si)
+    return np.bincount(pairs // H, weights=gs.N_h[pairs % H], minlength=gs.G)
 
 
 def _aggregate_estimate(f: str, y: np.ndarray, m: np.ndarray, gs: GroupedSample, method: str,
@@ -340,7 +357,7 @@ def _aggregate_estimate(f: str, y: np.ndarray, m: np.ndarray, gs: GroupedSample,
     bootstrap replicates ``boot`` or from the CLT; exact groups get their point as the interval."""
     point = aggregate_weighted(f, y, m, gs.w0, np.ones(len(gs.si), dtype=np.int64), gs.gidx)
     if method == "bootstrap" or f in ("min", "max"):
-        reps = boot
+        reps = _with_unseen_rows(f, boot, point, y, m, gs, rng)
         se = replicate_stderr(reps, axis=0)
         lo, hi = percentile_interval(reps, confidence)
     else:
@@ -348,6 +365,30 @@ def _aggregate_estimate(f: str, y: np.ndarray, m: np.ndarray, gs: GroupedSample,
     lo = np.where(gs.exact, point, lo)
     hi = np.where(gs.exact, point, hi)
     return point, se, lo, hi, reps
+
+
+def _with_unseen_rows(f: str, boot: np.ndarray, point: np.ndarray, y: np.ndarray, m: np.ndarray,
+                      gs: GroupedSample, rng: np.random.Generator) -> np.ndarray:
+    """The bootstrap replicates with what the group's unsampled rows may add: MIN/MAX from the
+    unseen-row model (``estimators.extremes``), SUM/AVG/COUNT floored at the pooled analytic variance
+    (``estimators.small_groups``).  Drawn from a generator of their own (seeded from ``rng`` without
+    advancing it), so the other aggregates' replicates stay as they were."""
+    if not UNSEEN_ROWS or boot is None:
+        return boot
+    sub = np.random.default_rng(_child_seed(rng, f))
+    n_g = gs.gidx.sizes.astype(float)
+    N_g = gs.gidx.reduce(np.add, gs.w0)
+    if f in ("min", "max"):
+        return extreme_replicates(f, y, m, gs.gi, gs.G, n_g, N_g, point, gs.exact, boot.shape[0], sub)
+    return floor_replicates(f, boot, point, y, m, gs.gi, gs.si, gs.G, gs.N_h, gs.exact, sub)
+
+
+def _child_seed(rng: np.random.Generator, f: str) -> list:
+    """A seed for a generator apart from ``rng``, from its seed sequence (not from its stream), one
+    per aggregate function."""
+    ss = rng.bit_generator.seed_seq
+    ent = ss.entropy if ss.entropy is not None else 0
+    return [int(x) for x in np.atleast_1d(ent)] + [0xE57, sum(map(ord, f))]
 
 
 def _clt_estimate(f: str, y: np.ndarray, m: np.ndarray, point: np.ndarray, gs: GroupedSample,
@@ -425,6 +466,39 @@ def point_pass(est: GroupEstimates, predicate: Predicate | None) -> np.ndarray:
     if predicate is None:
         return est.point_exists.copy()
     return np.asarray(_eval(est, predicate, False), dtype=bool)
+
+
+def decided(est: GroupEstimates, predicate: Predicate | None) -> np.ndarray:
+    """Boolean ``(G,)``: whether each group's pass is known without sampling error -- the group is
+    fully sampled, its aggregates have no sampling spread (a COUNT of a group that is its strata,
+    a SUM of a constant), or the sample proves the comparison (a sample max above ``c`` for ``MAX >
+    c``, the MIN/MAX rule).  A MIN/MAX of a group with unseen rows is never known otherwise: all
+    replicates agreeing says only that none of them drew a passing value.  An interval of width zero
+    is labelled exact only when every group is decided (``estimators.sketch_size``)."""
+    exact = est.frame["exact"].to_numpy(bool)
+    if predicate is None:
+        return exact | est.point_exists | ~est.exists.any(axis=0)
+    return exact | _decided(est, predicate)
+
+
+def _decided(est: GroupEstimates, pred: Predicate) -> np.ndarray:
+    if isinstance(pred, Cmp):
+        name = est.resolve(pred.agg)
+        reps = est.replicates[name]
+        with np.errstate(invalid="ignore"):  # equal up to rounding (43/3 rows weighted back to 43)
+            hi, lo = np.max(reps, axis=0), np.min(reps, axis=0)
+            flat = np.isfinite(hi) & np.isfinite(lo) & (hi - lo <= 1e-9 * np.maximum(1.0, np.abs(hi)))
+        known = flat & ~np.isin(est.func_of(name), ("min", "max")) & est.exists.all(axis=0)
+        rule = _bound_override(est, name, pred.op)
+        if rule is not None:
+            pt = compare(est.point(name), pred.op, pred.value, pred.high) & est.point_exists
+            known |= pt if rule == "or" else (est.point_exists & ~pt)
+        return known
+    if isinstance(pred, (And, Or)):
+        return np.logical_and.reduce([_decided(est, p) for p in pred.parts])
+    if isinstance(pred, Not):
+        return _decided(est, pred.part)
+    raise TypeError(f"not a predicate: {pred!r}")
 
 
 def _clt_prob(est: GroupEstimates, pred: Predicate) -> np.ndarray:

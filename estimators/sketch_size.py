@@ -43,6 +43,14 @@ the fragment sizes ``|R_r|`` of the full table.  Outputs a ``SizeEstimate`` with
     generated advice queries the coverage went from 70.5 % to 83.5 % of (query, candidate) pairs,
     and from 56 % to 86 % of those whose sketch holds under 90 % of the table (BENCHMARKS.md).
 
+    **Model bounds** (``MODEL_BOUNDS``, a candidate mapped by the unseen-row model below): the
+    replicates vary which groups pass, not the model that places their unseen rows, and that model's
+    error (its concentration ``alpha``, its windows) is systematic: on the advice harness's selective
+    shape families the intervals of such candidates held the real size for 20-50 % of them.  The
+    interval is widened to the model's own bounds per replicate -- from the fragments the passing
+    groups' sampled rows touch (no unseen row elsewhere) to those their windows reach (an unseen
+    row in each) -- a Haas-style bound that holds whatever ``alpha`` is, as long as the windows do.
+
 Unseen rows of a group (candidate not determined by the group key) -- derivation
 --------------------------------------------------------------------------------
 A stratified sample shows only ``n_g`` of the ``N_g`` rows of group g, so only some of the fragments
@@ -105,7 +113,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from estimators.aggregates import pass_matrix, pass_probability, point_pass
+from estimators.aggregates import decided, pass_matrix, pass_probability, point_pass
 from estimators.clt import z_value
 from estimators.fragment_cells import (
     CellModel, block_bounds, block_cells, fragment_table, lookup_fragments, lookup_groups, range_positions)
@@ -187,6 +195,7 @@ def _covers_all(log_miss, L, C, sizes, total: float) -> bool:
     return bool((Pb @ sizes >= need).all())
 
 
+MODEL_BOUNDS = True  # intervals of model-mapped candidates span the unseen-row model's bounds (_model_bounds)
 PASS_PRIOR = True  # unseen rows of passing groups follow the passing groups' sampled fragments (passing_prior)
 JOINT_EXPECTATION = True  # expected size as the replicates' mean coverage (keeps their correlation)
 DENSE_SHARE = 0.1  # window cells above this share of a block's (group, fragment) cells: BLAS beats sparse
@@ -200,7 +209,8 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
                   N_col: str = "N", window: bool = True, confidence: float = 0.95, seed: int = 0,
                   chunk_cells: int = 2_000_000, sample_groups: np.ndarray | None = None,
                   reuse: dict | None = None, group_rate: float | None = None,
-                  model_replicates: np.ndarray | None = None) -> SizeEstimate:
+                  model_replicates: np.ndarray | None = None,
+                  decided_groups: np.ndarray | None = None) -> SizeEstimate:
     """Point, expected and interval sketch size for one candidate (see the module docstring).
 
     ``sample``: sample rows with ``group_cols`` and ``frag_col``; ``groups``: one row per group with
@@ -224,7 +234,9 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     interval's upper end then allows for the passing ones among them (``unseen_group_rows``).  None:
     every group of the population is in the sample.  ``model_replicates``: optional ``(B2, G)``
     booleans, which groups pass under a second model; the interval then spans both models' (module
-    docstring), the expectation and point stay this model's.
+    docstring), the expectation and point stay this model's.  ``decided_groups``: optional ``(G,)``
+    booleans, whose pass is known without sampling error (``aggregates.decided``); an interval of
+    width zero is labelled exact only when all are.
     """
     group_cols = list(group_cols)
     ids, sizes = fragment_table(fragment_sizes)
@@ -248,7 +260,42 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
             reuse.update(prep)
     est = _size(p, pt, pass_replicates, sizes, ids, total, F, prep, chunk_cells, confidence, seed,
                 model_replicates)
-    return _account_unseen(est, p, prep, sizes, total, group_rate, confidence)
+    est = _account_unseen(est, p, prep, sizes, total, group_rate, confidence)
+    if decided_groups is not None:
+        dec = np.asarray(decided_groups, dtype=bool)
+        if not dec.all():
+            est.exact = False
+            B = pass_replicates.shape[0] if pass_replicates is not None else 0
+            _undecided_margin(est, p, dec, prep, sizes, total, B)
+    return est
+
+
+def _undecided_margin(est: SizeEstimate, p: np.ndarray, dec: np.ndarray, prep: dict, sizes: np.ndarray,
+                      total: float, B: int) -> None:
+    """Widen the interval for groups whose pass the replicates agree on although sampling decides
+    it (``aggregates.decided``): B replicates that all fail a group bound its pass probability by
+    ``3 / B`` (the rule of three at 95 %), not by 0, and mirrored for those that all pass.  The
+    upper end adds that share of the rows only such never-passing groups' sampled rows reach beyond
+    the fragments certainly covered; the lower end drops that share of the rows that only
+    always-passing undecided groups hold.  Without it an interval of width zero was reported for a
+    ``max(dep_delay) > 818`` no replicate passed, against a real 1.7 %."""
+    if B <= 0 or prep["cert_g"].size == 0:
+        return
+    share = min(1.0, 3.0 / B)
+    cg, cr = prep["cert_g"], prep["cert_r"]
+    F = sizes.shape[0]
+    never, always = ~dec & (p <= 0.0), ~dec & (p >= 1.0)
+    P = np.clip(est.fragment_probability.to_numpy(dtype=float), 0.0, 1.0)
+    reach = np.zeros(F, dtype=bool)
+    reach[cr[never[cg]]] = True
+    extra_hi = share * float(sizes[reach & (P < 1.0)].sum())
+    others = np.zeros(F, dtype=bool)
+    others[cr[(p > 0.0)[cg] & ~always[cg]]] = True
+    held = np.zeros(F, dtype=bool)
+    held[cr[always[cg]]] = True
+    extra_lo = share * float(sizes[held & ~others].sum())
+    est.ci_hi = min(total, float(np.ceil(est.ci_hi + extra_hi)))
+    est.ci_lo = max(0.0, float(np.floor(est.ci_lo - extra_lo)))
 
 
 def _account_unseen(est: SizeEstimate, p: np.ndarray, prep: dict, sizes: np.ndarray, total: float,
@@ -390,6 +437,9 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         if Pm is not None:
             lo2, hi2 = _replicate_interval(Pm, sizes, confidence, seed)
             ci_lo, ci_hi = min(ci_lo, lo2), max(ci_hi, hi2)
+        if cov.W is not None and not cov.settled:  # settled: the groups read already cover the table
+            lo3, hi3 = _model_bounds(cov.C, cov.W, sizes, confidence)
+            ci_lo, ci_hi = min(ci_lo, lo3), max(ci_hi, hi3)
     else:
         (ci_lo, ci_hi), method = _normal_interval(P, rows_exp, sizes, total, confidence), "normal"
     return SizeEstimate(
@@ -399,6 +449,17 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         n_fragments=F, touch=prep["touch"], alpha=prep["alpha"], confidence=confidence,
         point_fragments=tuple(ids[pf].tolist()), fragment_probability=pd.Series(P, index=ids, name="p"),
         settled=cov.settled, replicate_probability=Pb, model_probability=Pm)
+
+
+def _model_bounds(C: np.ndarray, W: np.ndarray, sizes: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Bounds of the unseen-row model over the replicates' passing sets (``MODEL_BOUNDS``): the rows
+    of the fragments the passing groups' sampled rows touch (no unseen row anywhere else: alpha =
+    0), and of those their windows reach too (an unseen row in every window fragment); the lower
+    and upper replicate quantiles at ``confidence``."""
+    a_ = (1.0 - confidence) / 2.0
+    lo = (C > 0).astype(float) @ sizes
+    hi = ((C + W) > 0).astype(float) @ sizes
+    return float(np.quantile(lo, a_, method="lower")), float(np.quantile(hi, 1.0 - a_, method="higher"))
 
 
 def _point_fragments(pt: np.ndarray, cert_g: np.ndarray, cert_r: np.ndarray) -> np.ndarray:
@@ -449,6 +510,7 @@ class _Coverage:
     L: np.ndarray | None
     C: np.ndarray | None
     settled: bool = False
+    W: np.ndarray | None = None  # per (replicate, fragment) window cells of passing groups (``MODEL_BOUNDS``)
 
 
 def _coverage(p, pass_replicates, gl, cells: CellModel, reach, sizes, total, chunk_cells) -> _Coverage:
@@ -463,7 +525,8 @@ def _coverage(p, pass_replicates, gl, cells: CellModel, reach, sizes, total, chu
     F = cells.F
     reps = pass_replicates is not None
     cov = _Coverage(np.zeros(F), np.zeros((pass_replicates.shape[0], F)) if reps else None,
-                    np.zeros((pass_replicates.shape[0], F)) if reps else None)
+                    np.zeros((pass_replicates.shape[0], F)) if reps else None,
+                    W=np.zeros((pass_replicates.shape[0], F)) if reps and cells.use_model and MODEL_BOUNDS else None)
     bounds = block_bounds(gl.shape[0], chunk_cells, F)
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         if lo and (cov.log_miss[reach] < SATURATED).all() and (
@@ -490,6 +553,8 @@ def _add_block(cov: _Coverage, chunk: np.ndarray, p: np.ndarray, pass_replicates
         return
     Rt = np.ascontiguousarray(pass_replicates[:, chunk].T, dtype=float)  # (groups, B)
     cov.C += (sparse.csr_matrix((np.ones(crow.shape[0]), (crow, cfrag)), shape=(nc, F)).T @ Rt).T
+    if cov.W is not None and wrow.shape[0]:
+        cov.W += (sparse.csr_matrix((np.ones(wrow.shape[0]), (wrow, wfrag)), shape=(nc, F)).T @ Rt).T
     if wrow.shape[0] > DENSE_SHARE * nc * F:
         Lt = np.zeros((nc, F))
         Lt[wrow, wfrag] = lw
@@ -537,4 +602,5 @@ def size_for_having(sample: pd.DataFrame, est, predicate, fragment_sizes, *, fra
         raise ValueError("point_rule must be 'p>=0.5' or 'estimate'")
     pp = point_pass(est, predicate) if point_rule == "estimate" else None
     return estimate_size(sample, groups, fragment_sizes, group_cols=est.group_cols, frag_col=frag_col,
-                         pass_replicates=pass_matrix(est, predicate), point_pass=pp, **kwargs)
+                         pass_replicates=pass_matrix(est, predicate), point_pass=pp,
+                         decided_groups=decided(est, predicate), **kwargs)
