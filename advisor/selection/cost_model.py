@@ -32,7 +32,11 @@ fixed cost in rows, 0 until the run log identifies it):
                  maint_fixed * T + maint_per_delta * delta_rows: an incremental step reads the batch
                  files with pyarrow and runs no Spark job, so no job's fixed cost is charged;
                  4.8-9.1 ms per 1,000-row step at SF1, BENCHMARKS.md)
-  net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel
+  net          = reuses * per_use - capture;   go iff net > 0 and the upper CI bound of sel <= max_sel,
+                 and the net is still > 0 at the upper CI bound (read and filter priced at sel_hi):
+                 a sketch that pays only if it is as small as estimated is no go; the decision line
+                 says which bound decided.  The granularity is the one that goes with the best net
+                 (else the best net): a coarser one may still go where a finer one's interval is wide
 Before sampling, ``cannot_pay`` stops the advice when even read = 0 could not repay capture,
 maintenance at its floor (incremental steps, unless the state is too big to buy) and the measured
 estimation cost: sampling + estimation for the bootstrap (in a
@@ -174,6 +178,9 @@ class Costing:
     net_rows: float
     go: bool
     reason: str
+    net_hi_rows: float = 0.0  # net at the interval's upper end of the size (``decided_by``)
+    decided_by: str = "estimate"  # which size decided: "upper bound", "estimate" or a limit
+
 
     def seconds(self, rate: float) -> dict:
         r = max(rate, 1.0)
@@ -216,6 +223,10 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
     maint = sketches * w.steps * maintenance_per_update(J, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - charged - layout_rows
+    # the same at the interval's upper end: the sketch may be that large, and a go must pay there too
+    read_hi = min(1.0, read + max(0.0, s.sel_hi - s.sel))
+    saving_hi = (1.0 - read_hi) * (reads * T + p.join_share * joined_rows)
+    net_hi = w.reuses * (saving_hi - runs * (p.term_cost * s.sel_hi * T + p.plan_rows) - maint) - charged - layout_rows
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
     figures = (f"{attr} at {s.n_fragments} fragments covers ~{s.sel:.1%} (upper {s.sel_hi:.1%}) of the table{reads}; "
@@ -224,16 +235,28 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
                f"{' (done while sizing)' if w.capture_sunk else ''}"
                f"{f' + its share of a layout build {scans(layout_rows):.2f}' if layout_rows else ''}"
                f" -> net {scans(net):+.2f} scans")
-    if s.sel_hi > p.max_sel:
-        go, why = False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data; "
-    elif s.read is not None and read > p.max_read:
-        go, why = False, f"no-go: the layout leaves {read:.1%} of the data to read (> {p.max_read:.0%}); "
-    elif net <= 0:
-        go, why = False, "no-go: the sketch does not pay off; "
-    else:
-        go, why = True, "go: "
+    go, why, by = _verdict(s, read, net, net_hi, p, scans)
     return Costing(attr, s.n_target, s.n_fragments, s.sel, s.sel_hi, read, T, runs, charged, saving, overhead,
-                   maint, w.reuses, layout_rows, net, go, why + figures)
+                   maint, w.reuses, layout_rows, net, go, why + figures, net_hi, by)
+
+
+def _verdict(s: SizeSummary, read: float, net: float, net_hi: float, p: CostParams, scans) -> tuple:
+    """(go, the decision line's head, which bound decided).  A go must pay at the upper end of the
+    size's interval as well as at its estimate (an exact size's interval is a point: the two agree)."""
+    upper = "exact size" if s.ci_exact or s.sel_hi <= s.sel else f"upper bound {s.sel_hi:.1%}"
+    if s.sel_hi > p.max_sel:
+        return False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data (decided by the upper bound); ", \
+            "upper bound"
+    if s.read is not None and read > p.max_read:
+        return False, (f"no-go: the layout leaves {read:.1%} of the data to read (> {p.max_read:.0%}) "
+                       "(decided by the read share); "), "read share"
+    if net <= 0:
+        return False, "no-go: the sketch does not pay off (decided by the estimate); ", "estimate"
+    if net_hi <= 0:
+        return False, (f"no-go: at its {upper} the sketch would not pay (net {scans(net_hi):+.2f} scans; "
+                       "decided by the upper bound); "), "upper bound"
+    return True, f"go: pays at its {upper} too (net {scans(net_hi):+.2f} scans; decided by the upper bound); ", \
+        "upper bound"
 
 
 def capture_rows(T: float, w: UseForecast, p: CostParams) -> float:
@@ -300,7 +323,8 @@ def best_granularity(sizes: dict, attr: str, table_rows: float, w: UseForecast, 
     opts = [cost(s, attr, table_rows, w, p, job_rows, joined_rows, sketches, layout_rows, reads)
             for n, s in sorted(sizes.items())
             if fragments in (None, n)]
-    return max(opts, key=lambda c: (c.net_rows, -c.n_target)) if opts else None
+    # a granularity that goes (pays at its upper bound too) before one that does not, then the net
+    return max(opts, key=lambda c: (c.go, c.net_rows, -c.n_target)) if opts else None
 
 
 def candidate_costing(c: Candidate, sizes: dict, table_rows: float, w: UseForecast, p: CostParams,

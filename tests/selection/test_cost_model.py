@@ -30,6 +30,27 @@ def cand(attr, sels, roles=(), safe=True, real=None):
 
 
 # ---------------- cost model ----------------
+def test_a_go_must_pay_at_the_upper_bound_and_says_which_bound_decided():
+    """3 uses of a 5 % sketch pay (net +1.54 scans); the same estimate with an upper bound of 70 %
+    would not (3 x 0.3 saved < 1.3 capture): no go, and the line names the upper bound."""
+    sure = cost(summ(0.05, frags=10), "a", T, UseForecast(3), CostParams())
+    wide = cost(summ(0.05, frags=10, lo=0.01, hi=0.70), "a", T, UseForecast(3), CostParams())
+    assert sure.go and "decided by the upper bound" in sure.reason
+    assert sure.net_rows == pytest.approx(wide.net_rows)  # the estimate alone would still go
+    assert not wide.go and wide.net_hi_rows < 0 < wide.net_rows
+    assert wide.decided_by == "upper bound" and "upper bound 70.0%" in wide.reason
+    # more uses make the upper bound pay too: go again
+    assert cost(summ(0.05, frags=10, lo=0.01, hi=0.70), "a", T, UseForecast(30), CostParams()).go
+
+
+def test_the_granularity_that_goes_is_preferred_to_a_wider_interval_with_more_net():
+    """The finer granularity nets more at its estimate but not at its upper bound; the coarser
+    one goes at both, so it is the pick."""
+    sizes = {1000: summ(0.03, 1000, frags=30, hi=0.75), 100: summ(0.08, 100, frags=8, hi=0.12)}
+    best = best_granularity(sizes, "a", T, UseForecast(3), CostParams())
+    assert best.n_target == 100 and best.go
+
+
 def test_selective_sketch_with_reuses_is_go_and_carries_its_numbers():
     c = cost(summ(0.05, frags=10), "a", T, UseForecast(3), CostParams())
     assert c.go and c.reason.startswith("go:")
