@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import typer
 
-from advisor.cli.common import ctx, out
-from advisor.errors import BadInput
+from advisor.cli.common import STATE, ctx, out
+from advisor.errors import BadInput, CheckFailed
 from workloads.bench.suites import TPCH, TPCH_SF1
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (side-by-side ratios and counters).")
@@ -187,3 +187,22 @@ def bench_recursive_cmd(nodes: int = typer.Option(1000, "--nodes", help="Topolog
                           per_batch=per_batch, spark_nodes=spark_nodes, reps=reps)
     if out_json:
         out_json.write_text(json.dumps(res, indent=2, default=str))
+
+
+@bench_app.command("dashboard")
+def bench_dashboard_cmd(sf: float = typer.Option(1.0, "--sf"),
+                        fresh: bool = typer.Option(False, "--fresh", help="Write the Delta tables again."),
+                        bare: bool = typer.Option(True, "--bare/--no-bare", help="Also answer every step with "
+                                                  "plain Spark on the same tables (time travel) and compare."),
+                        out_json: Optional[Path] = typer.Option(None, "--out")):
+    """A dashboard over TPC-H lineitem and orders written as Delta tables by plain Spark, another
+    writer's commits between its segments: NO-PS against CB-OPT-GB at default settings, each in a
+    process of its own (tables kept below WAREHOUSE/bench-dashboard/sfSF)."""
+    from workloads.bench.delta_dashboard import bench_dashboard, render
+
+    res = bench_dashboard(STATE, ctx(), sf, fresh, bare, lambda msg: out.print(f"[{msg}]", highlight=False))
+    render(out, res)
+    if out_json:
+        out_json.write_text(json.dumps(res, indent=2, default=str))
+    if res["answers_equal"] != res["queries"] or res.get("answers_equal_bare_spark", res["queries"]) != res["queries"]:
+        raise CheckFailed("an answer differs from the plain run's")

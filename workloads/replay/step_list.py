@@ -24,15 +24,18 @@ GRID = [i / 200 for i in range(201)]  # quantile grid, interpolated between poin
 
 
 def plan_order(wl, limits: dict[int, int] | None = None) -> list[dict]:
-    """[{"kind": "query", "template"} | {"kind": "update", "table", "inserts", "deletes"}] in order.
+    """[{"kind": "query", "template"} | {"kind": "update", "table", "inserts", "deletes"}] in order
+    (a sequence's steps, its queries counted by the update rules given with it).
 
     A query log's steps also carry its statement ("sql", "at", "line"); a change-file update its
     "file", a Delta-history update ``"delta": True``.  A rule stops after ``limits[i]`` updates
     (its Delta commits; by default its change files), when given."""
     if wl.sequence is not None:
-        return [({"kind": "query", "template": s["query"]} if "query" in s else {"kind": "update", **s["update"]})
-                for s in wl.sequence]
-    if wl.query_log is not None:
+        queries = [({"kind": "query", "template": s["query"]} if "query" in s else {"kind": "update", **s["update"]})
+                   for s in wl.sequence]
+        if not wl.updates:
+            return queries
+    elif wl.query_log is not None:
         queries = [{"kind": "query", "template": e["template"], "sql": e["sql"], "at": e["at"], "line": e["line"]}
                    for e in wl.statements]
     else:
@@ -41,12 +44,15 @@ def plan_order(wl, limits: dict[int, int] | None = None) -> list[dict]:
         weights = [wl.templates[n].weight for n in names]
         queries = [{"kind": "query", "template": rng.choices(names, weights)[0]} for _ in range(wl.queries)]
     used = [0] * len(wl.updates)
-    out = []
-    for i, q in enumerate(queries):
+    out, n = [], 0
+    for q in queries:
         out.append(q)
+        if q["kind"] != "query":  # a sequence's own update step
+            continue
+        n += 1
         for j, u in enumerate(wl.updates):
             cap = (limits or {}).get(j, u.limit)
-            if (i + 1) % u.every == 0 and (cap is None or used[j] < cap):
+            if n % u.every == 0 and (cap is None or used[j] < cap):
                 out.append(_update(u, used[j]))
                 used[j] += 1
     return out

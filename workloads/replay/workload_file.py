@@ -37,7 +37,9 @@ and update batches interleave, the seed, the strategies to compare and the maint
       - {table: lineitem, every: 5, inserts: 1000, deletes: 200}
 
 ``sequence:`` (a list of ``{query: NAME}`` / ``{update: {table, inserts, deletes}}``) may replace
-``queries`` + ``updates`` to fix the order by hand; ``rounds: N`` replays it N times over.  Quantiles are taken on the data as loaded (before
+``queries`` to fix the order by hand; ``rounds: N`` replays it N times over; ``updates`` rules given
+with it count the sequence's queries (every 15th query of a round-robin dashboard, a Delta table's
+next commit).  Quantiles are taken on the data as loaded (before
 any batch): q ~ U(between) and the value is the q-quantile of the column (or of the query's single
 output column).  Strings become quoted SQL literals, dates ``DATE 'YYYY-MM-DD'``.  Any schema error
 raises BadInput naming the file, line and key.
@@ -697,8 +699,8 @@ def _sequence(c: WorkloadChecker, data: dict, fields: dict) -> dict:
     sequence = []
     for i, s in enumerate(c.typed(data, (), "sequence", list, check=lambda v: None if v else "is empty")):
         sequence.append(_sequence_item(c, ("sequence", i), s, fields["templates"]))
-    if "queries" in data or "updates" in data:
-        c.fail(("sequence",), "give either 'sequence' or 'queries'/'updates', not both")
+    if "queries" in data:
+        c.fail(("sequence",), "give either 'sequence' or 'queries', not both")
     rounds = c.typed(data, (), "rounds", int, 1, check=lambda v: None if v >= 1 else "must be >= 1")
     return {"sequence": sequence * rounds}
 
