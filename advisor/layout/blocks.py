@@ -180,6 +180,12 @@ def arrow_keys(col, dtype: str) -> tuple[np.ndarray, np.ndarray]:
     return keys, nulls
 
 
+def with_block_ids(t: pa.Table, attr: str, dtype: str, starts: np.ndarray) -> pa.Table:
+    """Rows (an Arrow table) with their block ids (``assign``) as the ``BLK`` column."""
+    keys, nulls = arrow_keys(t.column(attr), dtype)
+    return t.append_column(BLK, pa.array(assign(starts, keys, nulls), type=pa.int32()))
+
+
 def ontop_file(layout: dict, ins_path: str, attr: str, dtype: str, starts: np.ndarray) -> str:
     """A copy of one insert file with its rows' block ids, kept under the layout (insert files
     never change, so one copy per file and layout serves every later read)."""
@@ -194,9 +200,7 @@ def ontop_file(layout: dict, ins_path: str, attr: str, dtype: str, starts: np.nd
         return str(out)
     d.mkdir(exist_ok=True)
     pf = filesystem.parquet_file(ins_path)
-    t = pf.read()
-    keys, nulls = arrow_keys(t.column(attr), dtype)
-    t = t.append_column(BLK, pa.array(assign(starts, keys, nulls), type=pa.int32()))
+    t = with_block_ids(pf.read(), attr, dtype, starts)
     meta = pf.metadata.schema
     int96 = any(meta.column(i).physical_type == "INT96" for i in range(len(meta)))  # keep Spark's types
     tmp = d / f".{uuid.uuid4().hex}.tmp"

@@ -5,7 +5,9 @@ index), with a per-file min/max manifest.  Few files because opening one costs ~
 BENCHMARKS.md).
 
 A layout is a snapshot at one table version; reads at a later version add that version's
-insert/delete batches on top (catalog.read_on_top), so a layout never serves stale rows.  Each build
+insert/delete batches on top (catalog.read_on_top; of a Delta table read in place, its net change:
+``advisor.warehouse.delta_copies``), so a layout never serves stale rows.  The copy of a Delta table
+lives in the advisor's warehouse: the user's table is never written.  Each build
 writes a directory of its own (``advisor.warehouse.atomic``): a rebuild never touches the files an
 older layout row names, and once the new row is committed the older rows of the same table,
 attribute and version are dropped, then their files.
@@ -68,9 +70,9 @@ def build_layout(catalog: Catalog, table: str, attr: str, version: int | None = 
     table = catalog.require(table)
     if rows_per_file < 1:
         raise BadInput(f"--rows-per-file must be >= 1, got {rows_per_file}")
-    if catalog.is_delta(table):
-        raise BadInput(f"table {table!r} is a Delta table read in place: the advisor builds no clustered copy of it "
-                       "(a sketch filters its files by Delta's statistics)")
+    if catalog.is_delta(table) and not catalog.key(table):
+        raise BadInput(f"Delta table {table!r} has no declared key: a copy of it could not follow its commits "
+                       "(declare one with --key, or cluster the table itself: OPTIMIZE ... ZORDER BY)")
     attr = attr.lower()
     dtype = catalog.column_type(table, attr)
     v = catalog.version(table, version)
@@ -128,6 +130,8 @@ def on_driver(catalog: Catalog, table: str, attr: str, version: int | None = Non
     (``arrow_copy``): a local warehouse, a table small enough to hold decoded, an attribute whose
     footer statistics give its manifest, and columns whose types round-trip through Arrow."""
     if not ARROW_BUILD or catalog.store.remote or not filesystem.is_local(str(catalog.root)):
+        return False
+    if catalog.is_delta(table) and not filesystem.is_local(catalog.source(table)["location"]):
         return False
     if kind_of(catalog.column_type(table, attr)) not in ("int", "dec", "date", "str"):
         return False  # the manifest is read from footers, whose float statistics leave NaN out

@@ -33,7 +33,7 @@ from advisor.selection.cost_model import (
 )
 from advisor.selection.decision_memory import pays_after
 from advisor.selection.forecast import predict_workload
-from advisor.selection.copy_pricing import build_copy, layout_check, layout_phrase, price_copy
+from advisor.selection.copy_pricing import build_copy, can_copy, layout_check, layout_phrase, price_copy
 from advisor.selection.strategies import choose, pool_of
 from advisor.sketch.capture import by_value_types_ok, capture
 from advisor.sketch.lookup import sketch_rows
@@ -130,12 +130,13 @@ def plan_candidates(a: Advice) -> None:
     a.reads = read_columns(a.q)
     a.units, unskippable = layout_check(a.cat, a.table, list(a.plan), a.versions, a.params.max_sel, a.reads)
     for key, why in unskippable.items():
-        if a.params.build_layouts and "&" not in key and not a.cat.is_delta(a.table):
+        if a.params.build_layouts and "&" not in key and can_copy(a.cat, split_key(key, a.table)[0]):
             a.to_build[key] = why  # priced with the layout it needs (``price_layouts``)
         else:
-            if a.cat.is_delta(split_key(key, a.table)[0]):
+            if not can_copy(a.cat, split_key(key, a.table)[0]):
                 t, attr = split_key(key, a.table)
-                why += (f"; the advisor writes no copy of a Delta table: files written sorted by {attr} "
+                why += (f"; the advisor copies a Delta table only with a declared key (`--key`), which its "
+                        f"copy follows the commits by; files written sorted by {attr} "
                         f"(or `OPTIMIZE {t} ZORDER BY ({attr})`) would let its sketches skip there")
             a.unskippable[key] = why
             del a.plan[key]
@@ -294,7 +295,7 @@ def _size_from_sample(a: Advice) -> None:
     _units_to_build(a)
     _read_through_units(a, est)
     spread = [k for k in {k for k, _ in est.sizes} if k not in a.to_build and a.params.build_layouts
-              and not a.cat.is_delta(a.table)
+              and can_copy(a.cat, a.table)
               and not a.by[k].dim and min(x.read for x in a.by[k].sizes.values()) > a.params.max_read]
     for k in spread:  # the files could skip on it, but its sketch's fragments are spread over them
         best = min(x.read for x in a.by[k].sizes.values())
@@ -314,7 +315,7 @@ def _copies_that_pay_more(a: Advice, est) -> None:
     """Candidates the files as stored already skip on, priced again through the copy they would
     get (``_price``): the copy is kept when its net over the predicted uses beats the files' own
     (a copy reading 1 % against files reading 19 % pays once a template runs often enough)."""
-    if not a.params.build_layouts or a.cat.is_delta(a.table):
+    if not a.params.build_layouts or not can_copy(a.cat, a.table):
         return
     w, p, T = a.workload, a.params, a.table_rows
     for k in sorted({k for k, _ in est.sizes}):

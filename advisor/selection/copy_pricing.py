@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from advisor.warehouse.catalog import Catalog
 
 
+def can_copy(cat: Catalog, t: str) -> bool:
+    """Whether the advisor may keep a copy of ``t``: a table of its own store, or a Delta table read
+    in place with a declared key (the copy follows its commits by key: ``warehouse.delta_copies``)."""
+    return not cat.is_delta(t) or bool(cat.key(t))
+
+
 def copy_columns(cat: Catalog, t: str, attr: str, reads: Iterable[str]) -> list | None:
     """The columns a narrow copy of ``t`` on ``attr`` would hold: ``reads`` (what the query reads of
     it), widened by the columns of the copies already kept on the attribute (the new copy replaces

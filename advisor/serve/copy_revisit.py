@@ -20,7 +20,7 @@ from advisor.layout.registry import find_layout
 from advisor.layout.skip_prediction import boundary_values, read_fraction_of
 from advisor.partition.range_partition import load_partition
 from advisor.plan.read_columns import read_columns
-from advisor.selection.copy_pricing import build_copy, price_copy
+from advisor.selection.copy_pricing import build_copy, can_copy, price_copy
 from advisor.selection.cost_model import CostParams
 from advisor.selection.forecast import predict_workload
 from advisor.sketch.lookup import read_fraction
@@ -36,13 +36,13 @@ _weighed: dict[tuple, float] = {}   # (warehouse, template, table, attr) -> pred
 
 def revisit_copy(ctx: Context, s: AdviseSettings, q, versions: dict, sk) -> dict | None:
     """The copy built for the sketch ``sk`` now in use (its priced record with ``reason``), or None
-    when none is built: not a one-table sketch on the files as stored, a Delta table, weighed
+    when none is built: not a one-table sketch on the files as stored, a table the advisor may not copy, weighed
     recently, or not paying yet."""
     cat, store = ctx.catalog, ctx.catalog.store
     if not s.build_layouts or len(sk.parts) != 1:
         return None
     p = sk.parts[0]
-    if cat.is_delta(p.table):
+    if not can_copy(cat, p.table):
         return None
     v = versions.get(p.table) or cat.current_version(p.table)
     reads = read_columns(q)

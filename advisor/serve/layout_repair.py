@@ -17,7 +17,7 @@ from advisor.partition.range_partition import load_partition
 from advisor.plan.read_columns import read_columns
 from advisor.selection.cost_model import CostParams
 from advisor.selection.forecast import predict_workload
-from advisor.selection.copy_pricing import build_copy, price_copy
+from advisor.selection.copy_pricing import build_copy, can_copy, price_copy
 from advisor.selection.layout_cost import PRIOR_LAYOUT_USES
 from advisor.sketch.lookup import MAX_USE_READ, SPREAD, read_fraction
 from advisor.warehouse.column_stats import column_stats
@@ -37,9 +37,10 @@ def repair(ctx: Context, s: AdviseSettings, q, versions: dict, sk) -> tuple[dict
     refused only for its spread (``layout_bound``)."""
     cat, store = ctx.catalog, ctx.catalog.store
     p = sk.parts[0]
-    if cat.is_delta(p.table):
+    if not can_copy(cat, p.table):
         return None, (f"sketch {sk.id} ({p.table}.{p.attr}) is spread over the Delta table's files; the advisor "
-                      f"builds no copy of a Delta table (OPTIMIZE ... ZORDER BY ({p.attr}) would cluster it)")
+                      f"copies a Delta table only with a declared key (`--key`), which its copy follows the commits "
+                      f"by (OPTIMIZE ... ZORDER BY ({p.attr}) would cluster the table itself)")
     v = versions.get(p.table) or cat.current_version(p.table)
     part = load_partition(store, p.partition_id)
     T = cat.version(p.table, v).rows

@@ -186,6 +186,7 @@ def layout_view(catalog: Catalog, lay: dict, version: int, part: RangePartition 
     dtype = catalog.column_type(lay["table"], lay["attr"])
     numbered = None if starts is None else (  # later inserts get their block ids too
         lambda f: blocks.ontop_file(lay, f, lay["attr"], dtype, starts))
+    numbered_rows = None if starts is None else (lambda t: blocks.with_block_ids(t, lay["attr"], dtype, starts))
 
     def frame():
         every = catalog.parquet(lay["path"])
@@ -194,7 +195,7 @@ def layout_view(catalog: Catalog, lay: dict, version: int, part: RangePartition 
         return catalog.parquet_of(lay["path"], files, every.schema) if files else every.limit(0)
 
     return registered(catalog, name, lambda: catalog.read_on_top(
-        frame(), lay["table"], lay["table_version"], version, map_ins=numbered))
+        frame(), lay["table"], lay["table_version"], version, map_ins=numbered, map_rows=numbered_rows))
 
 
 def layout_condition(catalog: Catalog, lay: dict, version: int, part: RangePartition, fragments, ranges: str,

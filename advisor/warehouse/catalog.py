@@ -26,7 +26,7 @@ from pyspark.sql import Window, functions as F
 
 from advisor.errors import BadInput
 from advisor.plan import arrow_filter
-from advisor.warehouse import atomic, delta_source, filesystem, ownership, stored_paths
+from advisor.warehouse import atomic, delta_copies, delta_source, filesystem, ownership, stored_paths
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.batches import read_batch
 from advisor.warehouse.lock import WarehouseBusy, writer_lock
@@ -404,13 +404,14 @@ class Catalog:
         return df if with_rid else df.drop(RID)
 
     def read_on_top(self, base_df, name: str, from_version: int, to_version: int | None = None,
-                    with_rid: bool = False, map_ins=None):
+                    with_rid: bool = False, map_ins=None, map_rows=None):
         """`base_df` is a snapshot at `from_version` (e.g. a clustered layout copy); bring it to
-        `to_version` (``map_ins``: see ``_assemble``)."""
+        `to_version` (``map_ins``: see ``_assemble``; for a Delta table ``map_rows`` maps the
+        inserted rows, an Arrow table, instead: ``delta_copies``)."""
         name = self.require(name)
-        if self.is_delta(name):
-            raise BadInput(f"table {name!r} is a Delta table: the advisor keeps no copy of it to bring forward")
         to = self.version(name, to_version).version
+        if self.is_delta(name):
+            return delta_copies.bring_forward(self, base_df, name, from_version, to, with_rid, map_rows)
         later = [x for x in self.versions(name) if from_version < x.version <= to]
         return self._assemble(base_df, name, from_version, later, with_rid, map_ins)
 
