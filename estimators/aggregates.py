@@ -63,8 +63,9 @@ from estimators.bootstrap import (
 from estimators.clt import (
     compare, normal_interval_probability, normal_pass_probability, normalize_op, stratified_clt, z_value)
 from estimators.extremes import extreme_replicates
+from estimators.filtered_counts import beta_prior, filtered_count, replicate_priors
 from estimators.group_sample import GroupedSample, group_sample, where_mask
-from estimators.small_groups import floor_replicates
+from estimators.small_groups import floor_replicates, group_strata
 from estimators.quantiles import nan_quantiles
 
 # --- predicates -----------------------------------------------------------------------------------
@@ -248,6 +249,8 @@ def estimate_groups(pdf: pd.DataFrame, group_cols: Sequence[str], aggs: Sequence
         exists = boot_exists
     else:
         exists = np.broadcast_to(gs.pexists, (B, gs.G)).copy()
+    if method == "bootstrap" and len(prepared) == 1:
+        _latent_groups(prepared, gs, replicates, exists, rng)
     bound = frozenset(n for n, (f, _, _) in prepared.items() if f in ("min", "max"))
     return GroupEstimates(frame=out, group_cols=group_cols, aggs=aggs_n, names=names,
                           replicates=replicates, exists=exists, method=method, confidence=confidence,
@@ -338,16 +341,7 @@ def _group_frame(gs: GroupedSample) -> pd.DataFrame:
     out["N"] = np.where(np.isclose(Nest, np.round(Nest)), np.round(Nest), Nest)
     out["exact"] = gs.exact
     out["exists"] = gs.pexists
-    out["N_strata"] = strata_rows(gs)
     return out
-
-
-def strata_rows(gs: GroupedSample) -> np.ndarray:
-    """Population rows of the strata each group has sampled rows in: a WHERE-filtered COUNT's
-    share of them is the row mean that shrinkage pools (``estimators.shrinkage``)."""
-    H = int(gs.si.max()) + 1 if gs.si.size else 1
-    pairs = np.unique(gs.gi * H + gs.si)
-    return np.bincount(pairs // H, weights=gs.N_h[pairs % H], minlength=gs.G)
 
 
 def _aggregate_estimate(f: str, y: np.ndarray, m: np.ndarray, gs: GroupedSample, method: str,
@@ -356,7 +350,12 @@ def _aggregate_estimate(f: str, y: np.ndarray, m: np.ndarray, gs: GroupedSample,
     """(point, standard error, interval low, high, ``(B, G)`` replicates) of one aggregate: from its
     bootstrap replicates ``boot`` or from the CLT; exact groups get their point as the interval."""
     point = aggregate_weighted(f, y, m, gs.w0, np.ones(len(gs.si), dtype=np.int64), gs.gidx)
-    if method == "bootstrap" or f in ("min", "max"):
+    shares = _filtered_count(f, m, gs, boot, rng) if method == "bootstrap" else None
+    if shares is not None:  # a COUNT under a WHERE, groups nested in strata (estimators.filtered_counts)
+        point, reps = shares
+        se = replicate_stderr(reps, axis=0)
+        lo, hi = percentile_interval(reps, confidence)
+    elif method == "bootstrap" or f in ("min", "max"):
         reps = _with_unseen_rows(f, boot, point, y, m, gs, rng)
         se = replicate_stderr(reps, axis=0)
         lo, hi = percentile_interval(reps, confidence)
@@ -381,6 +380,65 @@ def _with_unseen_rows(f: str, boot: np.ndarray, point: np.ndarray, y: np.ndarray
     if f in ("min", "max"):
         return extreme_replicates(f, y, m, gs.gi, gs.G, n_g, N_g, point, gs.exact, boot.shape[0], sub)
     return floor_replicates(f, boot, point, y, m, gs.gi, gs.si, gs.G, gs.N_h, gs.exact, sub)
+
+
+def _filtered_count(f: str, m: np.ndarray, gs: GroupedSample, boot: np.ndarray | None,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray] | None:
+    """(point, replicates) of a COUNT whose rows a WHERE filters, by the beta-binomial of
+    ``estimators.filtered_counts``, when every group lies in one stratum; else None (the bootstrap's)."""
+    if f != "count" or boot is None or not UNSEEN_ROWS or bool(np.asarray(m, dtype=bool).all()):
+        return None
+    mb = np.asarray(m, dtype=bool)
+    c_g = np.bincount(gs.gi[mb], minlength=gs.G).astype(float)
+    h = group_strata(gs.si, gs.gi, gs.G, needed=c_g > 0)  # groups with passing rows lie in one stratum
+    if h is None:
+        return None
+    H = int(gs.si.max()) + 1
+    n_h = np.bincount(gs.si, minlength=H).astype(float)
+    c_h = np.bincount(gs.si[mb], minlength=H).astype(float)
+    prior = beta_prior(c_h, n_h)
+    if prior is None:
+        return None
+    sub = np.random.default_rng(_child_seed(rng, "count|where"))
+    hh = np.maximum(h, 0)
+    point, reps = filtered_count(c_g, n_h[hh], gs.N_h[hh], prior, boot.shape[0], sub,
+                                 replicate_priors(c_h, n_h, prior, boot.shape[0], sub))
+    exact = gs.exact | (c_g == 0)
+    point = np.where(exact, aggregate_weighted(f, np.ones(len(gs.si)), mb, gs.w0, np.ones(len(gs.si), np.int64),
+                                               gs.gidx), point)
+    return point, np.where(exact[None, :], point[None, :], reps)
+
+
+def _latent_groups(prepared: dict, gs: GroupedSample, replicates: dict, exists: np.ndarray,
+                   rng: np.random.Generator) -> None:
+    """A lone COUNT under a WHERE: a stratum none of whose sampled rows passes still has unseen rows
+    that may (``estimators.filtered_counts``), so its group of failing rows stands for the stratum's
+    passing group the sample did not show -- its count replicates are the unseen passing rows, and
+    it exists in a replicate where they are not none.  Without it those groups counted as failing
+    in every replicate: half of the customers passing a filtered ``count(*) > 10`` were missed."""
+    (name, (f, _, m)), = prepared.items()
+    if f != "count" or bool(np.asarray(m, dtype=bool).all()):
+        return
+    mb = np.asarray(m, dtype=bool)
+    h = group_strata(gs.si, gs.gi, gs.G, needed=np.bincount(gs.gi[mb], minlength=gs.G) > 0)
+    if h is None:
+        return
+    H = int(gs.si.max()) + 1
+    n_h = np.bincount(gs.si, minlength=H).astype(float)
+    c_h = np.bincount(gs.si[mb], minlength=H).astype(float)
+    prior = beta_prior(c_h, n_h)
+    # a group of one stratum without a passing sampled row (a group spread over strata -- the
+    # pipeline's one group of all failing rows -- cannot stand for any stratum's passing group)
+    latent = ~gs.exact & (h >= 0) & (c_h[np.maximum(h, 0)] == 0)
+    if prior is None or not latent.any():
+        return
+    idx = np.flatnonzero(latent)
+    B = exists.shape[0]
+    sub = np.random.default_rng(_child_seed(rng, "count|where"))
+    priors = replicate_priors(c_h, n_h, prior, B, sub)  # the same refits as the shown groups' (same seed)
+    _, reps = filtered_count(np.zeros(idx.size), n_h[h][idx], gs.N_h[h][idx], prior, B, sub, priors)
+    replicates[name][:, idx] = reps
+    exists[:, idx] = reps > 0
 
 
 def _child_seed(rng: np.random.Generator, f: str) -> list:

@@ -358,27 +358,20 @@ def _shrink_target(est, rows, gcols: list, f: str, col, name: str, aligned: bool
     (nor a COUNT of groups finer than the strata), no replicates, fewer than three groups to
     shrink, or no within-group degrees of freedom."""
     # a COUNT is exact for groups that are strata; groups finer than the strata (a join's
-    # dimension attribute in the key) estimate it as a total, and it is shrunk like one; so is a COUNT
-    # under a WHERE that is not on the keys (its replicates vary): the share of its stratum's rows
-    # passing the WHERE is a row mean of the WHERE indicator, as noisy as any other
-    filtered = f == "count" and aligned and name in est.replicates and "N_strata" in est.frame \
-        and bool(np.any(np.nanstd(est.replicates[name], axis=0) > 0))
-    counted = f == "count" and (not aligned or filtered) and SHRINK_COUNTS
+    # dimension attribute in the key) estimate it as a total, and it is shrunk like one (a COUNT
+    # under a WHERE of groups that are strata has its own prior: ``estimators.filtered_counts``)
+    counted = f == "count" and not aligned and SHRINK_COUNTS
     if not ((f in ("sum", "avg") and col is not None) or counted) or name not in est.replicates:
         return None
     fr = est.frame
     N, n = fr["N"].to_numpy(float), fr["n"].to_numpy(float)
-    if filtered:
-        Ns = fr["N_strata"].to_numpy(float)
-        scale = np.where(Ns > 0, Ns, 1.0)
-    else:
-        scale = np.where(N > 0, N, 1.0) if f == "sum" and aligned else np.ones(len(fr))
+    scale = np.where(N > 0, N, 1.0) if f == "sum" and aligned else np.ones(len(fr))
     m = est.point(name) / scale
     ok = fr["exists"].to_numpy(bool) & ~fr["exact"].to_numpy(bool) & np.isfinite(m) & (n > 0)
     g, dof, sw2 = _within_variance(rows, gcols, col, counted)
     if ok.sum() < 3 or dof <= 0:
         return None
-    row_mean = f == "avg" or (aligned and not counted)
+    row_mean = f == "avg" or aligned
     v, v_an, v_noise = _noise_variance(est.stderr(name) / scale, sw2, n, N, ok, row_mean)
     return _Target(scale=scale, m=m, ok=ok, n=n, N=N, g=g, v=v, v_an=v_an, v_noise=v_noise, row_mean=row_mean)
 

@@ -175,6 +175,18 @@ def group_rows(groups: pd.DataFrame, sample: pd.DataFrame, group_cols) -> np.nda
     return lookup_groups(groups, sample, list(group_cols))
 
 
+def sizing_rows(passes: np.ndarray, pdf: pd.DataFrame, est, gcols: list) -> np.ndarray:
+    """Which sample rows the sizes map to fragments: those passing the WHERE, and the failing rows
+    of a group that may pass although the sample shows none of its passing rows (a filtered
+    COUNT's latent stratum, ``estimators.aggregates``): they stand where its unseen passing rows
+    are."""
+    latent = est.exists.any(axis=0) & ~est.point_exists
+    if not latent.any():
+        return passes
+    gi = group_rows(est.frame, pdf, gcols)
+    return passes | ((gi >= 0) & latent[np.maximum(gi, 0)])
+
+
 SATURATED = -40.0  # -expm1(x) rounds to exactly 1.0 in float64 for x below about -37
 SETTLE_EPS = 1e-3  # stop adding groups once the sketch covers >= 1 - this share in expectation and every replicate
 
@@ -437,8 +449,8 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         if Pm is not None:
             lo2, hi2 = _replicate_interval(Pm, sizes, confidence, seed)
             ci_lo, ci_hi = min(ci_lo, lo2), max(ci_hi, hi2)
-        if cov.W is not None and not cov.settled:  # settled: the groups read already cover the table
-            lo3, hi3 = _model_bounds(cov.C, cov.W, sizes, confidence)
+        if MODEL_BOUNDS and cells.use_model and not cov.settled:  # settled: the groups read cover the table
+            lo3, hi3 = _model_bounds(cov.C, cov.L, sizes, confidence)
             ci_lo, ci_hi = min(ci_lo, lo3), max(ci_hi, hi3)
     else:
         (ci_lo, ci_hi), method = _normal_interval(P, rows_exp, sizes, total, confidence), "normal"
@@ -451,14 +463,15 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         settled=cov.settled, replicate_probability=Pb, model_probability=Pm)
 
 
-def _model_bounds(C: np.ndarray, W: np.ndarray, sizes: np.ndarray, confidence: float) -> tuple[float, float]:
+def _model_bounds(C: np.ndarray, L: np.ndarray, sizes: np.ndarray, confidence: float) -> tuple[float, float]:
     """Bounds of the unseen-row model over the replicates' passing sets (``MODEL_BOUNDS``): the rows
     of the fragments the passing groups' sampled rows touch (no unseen row anywhere else: alpha =
     0), and of those their windows reach too (an unseen row in every window fragment); the lower
-    and upper replicate quantiles at ``confidence``."""
+    and upper replicate quantiles at ``confidence``.  A window cell of a passing group is a fragment
+    whose log miss probability ``L`` is below 0, so both come from the coverage already summed."""
     a_ = (1.0 - confidence) / 2.0
     lo = (C > 0).astype(float) @ sizes
-    hi = ((C + W) > 0).astype(float) @ sizes
+    hi = ((C > 0) | (L < 0)).astype(float) @ sizes
     return float(np.quantile(lo, a_, method="lower")), float(np.quantile(hi, 1.0 - a_, method="higher"))
 
 
@@ -510,7 +523,6 @@ class _Coverage:
     L: np.ndarray | None
     C: np.ndarray | None
     settled: bool = False
-    W: np.ndarray | None = None  # per (replicate, fragment) window cells of passing groups (``MODEL_BOUNDS``)
 
 
 def _coverage(p, pass_replicates, gl, cells: CellModel, reach, sizes, total, chunk_cells) -> _Coverage:
@@ -525,8 +537,7 @@ def _coverage(p, pass_replicates, gl, cells: CellModel, reach, sizes, total, chu
     F = cells.F
     reps = pass_replicates is not None
     cov = _Coverage(np.zeros(F), np.zeros((pass_replicates.shape[0], F)) if reps else None,
-                    np.zeros((pass_replicates.shape[0], F)) if reps else None,
-                    W=np.zeros((pass_replicates.shape[0], F)) if reps and cells.use_model and MODEL_BOUNDS else None)
+                    np.zeros((pass_replicates.shape[0], F)) if reps else None)
     bounds = block_bounds(gl.shape[0], chunk_cells, F)
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         if lo and (cov.log_miss[reach] < SATURATED).all() and (
@@ -553,8 +564,6 @@ def _add_block(cov: _Coverage, chunk: np.ndarray, p: np.ndarray, pass_replicates
         return
     Rt = np.ascontiguousarray(pass_replicates[:, chunk].T, dtype=float)  # (groups, B)
     cov.C += (sparse.csr_matrix((np.ones(crow.shape[0]), (crow, cfrag)), shape=(nc, F)).T @ Rt).T
-    if cov.W is not None and wrow.shape[0]:
-        cov.W += (sparse.csr_matrix((np.ones(wrow.shape[0]), (wrow, wfrag)), shape=(nc, F)).T @ Rt).T
     if wrow.shape[0] > DENSE_SHARE * nc * F:
         Lt = np.zeros((nc, F))
         Lt[wrow, wfrag] = lw

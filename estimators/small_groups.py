@@ -41,14 +41,19 @@ def pooled_within_variance(S: np.ndarray, Q: np.ndarray, n: np.ndarray, fallback
     return float(np.sum(np.where(n > 1, Q - S * S / np.maximum(n, 1.0), 0.0))) / dof
 
 
-def _stratum_of_groups(si: np.ndarray, gi: np.ndarray, G: int) -> np.ndarray | None:
-    """The one stratum of every group, or None when some group spans several strata."""
-    pairs = np.unique(gi * (int(si.max()) + 1) + si)
-    g_of, h_of = pairs // (int(si.max()) + 1), pairs % (int(si.max()) + 1)
-    if np.bincount(g_of, minlength=G).max(initial=0) > 1:
+def group_strata(si: np.ndarray, gi: np.ndarray, G: int, needed: np.ndarray | None = None) -> np.ndarray | None:
+    """The one stratum of every group (-1 for a group spread over several), or None when a group
+    that is ``needed`` (default: every group) spans several strata.  The estimation pipeline keeps
+    the rows failing a WHERE in one group of their own across all strata; it is not needed."""
+    H = int(si.max()) + 1
+    pairs = np.unique(gi * H + si)
+    g_of, h_of = pairs // H, pairs % H
+    spans = np.bincount(g_of, minlength=G) > 1
+    if (spans & (np.ones(G, dtype=bool) if needed is None else needed)).any():
         return None
     out = np.full(G, -1, dtype=np.int64)
     out[g_of] = h_of
+    out[spans] = -1
     return out
 
 
@@ -58,7 +63,7 @@ def analytic_variance(f: str, y: np.ndarray, m: np.ndarray, gi: np.ndarray, si: 
     or None when groups are not nested in strata."""
     if si.size == 0:
         return None
-    h = _stratum_of_groups(si, gi, G)
+    h = group_strata(si, gi, G)
     if h is None:
         return None
     m = np.asarray(m, dtype=bool)

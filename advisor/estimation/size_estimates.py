@@ -76,7 +76,7 @@ from estimators import prefetch
 from estimators.aggregates import BLOCK_CELLS, estimate_groups, pass_matrix
 from estimators.nested import estimate_nested
 from estimators.pair_size import MAX_PAIR_CELLS, joint_counts, pair_estimate
-from estimators.sketch_size import estimate_size, group_rows, size_for_having
+from estimators.sketch_size import estimate_size, group_rows, size_for_having, sizing_rows
 from estimators.topk import size_for_topk, topk_probability
 
 if TYPE_CHECKING:
@@ -338,7 +338,7 @@ def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, se
     g = _estimate_groups(r, sample, parts)
     t0 = time.perf_counter()
     notes = _notes(sample, g.prior, shrink) + ([shape.bound] if shape.bound else [])
-    sizes = _size_candidates(r, parts, g, _group_rate(shape, sample.meta))
+    sizes = _size_candidates(r, parts, g, _group_rate(shape, sample.meta, not bool(g.pdf[U].all())))
     r.secs["sizes"] = time.perf_counter() - t0
     pair_sizes = _pair_sizes(g.pdf, g.fcols, sizes, parts, pairs(sizes)) if pairs else {}
     return Estimation(shape, sample, sizes, parts, g.est.n_groups, r.secs, notes, pair_sizes)
@@ -463,7 +463,7 @@ def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None
     """(attr, n) -> SizeEstimate of the sketch on each partition, by the nested, top-k or HAVING
     model of the query's shape."""
     table, shape, gcols = r.shape.fact.table, r.shape, r.shape.keys + [U]
-    passing = g.pdf[g.pdf[U]]
+    passing = g.pdf[sizing_rows(g.pdf[U].to_numpy(dtype=bool), g.pdf, g.est, gcols)]
     preps, nested, topk = g.preps, g.nested, g.topk
     sizes = {}
     if "sg" not in preps:  # the frames below list est.frame's groups in its order, whatever the kind
@@ -487,11 +487,13 @@ def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None
     return sizes
 
 
-def _group_rate(shape: Shape, meta: dict) -> float | None:
+def _group_rate(shape: Shape, meta: dict, filtered: bool = False) -> float | None:
     """The rate at which the sample drew a group's rows when whole groups can be missing from it (a
-    uniform sample, or group keys other than its strata), else None: a stratified sample on the
-    group keys holds every group (``estimators.sketch_size.unseen_group_rows``)."""
-    if not meta.get("uniform_fallback") and len(shape.strata) == len(shape.keys):
+    uniform sample, group keys other than its strata, or a WHERE on other columns: a stratum
+    none of whose sampled rows passes shows no group, though its unsampled rows may pass), else
+    None: a stratified sample on the group keys holds every group
+    (``estimators.sketch_size.unseen_group_rows``)."""
+    if not meta.get("uniform_fallback") and len(shape.strata) == len(shape.keys) and not filtered:
         return None
     N, k = meta.get("population") or 0, meta.get("sample_size") or 0
     return min(1.0, k / N) if N > 0 and k > 0 else None

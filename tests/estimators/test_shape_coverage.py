@@ -18,7 +18,7 @@ import pytest
 
 from estimators.aggregates import Cmp, estimate_groups, pass_matrix
 from estimators.shrinkage import shrink_groups
-from estimators.sketch_size import size_for_having
+from estimators.sketch_size import size_for_having, sizing_rows
 
 G, PER_FRAGMENT, THETA, DRAWS = 4000, 4, 0.05, 20
 
@@ -109,3 +109,29 @@ def test_count_over_strata_is_exact_and_labelled():
     cover, points, _ = _coverage(t, truth, ("count", None), float(truth.quantile(0.95)))
     assert cover == 1.0
     assert len(points) == DRAWS and all(exact and lo == true for exact, lo, true in points)
+
+
+@pytest.mark.parametrize("q", [0.9, 0.98])
+def test_filtered_count_over_few_sampled_rows_is_covered(q):
+    """``WHERE p GROUP BY g HAVING count(*) > c`` over groups of 10-40 rows (one or two sampled):
+    a sampled share of 1/2 or 1 put most shown groups above any threshold."""
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(10, 40, G)
+    share = rng.beta(2.0, 8.0, G)
+    g = np.repeat(np.arange(G), sizes)
+    t = pd.DataFrame({"g": g, "x": 1.0, "ok": rng.random(g.size) < share[g]})
+    truth = t[t["ok"]].groupby("g")["x"].size().reindex(range(G), fill_value=0)
+    c = float(truth.quantile(q))
+    frag = (t["g"] // PER_FRAGMENT).to_numpy()
+    fsizes = np.bincount(frag, minlength=G // PER_FRAGMENT).astype(float)
+    true_rows = fsizes[np.unique(truth[truth > c].index.to_numpy() // PER_FRAGMENT)].sum()
+    hits = 0
+    for d in range(DRAWS):
+        s = _sample(t, 200 + d)
+        est = estimate_groups(s, ["g", "ok"], [("count", None)], B=50, seed=d, where="ok")
+        keep = s[sizing_rows(s["ok"].to_numpy(), s, est, ["g", "ok"])]
+        e = size_for_having(keep, est, Cmp("count(*)", ">", c), fsizes, determined=True,
+                            seed=d)
+        hits += e.ci_lo - 1e-9 <= true_rows <= e.ci_hi + 1e-9
+        assert e.rows_expected <= 3 * true_rows + 3 * fsizes.max()
+    assert hits / DRAWS >= 0.8, hits / DRAWS
