@@ -18,7 +18,7 @@ import pytest
 
 from estimators.aggregates import Cmp, estimate_groups, pass_matrix
 from estimators.shrinkage import shrink_groups
-from estimators.sketch_size import size_for_having, sizing_rows
+from estimators.sketch_size import size_for_having
 
 G, PER_FRAGMENT, THETA, DRAWS = 4000, 4, 0.05, 20
 
@@ -115,6 +115,8 @@ def test_count_over_strata_is_exact_and_labelled():
 def test_filtered_count_over_few_sampled_rows_is_covered(q):
     """``WHERE p GROUP BY g HAVING count(*) > c`` over groups of 10-40 rows (one or two sampled):
     a sampled share of 1/2 or 1 put most shown groups above any threshold."""
+    from estimators.sketch_size import sizing_rows
+
     rng = np.random.default_rng(5)
     sizes = rng.integers(10, 40, G)
     share = rng.beta(2.0, 8.0, G)
