@@ -19,7 +19,7 @@ from functools import lru_cache
 import z3
 
 from advisor.recursive.witness_proof import MAX_NODES, reach_lemma
-from advisor.safety.static_check import Verdict
+from advisor.safety.verdict import Verdict
 
 MAX_GROUP = 6
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import z3
 
-from advisor.safety.static_check import Verdict
+from advisor.safety.verdict import Verdict
 
 MAX_NODES = 4
 

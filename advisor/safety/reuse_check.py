@@ -25,7 +25,7 @@ import z3
 from sqlglot import exp
 
 from advisor.plan import ir
-from advisor.safety.static_check import Labels, Verdict, agg_desc
+from advisor.safety.verdict import Labels, Verdict, agg_desc
 from advisor.safety.z3_encoding import (
     TIMEOUT_MS,
     Conds,
