@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,10 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 
 
 STATE: dict = {}
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, default=str, indent=2) + "\n")
 
 
 def ctx():
