@@ -338,7 +338,8 @@ def estimate(catalog: Catalog, shape: Shape, plan: dict, theta: float = 0.05, se
     g = _estimate_groups(r, sample, parts)
     t0 = time.perf_counter()
     notes = _notes(sample, g.prior, shrink) + ([shape.bound] if shape.bound else [])
-    sizes = _size_candidates(r, parts, g, _group_rate(shape, sample.meta, not bool(g.pdf[U].all())))
+    sizes = _size_candidates(r, parts, g, _group_rate(shape, sample.meta, not bool(g.pdf[U].all())),
+                             second_model=not sample.meta.get("uniform_fallback"))
     r.secs["sizes"] = time.perf_counter() - t0
     pair_sizes = _pair_sizes(g.pdf, g.fcols, sizes, parts, pairs(sizes)) if pairs else {}
     return Estimation(shape, sample, sizes, parts, g.est.n_groups, r.secs, notes, pair_sizes)
@@ -459,9 +460,14 @@ def _notes(sample: SampleInfo, prior: dict, shrink: bool | str) -> list:
     return notes
 
 
-def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None) -> dict:
+def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None, second_model: bool = True) -> dict:
     """(attr, n) -> SizeEstimate of the sketch on each partition, by the nested, top-k or HAVING
-    model of the query's shape."""
+    model of the query's shape.  ``second_model``: widen the intervals by the unshrunk estimates'
+    replicates (``_model_replicates``).  Not over a uniform fallback sample: most of its groups are
+    seen through one or two rows, whose unshrunk estimate (the rows scaled to the group's size)
+    passes whenever a row is large -- on TPC-H SF1's ``HAVING sum(l_quantity) > 310`` by order it
+    covered 81 % of lineitem where the real sketch holds 0.1 % and the shrunk replicates' interval
+    [0.08 %, 0.23 %] held it."""
     table, shape, gcols = r.shape.fact.table, r.shape, r.shape.keys + [U]
     passing = g.pdf[sizing_rows(g.pdf[U].to_numpy(dtype=bool), g.pdf, g.est, gcols)]
     preps, nested, topk = g.preps, g.nested, g.topk
@@ -469,7 +475,7 @@ def _size_candidates(r: _Run, parts: dict, g: _Groups, rate: float | None = None
     if "sg" not in preps:  # the frames below list est.frame's groups in its order, whatever the kind
         preps["sg"] = group_rows(nested.inner_frame if nested is not None else topk.frame if topk is not None
                                  else g.est.frame, passing, gcols)  # one group lookup for all candidates
-    mix = _model_replicates(shape, g.est)
+    mix = _model_replicates(shape, g.est) if second_model else None
     for (a, n), part in parts.items():
         r.say(f"sizing {part.table}.{part.attr} at {n} fragments")
         det = part.table != table or shape.determined(a)

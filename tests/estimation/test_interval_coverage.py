@@ -136,3 +136,28 @@ def test_intervals_cover_heavy_tailed_averages(delays):
                 missed.append((round(quantile, 3), a, s.ci_lo, s.rows_expected, s.ci_hi, exact))
     assert total == 60
     assert hits / total >= 0.90, missed
+
+
+def test_a_uniform_sample_of_small_groups_bounds_a_rare_pass_near_its_size(spark, tmp_path):
+    """50,000 groups of four rows: a 5 % sample is uniform (more groups than its budget) and sees
+    most groups through one row or none.  ``sum(v) > 185`` passes for few of them; the interval
+    must hold the exact size and its upper end stay near it, not at the share of fragments whose
+    one sampled row, scaled to its group, looks large."""
+    rng = np.random.default_rng(4)
+    n = 200_000
+    pdf = pd.DataFrame({"g": np.repeat(np.arange(n // 4), 4).astype("int64"),
+                        "v": rng.integers(1, 51, n).astype("int64")})
+    ctx = Context(tmp_path / "wh", spark=spark)
+    cat = ctx.catalog
+    cat.create_table("s", spark.createDataFrame(pdf))
+    sql = "SELECT g, sum(v) AS a FROM s GROUP BY g HAVING sum(v) > 185"
+    q = parse_sql(sql, ctx.schema_lookup())
+    versions = versions_now(cat, q)
+    est = estimate(cat, analyze(q, lambda t: cat.version(t).rows), {"g": (5000,)}, 0.05, 0, versions=versions)
+    s, part = est.sizes[("g", 5000)], est.partitions[("g", 5000)]
+    sums = pdf.groupby("g")["v"].sum()
+    exact = _covered_rows(sums.index[sums.to_numpy() > 185].to_numpy(), part)
+    assert 0 < exact < 0.1 * n
+    assert s.ci_lo - 1e-6 <= exact <= s.ci_hi + 1e-6, (s.ci_lo, exact, s.ci_hi)
+    # the unshrunk one-row estimates put the upper end at 31 % of the rows (50x the size)
+    assert s.ci_hi <= 15 * exact, (exact, s.ci_hi)
