@@ -48,9 +48,10 @@ clustered layout or Parquet row groups whose min/max overlap the sketch's fragme
 ``sel`` only for a perfectly clustered table, and is ~1 for an attribute no layout clusters: such a
 candidate is priced as read through the layout it would need (``advisor.layout.hypothetical``) and
 its net is charged this template's share of building that layout (``layout_rows``,
-``advisor.selection.layout_cost``); with ``build_layouts`` off it is dropped before sampling.  Go also needs ``read <= max_read`` when the read share is
-known from the table's files (``finder.MAX_USE_READ``: a sketch that leaves more to read is never
-used, so capturing it cannot pay); without it (the paper's model) ``sel <= max_sel`` stands alone.
+``advisor.selection.layout_cost``); with ``build_layouts`` off it is dropped before sampling.  A sketch whose read share, known from the table's
+files, exceeds ``max_read`` saves nothing per use (``sketch.lookup.MAX_USE_READ``: such a scan is
+refused at use, measured slower than a plain one), so its net is negative and the line says why;
+without a read share (the paper's model) ``sel <= max_sel`` stands alone.
 ``runs`` (range terms of the sketch filter) ~ E[fragments] * (1 - E[fragments]/n) + 1, fragments
 scattered at random (an upper-ish guess).  The number of fragments is the granularity with the best
 net.  The partition build is a sunk cost by decision time (estimation needed its fragment sizes), so
@@ -219,13 +220,17 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
     capture = capture_rows(J, w, p)
     charged = 0.0 if w.capture_sunk else sketches * capture  # exact sizing captured it already: sunk
     read = s.sel if s.read is None else s.read
-    saving = (1.0 - read) * (reads * T + p.join_share * joined_rows)
+    # a sketch leaving more than ``max_read`` to read is refused at use (measured slower than a plain
+    # scan, ``sketch.lookup.MAX_USE_READ``): it saves nothing, and the net says so
+    unused = s.read is not None and read > p.max_read
+    saving = 0.0 if unused else (1.0 - read) * (reads * T + p.join_share * joined_rows)
     overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
     maint = sketches * w.steps * maintenance_per_update(J, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - charged - layout_rows
     # the same at the interval's upper end: the sketch may be that large, and a go must pay there too
     read_hi = min(1.0, read + max(0.0, s.sel_hi - s.sel))
-    saving_hi = (1.0 - read_hi) * (reads * T + p.join_share * joined_rows)
+    saving_hi = 0.0 if unused or (s.read is not None and read_hi > p.max_read) else (
+        (1.0 - read_hi) * (reads * T + p.join_share * joined_rows))
     net_hi = w.reuses * (saving_hi - runs * (p.term_cost * s.sel_hi * T + p.plan_rows) - maint) - charged - layout_rows
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
@@ -247,9 +252,10 @@ def _verdict(s: SizeSummary, read: float, net: float, net_hi: float, p: CostPara
     if s.sel_hi > p.max_sel:
         return False, f"no-go: upper bound {s.sel_hi:.1%} > {p.max_sel:.0%} of the data (decided by the upper bound); ", \
             "upper bound"
-    if s.read is not None and read > p.max_read:
-        return False, (f"no-go: the layout leaves {read:.1%} of the data to read (> {p.max_read:.0%}) "
-                       "(decided by the read share); "), "read share"
+    if s.read is not None and read > p.max_read and net <= 0:
+        return False, (f"no-go: the sketch does not pay off: the files leave {read:.1%} of the data to read "
+                       f"(> {p.max_read:.0%}), where a sketch's scan is not used (decided by the read share); "), \
+            "read share"
     if net <= 0:
         return False, "no-go: the sketch does not pay off (decided by the estimate); ", "estimate"
     if net_hi <= 0:

@@ -106,7 +106,8 @@ def test_a_sketch_the_finder_would_not_use_is_no_go():
 
     assert CostParams().max_read == MAX_USE_READ == 0.5
     c = cost(summ(0.02, frags=20).with_read(0.6, "row groups"), "a", T, UseForecast(1000), CostParams())
-    assert not c.go and "leaves 60.0% of the data to read (> 50%)" in c.reason
+    assert not c.go and "leave 60.0% of the data to read (> 50%)" in c.reason
+    assert c.saving_rows == 0.0 and c.net_rows < 0 and "net -" in c.reason  # the net agrees with the verdict
     ok = cost(summ(0.02, frags=20).with_read(0.4, "row groups"), "a", T, UseForecast(1000), CostParams())
     assert ok.go
 
