@@ -19,11 +19,11 @@ from advisor.errors import BadInput
 from advisor.warehouse import delta_source
 from advisor.warehouse.table_files import RID
 
-if TYPE_CHECKING:
-    from advisor.warehouse.catalog import Catalog
+if TYPE_CHECKING:  # the catalog's tables and versions side: a copy needs the table's key, schema and source
+    from advisor.warehouse.catalog_versions import TableVersions
 
 
-def bring_forward(catalog: Catalog, base_df, name: str, from_version: int, to: int, with_rid: bool,
+def bring_forward(catalog: TableVersions, base_df, name: str, from_version: int, to: int, with_rid: bool,
                   map_rows=None):
     """``base_df`` (the copy, at ``from_version``) as the table is at ``to``; ``map_rows`` maps the
     inserted rows (an Arrow table) before they join the copy, e.g. to number them into the copy's
@@ -46,7 +46,7 @@ def bring_forward(catalog: Catalog, base_df, name: str, from_version: int, to: i
     return df if with_rid else df.drop(RID)
 
 
-def _with_rid(catalog: Catalog, rows: pa.Table, key: list, types: dict):
+def _with_rid(catalog: TableVersions, rows: pa.Table, key: list, types: dict):
     """``rows`` as a Spark DataFrame with the ``_rid`` Spark gives the key (``delta_source.snapshot``),
     the key columns cast to the table's types first."""
     df = catalog.spark.createDataFrame(rows)
