@@ -100,9 +100,12 @@ def floor_replicates(f: str, reps: np.ndarray, point: np.ndarray, y: np.ndarray,
     if not (gap > 0).any():
         return reps
     live = np.flatnonzero(gap > 0)
-    out = reps.copy()
-    noise = rng.standard_normal((reps.shape[0], live.size)) * np.sqrt(gap[live])[None, :]
-    out[:, live] = np.where(np.isfinite(out[:, live]), out[:, live], point[live][None, :]) + noise
+    # the noise of the live groups scattered into a full array, then whole-array operations: a
+    # gather of most columns of a (B, G) array cost 4x the rest at 280,000 groups
+    full = np.zeros(reps.shape)
+    full[:, live] = rng.standard_normal((reps.shape[0], live.size)) * np.sqrt(gap[live])[None, :]
+    is_live = gap > 0
+    out = np.where(np.isfinite(reps) | ~is_live[None, :], reps, point[None, :]) + full
     if f == "count":
-        out[:, live] = np.maximum(out[:, live], 0.0)
+        out = np.where(is_live[None, :], np.maximum(out, 0.0), out)
     return out
