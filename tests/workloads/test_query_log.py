@@ -11,8 +11,9 @@ import pytest
 
 from advisor.errors import BadInput
 from advisor.plan.parse import parse_sql
+from workloads.replay.query_log import parse_query_log, read_query_log
 from workloads.replay.step_list import plan_order
-from workloads.replay.workload_file import load_workload, parse_query_log, read_query_log
+from workloads.replay.workload_file import load_workload
 
 SCHEMA = {"flights3m": [("date", "timestamp"), ("delay", "bigint"), ("distance", "bigint"), ("origin", "string"),
                         ("destination", "string")]}

@@ -64,7 +64,8 @@ from workloads.replay.run_places import RunPlaces
 from workloads.replay.run_summary import summarize
 from workloads.replay.step_list import plan_steps
 from workloads.replay.strategy_pass import ReplayLog, ReplayState, replay_strategy
-from workloads.replay.workload_file import Workload, load_workload
+from workloads.replay.workload_file import load_workload
+from workloads.replay.workload_model import Workload
 
 
 def _now() -> str:

@@ -27,7 +27,7 @@ from workloads.replay.heap_release import HeapKeeper
 from workloads.replay.lockstep import Gate
 from workloads.replay.run_places import RunPlaces
 from workloads.replay.warmup import ROUTINES, clone_store, warm_up
-from workloads.replay.workload_file import Workload
+from workloads.replay.workload_model import Workload
 
 
 @dataclass
