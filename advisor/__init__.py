@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     """``advisor.Advisor`` is imported on first use, so the CLI's start-up does not pay for it."""
     if name == "Advisor":
-        from advisor.api import Advisor
+        from advisor.api import Advisor  # start-up time: the API brings Spark
 
         return Advisor
     raise AttributeError(f"module 'advisor' has no attribute {name!r}")

@@ -23,6 +23,7 @@ def bench_use_cmd(sf: float = typer.Option(1.0, "--sf"), fragments: int = typer.
                   reps: int = typer.Option(3, "--reps"), out_json: Optional[Path] = typer.Option(None, "--out"),
                   queries: List[str] = typer.Option([], "--query", help="only these suite queries (repeatable)")):
     """Plain vs sketched on the TPC-H suite (loads TPC-H at --sf into the warehouse if missing)."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.use_speed import bench_use, render
 
     c, suite = _tpch_suite(ctx(), sf, queries)
@@ -40,6 +41,7 @@ def bench_capture_cmd(sf: float = typer.Option(1.0, "--sf"),
                       queries: List[str] = typer.Option([], "--query",
                                                         help="only these suite queries (repeatable)")):
     """Capture by value against by fragment ids and the plain query, on the TPC-H suite of `bench use`."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.capture_paths import bench_capture_paths, render
 
     c, suite = _tpch_suite(ctx(), sf, queries)
@@ -51,6 +53,7 @@ def bench_capture_cmd(sf: float = typer.Option(1.0, "--sf"),
 
 def _tpch_suite(c, sf: float, queries: List[str]):
     """The warehouse context (TPC-H loaded at ``sf`` if missing) and the suite's queries named."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.data.datasets import load_dataset
 
     suite = TPCH_SF1 if sf >= 1 else TPCH
@@ -73,6 +76,7 @@ def bench_advice_cmd(sf: float = typer.Option(1.0, "--sf"), queries: int = typer
                      uses: Optional[float] = typer.Option(None, "--uses", help="predicted uses behind go decisions"),
                      seed: int = typer.Option(0, "--seed")):
     """Accuracy of the cost-based advice vs the exhaustive oracle (OPT) on generated queries."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.advice_accuracy import bench_advice_command
 
     bench_advice_command(ctx(), out, tuple(datasets), sf, queries, tuple(thetas), out_json, seed,
@@ -97,6 +101,7 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
                        recaptures: int = typer.Option(1, "--recaptures", min=1,
                                                       help="Recaptures per step; the fastest counts.")):
     """Incremental maintenance vs full recapture per delta size and kind (loads TPC-H at --sf, or flights, if missing)."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.maintain_vs_recapture import bench_maintain_command
 
     bench_maintain_command(ctx, out, dataset=dataset, sf=sf, sizes=sizes, kinds=kinds, repeat=repeat,
@@ -108,6 +113,7 @@ def bench_maintain_cmd(sf: float = typer.Option(0.1, "--sf"), out_json: Optional
 def bench_startup_cmd(reps: int = typer.Option(5, "--reps", min=1),
                       out_json: Optional[Path] = typer.Option(None, "--out")):
     """Time to first result of `advisor run` vs bare PySpark on a trivial query (TPC-H SF 0.01)."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.startup import bench_startup
     from workloads.data.datasets import load_dataset
 
@@ -128,6 +134,7 @@ def bench_fresh_cmd(workload: Path = typer.Argument(..., help="Workload file who
                     out_json: Optional[Path] = typer.Option(None, "--out")):
     """`recommend` on every template of WORKLOAD against the warehouse's tables as they are, then
     each sketch's exact size (one capture): how many small sketches the advice says go for."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.fresh_advice import bench_fresh_advice
 
     res = bench_fresh_advice(ctx(), str(workload), uses=uses)
@@ -147,6 +154,7 @@ def bench_copy_cmd(reps: int = typer.Option(3, "--reps", min=1),
                    out_json: Optional[Path] = typer.Option(None, "--out")):
     """A narrow copy's build against plain runs of the query it serves, beside a full layout (TPC-H
     loaded in the warehouse)."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.copy_build import bench_copies, render
 
     res = bench_copies(ctx(), reps, full)
@@ -160,6 +168,7 @@ def bench_store_cmd(sf: float = typer.Option(0.1, "--sf"), batches: int = typer.
                     inserts: int = typer.Option(1000, "--inserts", min=0), deletes: int = typer.Option(200, "--deletes", min=0),
                     reps: int = typer.Option(3, "--reps", min=1), out_json: Optional[Path] = typer.Option(None, "--out")):
     """The warehouse's own versioned store against a Delta table of the same rows: use, maintenance per batch."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.delta_store import bench_store, render
 
     res = bench_store(ctx(), sf, batches, inserts, deletes, reps, out)
@@ -181,6 +190,7 @@ def bench_recursive_cmd(nodes: int = typer.Option(1000, "--nodes", help="Topolog
     """Recursive views under link failures and recoveries: absorption vs DRed vs recomputation per
     batch on topologies of density 1, 2 and 4 and the airports graph, the policy's pick; recursive
     queries plain vs sketched on Spark."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.recursive import bench_recursive
 
     res = bench_recursive(ctx() if spark_nodes else None, out, nodes=nodes, seed=seed, batches=batches,
@@ -198,6 +208,7 @@ def bench_dashboard_cmd(sf: float = typer.Option(1.0, "--sf"),
     """A dashboard over TPC-H lineitem and orders written as Delta tables by plain Spark, another
     writer's commits between its segments: NO-PS against CB-OPT-GB at default settings, each in a
     process of its own (tables kept below WAREHOUSE/bench-dashboard/sfSF)."""
+    # start-up time: imported when the benchmark runs (the CLI starts without Spark)
     from workloads.bench.delta_dashboard import bench_dashboard, render
 
     res = bench_dashboard(STATE, ctx(), sf, fresh, bare, lambda msg: out.print(f"[{msg}]", highlight=False))

@@ -19,6 +19,7 @@ def emit_json(obj) -> None:
 
 
 def ctx():
+    # start-up time: the context brings Spark; opened when a command first needs it
     from advisor.context import Context
 
     if "ctx" not in STATE:
@@ -30,6 +31,7 @@ def ctx():
 def log_path():
     """The command log: the Spark JVM's output and tracebacks of unexpected errors (``--verbose``
     shows them on the terminal instead)."""
+    # start-up time: the store and the file systems bring pyarrow
     from advisor.context import default_warehouse
     from advisor.warehouse import filesystem
     from advisor.warehouse.store import store_dir

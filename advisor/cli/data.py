@@ -35,6 +35,7 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes |
               replace: bool = typer.Option(False, "--replace", help="Drop existing tables of the dataset "
                                            "first (their versions, layouts and sketches).")):
     """Generate a dataset and store its tables as version 1 (topology: table link; airports: route)."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from workloads.data.datasets import DATASETS, load_dataset, replaced
 
     if dataset.lower() not in DATASETS:
@@ -43,6 +44,7 @@ def data_load(dataset: str = typer.Argument(..., help="tpch | flights | crimes |
         raise BadInput(f"--sf must be between 0.01 and 10, got {sf}")
     if dataset.lower() == "crimes" and (rows < 1 or seed < 0):
         raise BadInput("--rows must be >= 1 and --seed >= 0")
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.warehouse.catalog import Catalog
 
     only = None if tables is None else tables.split(",")
@@ -65,6 +67,7 @@ def data_init(force: bool = typer.Option(False, "--force", help="Start a new sto
                                          "warehouse data or a damaged advisor.db (kept aside); on a "
                                          "warehouse URI the new store takes the warehouse over.")):
     """Create an empty store in the warehouse directory (for a warehouse URI, on the driver)."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.context import default_warehouse
     from advisor.warehouse import ownership, store
 
@@ -79,6 +82,7 @@ def data_init(force: bool = typer.Option(False, "--force", help="Start a new sto
 def data_list(as_json: bool = typer.Option(False, "--json")):
     """Tables with their versions, row counts and sizes."""
     c = ctx()
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.warehouse.catalog import Catalog
 
     cat = Catalog.offline(c.store)
@@ -106,6 +110,7 @@ def data_import(name: str = typer.Argument(..., help="Warehouse name of the tabl
                 as_of: Optional[int] = typer.Option(None, "--as-of", help="Delta: start at this version (time travel).")):
     """Import a table: a Delta table is read in place (its commits become versions); files and
     catalog tables are copied into the warehouse."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.warehouse.imports import import_table
 
     keys = [k for k in (key or "").split(",") if k.strip()] or None
@@ -120,12 +125,14 @@ def data_apply(batch: Optional[Path] = typer.Argument(None, help="Parquet or CSV
                snapshot: Optional[str] = typer.Option(None, "--snapshot", help="A new full snapshot of an imported table, diffed by key."),
                key: Optional[str] = typer.Option(None, "--key", help="Key columns for --snapshot (default: the import's)."),):
     """Apply an insert/delete batch (or the difference to a new snapshot) as a new table version."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.maintain.policy.triggers import after_apply
 
     c = ctx()
     if (batch is None) == (snapshot is None):
         raise BadInput("give a batch file or --snapshot PATH (not both)")
     if snapshot is not None:
+        # start-up time: imported when the command runs (the CLI starts without Spark)
         from advisor.warehouse.imports import snapshot_changes
 
         ins, dels = snapshot_changes(c.catalog, table, snapshot, [k for k in (key or "").split(",") if k.strip()] or None)
@@ -142,6 +149,7 @@ def data_make_batch(table: str, out_path: Path = typer.Option(..., "--out"),
                     inserts: int = typer.Option(1000, "--inserts"), deletes: int = typer.Option(0, "--deletes"),
                     seed: int = typer.Option(0, "--seed")):
     """Write an update batch for TABLE (copies of existing rows as inserts, random deletes)."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from workloads.data.update_batches import make_batch
 
     p = make_batch(ctx().catalog, table, inserts, deletes, str(out_path), seed)
@@ -171,6 +179,7 @@ def data_compact(table: str):
 @part_app.command("build")
 def partitions_build(table: str, attr: str, fragments: int = typer.Option(1000, "--fragments")):
     """Equi-depth range partition of TABLE.ATTR with about N fragments."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.partition.range_partition import build_partition
 
     p = build_partition(ctx().catalog, table, attr, fragments)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import workloads
 from reports.html import write_report
 from reports.schema import load_run
+from workloads.replay.runner import replay, replay_isolated
 
 
 def demo_workload() -> Path:
-    import workloads
-
     return Path(workloads.__file__).parent / "demo.yaml"
 
 
@@ -27,8 +27,6 @@ def run_demo(ctx, options: dict, console, out: Path | None = None) -> Path:
     code, so NO-PS paid every warm-up.  With every CB-OPT-GB step a no-go, both strategies ran the
     same plain queries, and CB-OPT-GB still came out at 0.84x.  ``options`` are the
     CLI's global options, which the child processes are started with."""
-    from workloads.replay.runner import replay, replay_isolated
-
     run_dir = Path(out or ctx.warehouse / "runs" / "demo").resolve()
     console.print(f"demo run directory: {run_dir} (fresh; one process per strategy, in lockstep)")
     if run_dir.exists():

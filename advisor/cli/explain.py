@@ -3,20 +3,21 @@ and which stored sketches could serve the query (and why the others cannot)."""
 
 from __future__ import annotations
 
+from rich.table import Table
+
+from advisor.engine.execute import versions_now
 from advisor.errors import Unsupported
+from advisor.plan.parse import parse_sql
+from advisor.plan.show import tree_lines
 from advisor.recursive.advise import explain_recursive
 from advisor.recursive.shape import looks_recursive
+from advisor.safety.static_check import check_safety
 from advisor.selection.candidates import candidate_columns
+from advisor.sketch.lookup import usable_sketches
+from advisor.warehouse.column_stats import stats_for_query
 
 
 def explain(ctx, sql: str) -> dict:
-    from advisor.engine.execute import versions_now
-    from advisor.plan.parse import parse_sql
-    from advisor.plan.show import tree_lines
-    from advisor.safety.static_check import check_safety
-    from advisor.sketch.lookup import usable_sketches
-    from advisor.warehouse.column_stats import stats_for_query
-
     if looks_recursive(sql):
         return explain_recursive(sql)
     try:
@@ -45,8 +46,6 @@ def explain(ctx, sql: str) -> dict:
 
 
 def render(console, info: dict) -> None:
-    from rich.table import Table
-
     if not info["supported"]:
         console.print(f"[bold]not sketchable[/bold]: {info['reason']} (the query runs without a sketch)")
         return

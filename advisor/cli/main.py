@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import List, Optional
 
@@ -16,6 +18,10 @@ from advisor.cli.bench import bench_app
 from advisor.cli.common import STATE, ctx, emit_json, log_path, out
 from advisor.cli.data import data_app, part_app
 from advisor.errors import BadInput, CheckFailed
+from advisor.memory import budget_bytes
+from advisor.warehouse.sketch_records import all_sketches
+from reports.schema import RunFormatError, load_run
+from workloads.replay.lockstep import ENV as GATE_ENV
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Provenance-sketch advisor: make repeated HAVING/top-k queries on Spark skip data.")
@@ -30,8 +36,8 @@ def _globals(warehouse: Optional[str] = typer.Option(None, "--warehouse", help="
              conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable)."),
              verbose: bool = typer.Option(False, "--verbose", help="Show Spark's own output and full error "
                                           "traces on the terminal (default: WAREHOUSE/logs/advisor.log).")):
+    # start-up time: the session module brings Spark; imported when a command is given
     from advisor.engine.session import parse_conf
-    from advisor.memory import budget_bytes
 
     STATE.clear()  # in-process callers (tests) may invoke the app several times
     STATE.update(warehouse=warehouse, master=master, conf=parse_conf(conf), verbose=verbose)
@@ -43,6 +49,7 @@ def _globals(warehouse: Optional[str] = typer.Option(None, "--warehouse", help="
 def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
                then: Optional[str] = typer.Option(None, "--then", help="Second sort column within ATTR.")):
     """Write a copy of TABLE clustered on ATTR (then --then) with a per-file min/max manifest."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.layout.clustered_copy import build_layout
 
     if rows_per_file < 1:
@@ -53,6 +60,7 @@ def layout_cmd(table: str, attr: str, rows_per_file: int = typer.Option(1_000_00
 
 # ---------------- queries ----------------
 def _parse(sql: str):
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.plan.parse import parse_sql
 
     return parse_sql(sql, ctx().schema_lookup())
@@ -71,13 +79,12 @@ def _on(spec: List[str]) -> dict[str, str]:
 @app.command("explain")
 def explain_cmd(sql: str, as_json: bool = typer.Option(False, "--json")):
     """Plan, candidate attributes with safety verdicts and reasons, usable stored sketches."""
-    from advisor.cli.explain import explain
+    # start-up time: imported when the command runs (the CLI starts without Spark)
+    from advisor.cli.explain import explain, render
 
     info = explain(ctx(), sql)
     if as_json:
         return emit_json(info)
-    from advisor.cli.explain import render
-
     render(out, info)
 
 
@@ -86,6 +93,7 @@ def capture_cmd(sql: str, on: List[str] = typer.Option(..., "--on", help="TABLE.
                 fragments: int = typer.Option(1000, "--fragments"),
                 as_json: bool = typer.Option(False, "--json")):
     """Capture the provenance sketch of SQL on the given attribute(s)."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.sketch.capture import capture
     from advisor.sketch.lookup import sketch_rows
 
@@ -120,6 +128,7 @@ def run_cmd(sql: Optional[str] = typer.Argument(None, help="The query (or --file
                                                         "(least predicted saving dropped first).")):
     """Run SQL through the advise path: reuse a sketch, or capture one when the cost model says it
     pays; prints the rows and one line saying what happened and why."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.cli.run_queries import run_file, run_one
     from advisor.serve.settings import AdviseSettings
 
@@ -136,8 +145,6 @@ def run_cmd(sql: Optional[str] = typer.Argument(None, help="The query (or --file
 @app.command("sketches")
 def sketches_cmd(as_json: bool = typer.Option(False, "--json")):
     """Stored sketches."""
-    from advisor.warehouse.sketch_records import all_sketches
-
     sk = all_sketches(ctx().store)
     if as_json:
         return emit_json([s.to_json() for s in sk])
@@ -151,6 +158,7 @@ def sketches_cmd(as_json: bool = typer.Option(False, "--json")):
 @app.command("calibrate")
 def calibrate_cmd(as_json: bool = typer.Option(False, "--json")):
     """Measure one Spark job's fixed cost (a probe query over 64 rows) and store it for the cost model."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.calibration.measured_costs import calibrate
     from advisor.calibration.probe import record_probe
 
@@ -173,6 +181,7 @@ def recommend_cmd(sql: str, strategy: str = typer.Option("CB-OPT-GB", "--strateg
                   uses: Optional[float] = typer.Option(None, "--uses", help="How many more times this query is expected to run."),
                   as_json: bool = typer.Option(False, "--json")):
     """What-if: estimated sketch size +- CI per candidate, the pick, go/no-go (nothing captured by default)."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.selection.recommend import recommend_command
 
     rec = recommend_command(ctx(), out, sql, strategy, sample_rate, as_json, do_capture, fragments, method, uses)
@@ -187,6 +196,7 @@ def maintain_cmd(policy: Optional[str] = typer.Option(None, "--policy",
                  all_: bool = typer.Option(True, "--all/--none", help="Maintain every stale sketch now."),
                  as_json: bool = typer.Option(False, "--json")):
     """Set the maintenance policy and bring stale sketches up to date incrementally (IMP)."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.maintain.policy.triggers import policy_spec, set_policy
     from advisor.maintain.spark.service import maintain_sketch, stale_heads
 
@@ -222,7 +232,7 @@ def replay_cmd(workload: Path,
                                                  "released in lockstep: step i of every strategy before "
                                                  "step i+1 of any, one at a time.")):
     """Replay a workload file end to end for each strategy; writes a run directory (resumable)."""
-    from workloads.replay.lockstep import ENV as GATE_ENV
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from workloads.replay.runner import PREPARE_ONLY, prepare_run, replay, replay_isolated
 
     if os.environ.get(PREPARE_ONLY) and out_dir is not None:  # the preparing child of --isolate
@@ -239,8 +249,6 @@ def replay_cmd(workload: Path,
 
 def _print_run(run_dir: Path, report: bool) -> None:
     """Summary table of a finished run (and the report's path)."""
-    from reports.schema import load_run
-
     doc = load_run(run_dir)
     sm = doc["summary"]
     tab = Table("strategy", "queries", "cumulative s", "vs NO-PS", "rows read", "captured", "reused", "no-go",
@@ -268,6 +276,7 @@ def _print_run(run_dir: Path, report: bool) -> None:
               f"maintained sketches equal to recapture: {'yes' if sm['maintained_equal_to_recapture'] else 'NO'}")
     out.print(f"run directory: {run_dir}")
     if report:
+        # start-up time: imported when the command runs (the CLI starts without Spark)
         from reports.html import write_report
 
         out.print(f"report: {write_report(run_dir)}")
@@ -278,8 +287,8 @@ def _print_run(run_dir: Path, report: bool) -> None:
 @app.command("report")
 def report_cmd(run_dir: Path, out_file: Optional[Path] = typer.Option(None, "--out", help="Default RUN_DIR/report.html.")):
     """Write a self-contained report.html (renders offline) for a replay run directory."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from reports.html import write_report
-    from reports.schema import RunFormatError
 
     try:
         path = write_report(run_dir, out_file)
@@ -293,6 +302,7 @@ def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline"),
              max_regression: str = typer.Option("10%", "--max-regression"),
              as_json: bool = typer.Option(False, "--json")):
     """CI gate: compare a run's deterministic counters with a baseline run; exit 1 on regression."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from reports.gate import gate_command
 
     try:
@@ -304,6 +314,7 @@ def gate_cmd(run: Path, baseline: Path = typer.Option(..., "--baseline"),
 @app.command("demo")
 def demo_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Run directory (default WAREHOUSE/runs/demo).")):
     """The main job: replay the demo workload (CB-OPT-GB vs NO-PS, with updates) and write the report."""
+    # start-up time: imported when the command runs (the CLI starts without Spark)
     from advisor.cli.demo import closing, run_demo
 
     lines, passed = closing(run_demo(ctx(), STATE, out, out_dir))
@@ -351,9 +362,6 @@ def failure_line(e: BaseException) -> str:
 
 def log_failure(e: BaseException) -> str:
     """Append the failure's traceback to the command log; return the log's path."""
-    import traceback
-    from datetime import datetime, timezone
-
     path = log_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

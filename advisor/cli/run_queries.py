@@ -11,7 +11,9 @@ from pathlib import Path
 from rich.table import Table
 
 from advisor.cli.query_file import read_queries
+from advisor.engine.execute import versions_now
 from advisor.errors import BadInput, CheckFailed
+from advisor.plan.parse import parse_sql
 from advisor.serve.decision_record import one_line
 from advisor.serve.query_path import serve_query
 from advisor.serve.settings import AdviseSettings
@@ -21,9 +23,6 @@ def as_of_versions(c, sql: str, specs: list[str]) -> dict | None:
     """``--as-of TABLE=VERSION`` pins over the query's current versions (None without pins)."""
     if not specs:
         return None
-    from advisor.engine.execute import versions_now
-    from advisor.plan.parse import parse_sql
-
     versions = versions_now(c.catalog, parse_sql(sql, c.schema_lookup()))
     for spec in specs:
         t, _, v = spec.partition("=")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from pyspark import SparkConf, SparkContext, java_gateway
 from pyspark.sql import SparkSession
 
 from advisor.engine import packages
@@ -114,8 +115,6 @@ def quiet_gateway(conf: Mapping[str, str], master: str, app_name: str, log_file:
     command's terminal shows only the command's own output, and the JVM dies with this process: the
     kernel sends it SIGTERM when the thread that started it ends, even by SIGKILL (``prctl``
     PR_SET_PDEATHSIG, kept across the launcher's ``exec`` of java), so no JVM outlives a killed CLI."""
-    from pyspark import SparkConf, SparkContext, java_gateway
-
     if SparkContext._gateway is not None:
         return
     log_file.parent.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,7 @@ def _stamp(location: str, version: int):
 
 def snapshot(location: str, version: int):
     """The ``DeltaTable`` of ``location`` at ``version``, built once per process and version."""
+    # start-up time: delta-rs loads when a Delta table is first read
     from deltalake import DeltaTable
 
     if "://" in location and not location.startswith("file:"):
@@ -160,6 +161,7 @@ def metadata(location: str, version: int) -> Meta:
             return _metas[key]
         mover = _movers.get(location)
     if mover is None or mover[0].version() > int(version) or _stamp(location, mover[0].version()) != mover[1]:
+        # start-up time: delta-rs loads when a Delta table is first read
         from deltalake import DeltaTable
 
         snapshot(location, version)  # refuses what delta-rs is not to read (a URI Spark reads)

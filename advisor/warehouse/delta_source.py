@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -285,8 +286,6 @@ def data_files(spark, location: str, version: int) -> list[str]:
     input files."""
     files = _crc_files(location, version)
     if files is not None and all("path" in f for f in files):
-        from urllib.parse import unquote
-
         base = location.rstrip("/")
         return sorted(_local(unquote(f["path"])) if "://" in f["path"] else f"{_local(base)}/{unquote(f['path'])}"
                       for f in files)
@@ -309,7 +308,6 @@ def data_file_sizes(spark, location: str, version: int) -> list[int]:
 
 
 def _local(uri: str) -> str:
-    from urllib.parse import unquote, urlparse
     return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
 
 

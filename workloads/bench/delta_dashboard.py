@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,6 +75,7 @@ def _new_rows(table: str, cols: list[str]) -> str:
 def write_tables(spec: dict) -> dict:
     """Write ``spec["parquet"]`` ({table: generated Parquet file}) as Delta tables below
     ``spec["dest"]`` with plain Spark, then commit ``commits()``; returns {table: latest version}."""
+    # start-up time: Spark and the Delta jars only where the tables are written (the writer's process)
     from pyspark.sql import SparkSession
 
     from advisor.engine.packages import jar_conf
@@ -109,6 +111,7 @@ def write_with(s, spec: dict) -> dict:
 
 def ensure_tables(base: Path, sf: float, fresh: bool, log) -> dict:
     """The Delta tables at ``base`` (written when missing, or ``fresh``): {"sf", "versions", "seconds"}."""
+    # start-up time: the plain writer's process (``python -m`` this module) loads none of this
     from workloads.data.tpch import generate_tpch
 
     marker = base / "tables.json"
@@ -147,6 +150,7 @@ def ensure_tables(base: Path, sf: float, fresh: bool, log) -> dict:
 
 def _child(options: dict, args: list[str], log_file: Path, env: dict | None = None) -> None:
     """One ``advisor`` command in a process of its own; its output goes to ``log_file``."""
+    # start-up time: the plain writer's process (``python -m`` this module) loads none of this
     from workloads.replay.runner import child_argv
 
     with open(log_file, "a") as fh:
@@ -160,6 +164,7 @@ def _child(options: dict, args: list[str], log_file: Path, env: dict | None = No
 def run_replays(options: dict, ctx, workload: Path, run_dir: Path, strategies: list[str], log) -> dict:
     """Prepare the run in one process, then replay each strategy in a fresh process of its own,
     one after another; returns the finished run log (``run.json``)."""
+    # start-up time: the plain writer's process (``python -m`` this module) loads none of this
     from workloads.replay.runner import PREPARE_ONLY, replay
 
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -178,6 +183,7 @@ def run_replays(options: dict, ctx, workload: Path, run_dir: Path, strategies: l
 def bare_spark(spark, base: Path, doc: dict) -> list[dict]:
     """Plain Spark on the same tables: each query step's tables read at the versions the replay had
     reached (time travel), the query answered afresh; [{step, digest, seconds}]."""
+    # start-up time: the plain writer's process (``python -m`` this module) loads none of this
     from advisor.serve.decision_record import digest
 
     at = {t: int(doc["initial_versions"][t]) for t in TABLES}
@@ -207,6 +213,7 @@ def _rename(sql: str, table: str, to: str) -> str:
     >>> _rename("SELECT a FROM lineitem JOIN orders ON a = b", "lineitem", "x")
     'SELECT a FROM x JOIN orders ON a = b'
     """
+    # start-up time: the plain writer's process (``python -m`` this module) loads none of this
     import sqlglot
     from sqlglot import exp
 
@@ -284,8 +291,6 @@ def _shape(reason: str) -> str:
     >>> _shape("reuse: reused sketch 12 (0.4 %)")
     'reuse: reused sketch # (#.# %)'
     """
-    import re
-
     return re.sub(r"\d", "#", re.sub(r"\d+", "#", reason))
 
 

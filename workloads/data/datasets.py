@@ -85,7 +85,7 @@ def load_dataset(catalog: Catalog, name: str, sf: float = 0.1, rows: int = 100_0
         if name == "tpch":
             return _load_parquet_files(catalog, generate_tpch(sf, staging, tables), "tpch")
         if name == "flights":
-            from workloads.data.flights import flights_tables  # reads its data when imported
+            from workloads.data.flights import flights_tables  # start-up time: reads its data when imported
 
             tables = flights_tables()
         elif name == "topology":
