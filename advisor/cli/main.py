@@ -36,7 +36,7 @@ def _globals(warehouse: Optional[str] = typer.Option(None, "--warehouse", help="
              conf: List[str] = typer.Option([], "--conf", help="Spark setting key=value (repeatable)."),
              verbose: bool = typer.Option(False, "--verbose", help="Show Spark's own output and full error "
                                           "traces on the terminal (default: WAREHOUSE/logs/advisor.log).")):
-    # start-up time: the session module brings Spark; imported when a command is given
+    # start-up time: advisor.engine brings Spark; imported when a command is given
     from advisor.engine.session import parse_conf
 
     STATE.clear()  # in-process callers (tests) may invoke the app several times

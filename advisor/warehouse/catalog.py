@@ -11,7 +11,7 @@ previous version intact and never touches another writer's files.  A batch or co
 against a version that another writer has moved past meanwhile is refused ("warehouse busy").
 
 The three sides of a catalog live in their own modules: ``catalog_versions`` (tables and their
-versions), ``catalog_reads`` and ``catalog_writes``; ``Catalog`` combines them with the session.
+versions), ``catalog_reads`` and ``catalog_writes``; ``Catalog`` combines them with Spark.
 """
 
 from __future__ import annotations

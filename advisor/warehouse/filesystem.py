@@ -242,7 +242,7 @@ def for_path(path: str | Path, spark=None):
         return _LOCAL
     u = urlparse(str(path))
     if spark is None:
-        # start-up time: Spark's Python side only when no session is given
+        # start-up time: Spark's Python side only when no Spark is given
         from pyspark.sql import SparkSession
 
         spark = SparkSession.getActiveSession()
