@@ -12,6 +12,8 @@ skips by, and ``skip_prediction`` reads the same index back to predict what a sk
 >>> t = pa.table({"k": [3, 1, None, 2, 1], "v": [30, 10, 0, 20, 11], "_rid": [0, 1, 2, 3, 4]})
 >>> sorted_order(t, ["k", "_rid"]).tolist()      # NULLs first, as Spark sorts ascending
 [2, 1, 4, 3, 0]
+>>> sorted_order(t.take([4, 3, 2, 1, 0]), ["k", "_rid"]).tolist()   # row ids not ascending: Arrow's sort
+[2, 3, 0, 1, 4]
 """
 
 from __future__ import annotations
@@ -44,7 +46,34 @@ def supported(types: dict, columns) -> bool:
 
 def sorted_order(t: pa.Table, order: list) -> np.ndarray:
     """Row indices sorting ``t`` ascending on ``order`` (first key first), NULLs first."""
+    fast = _stable_order(t, order)
+    if fast is not None:
+        return fast
     return pc.sort_indices(t, sort_keys=[(c, "ascending") for c in order], null_placement="at_start").to_numpy()
+
+
+def _stable_order(t: pa.Table, order: list) -> np.ndarray | None:
+    """The same order by one stable numpy sort, for an integer or date key followed by a row id the
+    rows already ascend in (a table read in its files' order): Arrow's two-key sort of TPC-H SF1's
+    lineitem on (l_suppkey, _rid) took 3x numpy's, and a key spanning fewer than 2^16 values sorts
+    by radix.  None when the table is not of that form."""
+    if len(order) != 2 or t.num_rows < 2:
+        return None
+    col = t.column(order[0])
+    if not (pa.types.is_integer(col.type) or pa.types.is_date32(col.type)):
+        return None
+    rid = t.column(order[1]).to_numpy()
+    if not (rid[1:] > rid[:-1]).all():
+        return None
+    col = col.combine_chunks()
+    nulls = col.is_null().to_numpy(zero_copy_only=False)
+    keys = pc.fill_null(col.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    live = np.flatnonzero(~nulls)
+    k = keys[live]
+    if k.size:
+        span = int(k.max()) - int(k.min())
+        k = (k - k.min()).astype(np.uint16 if span < 1 << 16 else np.uint32 if span < 1 << 32 else np.int64)
+    return np.concatenate([np.flatnonzero(nulls), live[np.argsort(k, kind="stable")]])
 
 
 def key_ranges(counts: np.ndarray, rows_per_file: int) -> np.ndarray:
