@@ -14,6 +14,10 @@ skips by, and ``skip_prediction`` reads the same index back to predict what a sk
 [2, 1, 4, 3, 0]
 >>> sorted_order(t.take([4, 3, 2, 1, 0]), ["k", "_rid"]).tolist()   # row ids not ascending: Arrow's sort
 [2, 3, 0, 1, 4]
+>>> import datetime as dt
+>>> d = pa.table({"d": [dt.date(2020, 1, 3), None, dt.date(2020, 1, 1)], "_rid": [0, 1, 2]})
+>>> sorted_order(d, ["d", "_rid"]).tolist()
+[1, 2, 0]
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ def _stable_order(t: pa.Table, order: list) -> np.ndarray | None:
     if not (rid[1:] > rid[:-1]).all():
         return None
     col = col.combine_chunks()
+    if pa.types.is_date32(col.type):
+        col = col.cast(pa.int32())
     nulls = col.is_null().to_numpy(zero_copy_only=False)
     keys = pc.fill_null(col.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
     live = np.flatnonzero(~nulls)
