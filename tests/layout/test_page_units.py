@@ -55,13 +55,18 @@ def ctx(spark, tmp_path_factory):
 TABLES = {"pg": False, "pa": True}   # built by Spark, built on the driver
 
 
+def _page_sizes(c, table: str, attr: str) -> tuple:
+    """(version, page sizes) of the layout of ``table`` on ``attr``, checked to be pages of every row."""
+    v = c.catalog.current_version(table)
+    units = read_units(c.catalog, table, attr, v)
+    assert "pages" in units.source and units.rows == 6000
+    return v, [u.rows for u in units.units]
+
+
 @pytest.mark.parametrize("attr", ATTRS)
 def test_units_are_pages_of_the_layouts_own_attribute(ctx, attr):
     c, _ = ctx
-    v = c.catalog.current_version("pg")
-    units = read_units(c.catalog, "pg", attr, v)
-    assert "pages" in units.source and units.rows == 6000
-    sizes = [u.rows for u in units.units]
+    v, sizes = _page_sizes(c, "pg", attr)
     # a group's first page is 100 rows, the rest 50 or a shorter tail; a group of 51-99 rows (a
     # file's last) is one page, and the next unit starts a new group
     assert sizes.count(100) >= 3, sizes
@@ -75,10 +80,7 @@ def test_units_are_pages_of_the_layouts_own_attribute(ctx, attr):
 @pytest.mark.parametrize("attr", ATTRS)
 def test_driver_built_pages_are_page_rows_long_and_read_from_the_index(ctx, attr):
     c, _ = ctx
-    v = c.catalog.current_version("pa")
-    units = read_units(c.catalog, "pa", attr, v)
-    assert "pages" in units.source and units.rows == 6000
-    sizes = [u.rows for u in units.units]
+    v, sizes = _page_sizes(c, "pa", attr)
     assert sizes.count(50) >= len(sizes) - 2 * len(sizes) // 25, sizes  # only row groups' last pages are short
     assert "pages" in read_units(c.catalog, "pa", "x", v, layout_attr=attr).source  # every column has an index
 
