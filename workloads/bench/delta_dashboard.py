@@ -10,7 +10,7 @@ table, with plain SQL, once per segment boundary (``COMMITS``): new orders and t
 (INSERT), a DELETE of some orders and their lineitems, an UPDATE of some orders and a MERGE
 updating some lineitems.
 
-The dashboard is ``workloads/delta_dashboard.yaml`` (copied next to the tables, whose ``path:``
+The dashboard is ``workloads/bench/delta_dashboard.yaml`` (copied next to the tables, whose ``path:``
 entries are relative to it): four templates round robin, 15 instances each with moving parameters,
 imported at version 0 and replayed through the recorded commits (``delta_history``): one commit per
 table between each segment of 15 queries.  NO-PS and CB-OPT-GB replay it one after the other, each
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-WORKLOAD = Path(__file__).resolve().parents[1] / "delta_dashboard.yaml"
+WORKLOAD = Path(__file__).resolve().parent / "delta_dashboard.yaml"
 TABLES = ("lineitem", "orders")
 KEYS = {"lineitem": "l_orderkey", "orders": "o_orderkey"}
 NEW_KEYS = 100_000_000  # inserted orders get keys above every generated one (SF 10: 60M)
