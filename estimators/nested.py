@@ -10,8 +10,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from estimators.aggregates import (
-    GroupEstimates, Predicate, group_codes, percentile_interval, pass_matrix, point_pass)
+from estimators.aggregates import GroupEstimates, group_codes, percentile_interval
+from estimators.having import Predicate, pass_matrix, point_pass
 from estimators.bootstrap import GroupIndex, normalize_agg, replicate_stderr
 
 # --- nested aggregation ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@ r"""Sketch-size estimators for one candidate attribute (digest §2.9, §2.11, C9
 
 Inputs: the sample (pandas) with a fragment-id column for the candidate (``frag``, from the
 candidate's range partition) and the group columns; a ``groups`` table with one row per group and
-its pass probability ``p`` (from ``aggregates.pass_probability``, ``topk`` or ``estimate_nested``);
+its pass probability ``p`` (from ``having.pass_probability``, ``topk`` or ``estimate_nested``);
 the fragment sizes ``|R_r|`` of the full table.  Outputs a ``SizeEstimate`` with three estimators:
 
 (a) **Point, Algorithm 2** [PAPER]: groups judged to pass (``p_g >= 0.5`` by default, or the
@@ -113,7 +113,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from estimators.aggregates import decided, pass_matrix, pass_probability, point_pass
+from estimators.having import decided, pass_matrix, pass_probability, point_pass
 from estimators.clt import z_value
 from estimators.fragment_cells import (
     CellModel, block_bounds, block_cells, fragment_table, lookup_fragments, lookup_groups, range_positions)
@@ -247,7 +247,7 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     every group of the population is in the sample.  ``model_replicates``: optional ``(B2, G)``
     booleans, which groups pass under a second model; the interval then spans both models' (module
     docstring), the expectation and point stay this model's.  ``decided_groups``: optional ``(G,)``
-    booleans, whose pass is known without sampling error (``aggregates.decided``); an interval of
+    booleans, whose pass is known without sampling error (``having.decided``); an interval of
     width zero is labelled exact only when all are.
     """
     group_cols = list(group_cols)
@@ -285,7 +285,7 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
 def _undecided_margin(est: SizeEstimate, p: np.ndarray, dec: np.ndarray, prep: dict, sizes: np.ndarray,
                       total: float, B: int) -> None:
     """Widen the interval for groups whose pass the replicates agree on although sampling decides
-    it (``aggregates.decided``): B replicates that all fail a group bound its pass probability by
+    it (``having.decided``): B replicates that all fail a group bound its pass probability by
     ``3 / B`` (the rule of three at 95 %), not by 0, and mirrored for those that all pass.  The
     upper end adds that share of the rows only such never-passing groups' sampled rows reach beyond
     the fragments certainly covered; the lower end drops that share of the rows that only

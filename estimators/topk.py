@@ -34,7 +34,8 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from estimators.aggregates import GroupEstimates, Predicate, pass_matrix, point_pass
+from estimators.aggregates import GroupEstimates
+from estimators.having import Predicate, pass_matrix, point_pass
 from estimators.sketch_size import SizeEstimate, estimate_size
 
 

@@ -21,7 +21,8 @@ from sqlglot import exp
 from advisor.estimation.semi_join_bound import NoBound, subquery_bound
 from advisor.plan import ir
 from advisor.plan.to_sql import esql
-from estimators.aggregates import And, Cmp, Not, Or, agg_name
+from estimators.aggregates import agg_name
+from estimators.having import And, Cmp, Not, Or
 
 _OPS = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=", exp.EQ: "=", exp.NEQ: "!="}
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "=", "!=": "!="}

@@ -73,7 +73,8 @@ from advisor.partition.refine import derive_partition, fine_partition
 from advisor.plan import ir
 from advisor.plan.to_sql import Gen, Source, esql, gen, q
 from estimators import prefetch
-from estimators.aggregates import BLOCK_CELLS, estimate_groups, pass_matrix
+from estimators.aggregates import BLOCK_CELLS, estimate_groups
+from estimators.having import pass_matrix
 from estimators.nested import estimate_nested
 from estimators.pair_size import MAX_PAIR_CELLS, joint_counts, pair_estimate
 from estimators.sketch_size import estimate_size, group_rows, size_for_having, sizing_rows

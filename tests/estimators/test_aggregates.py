@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from estimators.aggregates import (
-    And, Cmp, Not, Or, estimate_groups, pass_matrix, pass_probability, point_pass)
+from estimators.aggregates import estimate_groups
+from estimators.having import And, Cmp, Not, Or, pass_matrix, pass_probability, point_pass
 from estimators.nested import estimate_nested
 
 # --- the paper's running example (digest §1.9, Fig. 5/6) -----------------------------------------

@@ -9,7 +9,8 @@ import pytest
 
 import estimators.shrinkage as shrinkage
 from advisor.estimation.size_estimates import U
-from estimators.aggregates import Cmp, estimate_groups, pass_probability
+from estimators.aggregates import estimate_groups
+from estimators.having import Cmp, pass_probability
 from estimators.deconvolve import posterior_draws
 from estimators.shrinkage import covariate_prior, covariate_stats, local_mean, shrink_groups
 

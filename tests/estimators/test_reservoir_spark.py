@@ -88,7 +88,8 @@ def test_uniform_fallback_and_no_strata(table):
 
 
 def test_running_example_end_to_end_selects_year(spark):
-    from estimators.aggregates import Cmp, estimate_groups
+    from estimators.aggregates import estimate_groups
+    from estimators.having import Cmp
     from estimators.sketch_size import size_for_having
 
     crimes = pd.DataFrame(

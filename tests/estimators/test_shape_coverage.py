@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from estimators.aggregates import Cmp, estimate_groups, pass_matrix
+from estimators.aggregates import estimate_groups
+
+from estimators.having import Cmp, pass_matrix
 from estimators.shrinkage import shrink_groups
 from estimators.sketch_size import size_for_having
 

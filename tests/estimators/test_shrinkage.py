@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from advisor.estimation.size_estimates import U
-from estimators.aggregates import Cmp, estimate_groups, pass_probability
+from estimators.aggregates import estimate_groups
+from estimators.having import Cmp, pass_probability
 from estimators.shrinkage import shrink_groups
 
 G, N, n = 2000, 50, 3          # 2,000 groups of 50 rows, 3 sampled rows each

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from estimators.aggregates import Cmp, estimate_groups
+from estimators.aggregates import estimate_groups
+
+from estimators.having import Cmp
 from estimators.sketch_size import (
     estimate_alpha, estimate_size, expected_distinct_fragments, group_windows, size_for_having,
     touch_probability, unseen_touch_probability)

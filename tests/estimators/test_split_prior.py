@@ -7,7 +7,8 @@ import pytest
 
 import estimators.shrinkage as sh
 from advisor.estimation.size_estimates import U
-from estimators.aggregates import Cmp, estimate_groups, pass_probability
+from estimators.aggregates import estimate_groups
+from estimators.having import Cmp, pass_probability
 from estimators.shrinkage import covariate_prior, size_prior_variance, split_bins
 
 

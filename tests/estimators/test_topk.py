@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from estimators.aggregates import Cmp, estimate_groups
+from estimators.aggregates import estimate_groups
+
+from estimators.having import Cmp
 from estimators.topk import size_for_topk, topk_membership, topk_probability
 
 

@@ -14,7 +14,7 @@ from advisor.selection.cost_model import (
     CostParams, UseForecast, best_granularity, cannot_pay, cost, granularities_for)
 from advisor.selection.strategies import choose, draw_seed, pool_of, strategy_draw
 from advisor.partition.refine import derive_partition
-from estimators.aggregates import And, Cmp, Not, Or
+from estimators.having import And, Cmp, Not, Or
 
 T = 1_000_000
 
@@ -303,7 +303,8 @@ def test_shrinkage_repairs_the_inflated_pass_rate_of_noisy_groups(dist):
     import pandas as pd
 
     from advisor.estimation.size_estimates import U, shrink_groups
-    from estimators.aggregates import estimate_groups, pass_probability
+    from estimators.aggregates import estimate_groups
+    from estimators.having import pass_probability
 
     rng = np.random.default_rng(5)
     G, N, n = 1500, 200, 10
@@ -328,7 +329,8 @@ def test_student_t_prior_keeps_tail_groups_that_the_normal_prior_pulls_under_the
     import pandas as pd
 
     from advisor.estimation.size_estimates import U, shrink_groups
-    from estimators.aggregates import estimate_groups, pass_probability
+    from estimators.aggregates import estimate_groups
+    from estimators.having import pass_probability
 
     rng = np.random.default_rng(11)
     G, N, n = 1500, 200, 10
@@ -359,7 +361,8 @@ def test_shrinkage_keeps_the_pass_rate_when_the_spread_is_a_tenth_of_the_noise(n
     import pandas as pd
 
     from advisor.estimation.size_estimates import U, shrink_groups
-    from estimators.aggregates import estimate_groups, pass_probability
+    from estimators.aggregates import estimate_groups
+    from estimators.having import pass_probability
 
     rng = np.random.default_rng(3)
     G, N = 4000, 150
