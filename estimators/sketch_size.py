@@ -111,12 +111,12 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from estimators.having import decided, pass_matrix, pass_probability, point_pass
-from estimators.clt import z_value
+from estimators.fragment_coverage import (
+    coverage, miss_to_probability, model_bounds, normal_interval, replicate_interval)
 from estimators.fragment_cells import (
-    CellModel, block_bounds, block_cells, fragment_table, lookup_fragments, lookup_groups, range_positions)
+    CellModel, fragment_table, lookup_fragments, lookup_groups, range_positions)
 from estimators.unseen_rows import (
     estimate_alpha, expected_distinct_fragments, group_term, passing_prior, touch_cells, touch_probability,
     unseen_touch_probability, window_sums)
@@ -187,30 +187,9 @@ def sizing_rows(passes: np.ndarray, pdf: pd.DataFrame, est, gcols: list) -> np.n
     return passes | ((gi >= 0) & latent[np.maximum(gi, 0)])
 
 
-SATURATED = -40.0  # -expm1(x) rounds to exactly 1.0 in float64 for x below about -37
-SETTLE_EPS = 1e-3  # stop adding groups once the sketch covers >= 1 - this share in expectation and every replicate
-
-
-def _covers_all(log_miss, L, C, sizes, total: float) -> bool:
-    """Whether the groups read so far already cover at least ``1 - SETTLE_EPS`` of the rows in
-    expectation and in every replicate.  Later groups only add coverage, so the final size lies in
-    ``[current, total]``: within 0.1 %, and such a sketch can never pay for itself.  Stopping there
-    spares the candidates that cover everything but not to the last float bit (flights: ``flight``
-    for hourly groups took 0.9 s of a 1.2 s estimation to end at 0.9999993)."""
-    need = (1.0 - SETTLE_EPS) * total
-    P = -np.expm1(log_miss)
-    if float(np.where(np.isneginf(log_miss), 1.0, P) @ sizes) < need:
-        return False
-    if L is None:
-        return True
-    Pb = np.where(C > 0, 1.0, -np.expm1(L))
-    return bool((Pb @ sizes >= need).all())
-
-
-MODEL_BOUNDS = True  # intervals of model-mapped candidates span the unseen-row model's bounds (_model_bounds)
+MODEL_BOUNDS = True  # intervals of model-mapped candidates span the unseen-row model's bounds (model_bounds)
 PASS_PRIOR = True  # unseen rows of passing groups follow the passing groups' sampled fragments (passing_prior)
 JOINT_EXPECTATION = True  # expected size as the replicates' mean coverage (keeps their correlation)
-DENSE_SHARE = 0.1  # window cells above this share of a block's (group, fragment) cells: BLAS beats sparse
 
 
 def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
@@ -435,8 +414,8 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
             raise ValueError(f"model_replicates must have shape (B, {p.shape[0]})")
         reps = np.concatenate([reps, model_replicates])
     gl = _relevant_groups(p, pt, reps)
-    cov = _coverage(p, reps, gl, cells, _reachable(prep["cert_r"], cells), sizes, total, chunk_cells)
-    P = _miss_to_probability(cov.log_miss)
+    cov = coverage(p, reps, gl, cells, _reachable(prep["cert_r"], cells), sizes, total, chunk_cells)
+    P = miss_to_probability(cov.log_miss)
     Pb = Pm = None
     if reps is not None:
         Pb = np.clip(np.where(cov.C > 0, 1.0, -np.expm1(cov.L)), 0.0, 1.0)
@@ -445,15 +424,15 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
             P = Pb.mean(axis=0)
     frags_exp, rows_exp = float(P.sum()), float(P @ sizes)
     if Pb is not None:
-        (ci_lo, ci_hi), method = _replicate_interval(Pb, sizes, confidence, seed), "replicates"
+        (ci_lo, ci_hi), method = replicate_interval(Pb, sizes, confidence, seed), "replicates"
         if Pm is not None:
-            lo2, hi2 = _replicate_interval(Pm, sizes, confidence, seed)
+            lo2, hi2 = replicate_interval(Pm, sizes, confidence, seed)
             ci_lo, ci_hi = min(ci_lo, lo2), max(ci_hi, hi2)
         if MODEL_BOUNDS and cells.use_model and not cov.settled:  # settled: the groups read cover the table
-            lo3, hi3 = _model_bounds(cov.C, cov.L, sizes, confidence)
+            lo3, hi3 = model_bounds(cov.C, cov.L, sizes, confidence)
             ci_lo, ci_hi = min(ci_lo, lo3), max(ci_hi, hi3)
     else:
-        (ci_lo, ci_hi), method = _normal_interval(P, rows_exp, sizes, total, confidence), "normal"
+        (ci_lo, ci_hi), method = normal_interval(P, rows_exp, sizes, total, confidence), "normal"
     return SizeEstimate(
         fragments_point=int(pf.shape[0]), fragments_expected=frags_exp, rows_expected=rows_exp,
         selectivity_expected=rows_exp / total, ci_lo=ci_lo, ci_hi=ci_hi, method=method,
@@ -461,18 +440,6 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
         n_fragments=F, touch=prep["touch"], alpha=prep["alpha"], confidence=confidence,
         point_fragments=tuple(ids[pf].tolist()), fragment_probability=pd.Series(P, index=ids, name="p"),
         settled=cov.settled, replicate_probability=Pb, model_probability=Pm)
-
-
-def _model_bounds(C: np.ndarray, L: np.ndarray, sizes: np.ndarray, confidence: float) -> tuple[float, float]:
-    """Bounds of the unseen-row model over the replicates' passing sets (``MODEL_BOUNDS``): the rows
-    of the fragments the passing groups' sampled rows touch (no unseen row anywhere else: alpha =
-    0), and of those their windows reach too (an unseen row in every window fragment); the lower
-    and upper replicate quantiles at ``confidence``.  A window cell of a passing group is a fragment
-    whose log miss probability ``L`` is below 0, so both come from the coverage already summed."""
-    a_ = (1.0 - confidence) / 2.0
-    lo = (C > 0).astype(float) @ sizes
-    hi = ((C > 0) | (L < 0)).astype(float) @ sizes
-    return float(np.quantile(lo, a_, method="lower")), float(np.quantile(hi, 1.0 - a_, method="higher"))
 
 
 def _point_fragments(pt: np.ndarray, cert_g: np.ndarray, cert_r: np.ndarray) -> np.ndarray:
@@ -511,90 +478,6 @@ def _reachable(cert_r: np.ndarray, cells: CellModel) -> np.ndarray:
     if cells.use_model:
         reach |= cells.pi > 0
     return reach
-
-
-@dataclass
-class _Coverage:
-    """Per fragment the log-probability that no passing group touches it (``log_miss``) and, with
-    replicates, per (replicate, fragment) the log miss over the uncertain cells (``L``) and the number
-    of certain cells of passing groups (``C``); ``settled`` if the blocks stopped at ``SETTLE_EPS``."""
-
-    log_miss: np.ndarray
-    L: np.ndarray | None
-    C: np.ndarray | None
-    settled: bool = False
-
-
-def _coverage(p, pass_replicates, gl, cells: CellModel, reach, sizes, total, chunk_cells) -> _Coverage:
-    """Accumulate the coverage of the groups ``gl`` block by block (a small first block makes the
-    stopping checks pay off for candidates whose sketch covers every fragment anyway).
-
-    Once every reachable fragment's miss log-probability (and every replicate's) is below
-    ``SATURATED``, P and Pb are exactly 1.0 in float64 and later groups cannot change them (they only
-    add <= 0 to ``log_miss`` / ``L`` and >= 0 to ``C``), so the blocks stop; they also stop once the
-    coverage is within ``SETTLE_EPS`` of the table (``_covers_all``).
-    """
-    F = cells.F
-    reps = pass_replicates is not None
-    cov = _Coverage(np.zeros(F), np.zeros((pass_replicates.shape[0], F)) if reps else None,
-                    np.zeros((pass_replicates.shape[0], F)) if reps else None)
-    bounds = block_bounds(gl.shape[0], chunk_cells, F)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        if lo and (cov.log_miss[reach] < SATURATED).all() and (
-                not reps or ((cov.L[:, reach] < SATURATED) | (cov.C[:, reach] > 0)).all()):
-            break
-        if lo and _covers_all(cov.log_miss, cov.L, cov.C, sizes, total):
-            cov.settled = True
-            break
-        _add_block(cov, gl[lo:hi], p, pass_replicates, cells)
-    return cov
-
-
-def _add_block(cov: _Coverage, chunk: np.ndarray, p: np.ndarray, pass_replicates, cells: CellModel) -> None:
-    """Add one block of groups to the coverage: their certain and window cells weighted by the pass
-    probabilities, and per replicate by whether the group passes there."""
-    F, nc = cells.F, chunk.shape[0]
-    crow, cfrag, wrow, wfrag, wt = block_cells(chunk, cells)
-    pc = p[chunk]
-    with np.errstate(divide="ignore"):
-        cov.log_miss += np.bincount(cfrag, np.log1p(-np.minimum(pc[crow], 1.0)), minlength=F)
-        lw = np.log1p(-wt)
-        cov.log_miss += np.bincount(wfrag, np.log1p(-np.minimum(pc[wrow] * wt, 1.0)), minlength=F)
-    if pass_replicates is None:
-        return
-    Rt = np.ascontiguousarray(pass_replicates[:, chunk].T, dtype=float)  # (groups, B)
-    cov.C += (sparse.csr_matrix((np.ones(crow.shape[0]), (crow, cfrag)), shape=(nc, F)).T @ Rt).T
-    if wrow.shape[0] > DENSE_SHARE * nc * F:
-        Lt = np.zeros((nc, F))
-        Lt[wrow, wfrag] = lw
-        cov.L += Rt.T @ Lt
-    elif wrow.shape[0]:
-        cov.L += (sparse.csr_matrix((lw, (wrow, wfrag)), shape=(nc, F)).T @ Rt).T
-
-
-def _miss_to_probability(log_miss: np.ndarray) -> np.ndarray:
-    """Per fragment the probability that some passing group touches it."""
-    P = -np.expm1(log_miss)
-    return np.clip(np.where(np.isneginf(log_miss), 1.0, P), 0.0, 1.0)
-
-
-def _replicate_interval(Pb: np.ndarray, sizes: np.ndarray, confidence: float, seed: int) -> tuple[float, float]:
-    """Percentile interval of the covered rows when each replicate's fragments are drawn as
-    independent Bernoullis of their probabilities ``Pb``."""
-    rng = np.random.default_rng(seed)
-    covered = (rng.random(Pb.shape) < Pb).astype(float) @ sizes
-    a_ = (1.0 - confidence) / 2.0
-    # the replicates' own values, not an interpolation between two of them: 50 replicates of which a
-    # few leave one fragment out put the upper end a row below a sketch that covers every row
-    return float(np.quantile(covered, a_, method="lower")), float(np.quantile(covered, 1.0 - a_, method="higher"))
-
-
-def _normal_interval(P: np.ndarray, rows_exp: float, sizes: np.ndarray, total: float,
-                     confidence: float) -> tuple[float, float]:
-    """Poisson-binomial normal interval of the covered rows, fragments taken as independent."""
-    z = z_value(confidence)
-    sd = float(np.sqrt(np.sum(sizes ** 2 * P * (1.0 - P))))
-    return max(0.0, rows_exp - z * sd), min(total, rows_exp + z * sd)
 
 
 def size_for_having(sample: pd.DataFrame, est, predicate, fragment_sizes, *, frag_col: str = "frag",

@@ -69,7 +69,7 @@ def _instance(seed: int, G: int = 600, F: int = 40):
 def test_early_stop_when_saturated_changes_nothing(seed, monkeypatch):
     """Small blocks let ``estimate_size`` stop once every fragment is certainly covered; the result
     must equal one pass over all groups in a single block (which never stops early)."""
-    import estimators.sketch_size as S
+    import estimators.fragment_coverage as S
 
     monkeypatch.setattr(S, "SETTLE_EPS", 0.0)  # only the exact saturation stop
     sample, groups, sizes, reps = _instance(seed)
@@ -85,7 +85,7 @@ def test_early_stop_when_saturated_changes_nothing(seed, monkeypatch):
 def test_sparse_and_dense_window_blocks_agree(seed, monkeypatch):
     """The replicate sums over the locality windows are taken as a sparse product when windows are
     narrow and as a dense BLAS product when wide; both must give the same sizes and interval."""
-    import estimators.sketch_size as S
+    import estimators.fragment_coverage as S
 
     sample, groups, sizes, reps = _instance(seed)
     got = {}
@@ -106,7 +106,7 @@ def test_settled_sizes_are_lower_bounds_within_the_tolerance(seed):
     """Uniform fragments: every candidate covers ~everything.  Blocks stop once the expectation and
     every replicate cover >= 1 - SETTLE_EPS of the rows; the sizes are then lower bounds of the full
     pass, within that share of the table."""
-    import estimators.sketch_size as S
+    import estimators.fragment_coverage as S
 
     sample, groups, sizes, reps = _instance(seed)
     full = estimate_size(sample, groups, sizes, group_cols=["g"], pass_replicates=reps, chunk_cells=10 ** 9)
