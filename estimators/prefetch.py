@@ -4,7 +4,7 @@ driver evaluates the query over a sample it has just drawn.
 The replicate weights depend only on the sample's strata layout, ``N_h``, ``B``, the block size,
 ``fpc`` and the seed (``bootstrap.blocks_key``), all known once a stratified sample is drawn and
 written (``samples.get_sample(on_layout=...)``), whereas the estimate then spends tens of
-milliseconds running the query's filters and joins over it (``advisor.estimation.size_estimates.sample_frame``).
+milliseconds running the query's filters and joins over it (``advisor.estimation.sample_frame``).
 Drawing the replicates meanwhile on the machine's other core (numpy releases the GIL in its array
 loops) takes them off a cold estimate's critical path.  ``replicate_blocks`` claims a prefetched
 result only under the key it would draw with itself, so the numbers are bit for bit those of

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import advisor.estimation.size_estimates as estimate_mod
+import advisor.estimation.sample_frame as estimate_mod
 
 
 def _merged(base, out):

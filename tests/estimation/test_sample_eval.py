@@ -172,7 +172,7 @@ def test_driver_fragment_ids_equal_spark_assign_column(ctx, spark):
     """``estimate._fragment_ids`` assigns the sample's fragments on the driver; every id must be
     the one Spark's ``assign_column`` gives the same sample row, for each column type (int,
     decimal, date, double with NULLs, string with NULLs, timestamp), boundary values included."""
-    from advisor.estimation.size_estimates import _fragment_ids
+    from advisor.estimation.sample_frame import _fragment_ids
     from advisor.partition.range_partition import assign_column
 
     cat = ctx.catalog
