@@ -224,7 +224,8 @@ def test_the_layers_catch_a_cycle_and_an_upward_import():
 # What the replay harness may not reach around the advise path for: capturing, running with a
 # sketch, finding a stored one and deciding are ``advisor.serve``'s business (the micro-benchmarks
 # of ``workloads.bench`` time capture and use on their own, on purpose).
-SERVING = ("advisor.sketch.capture", "advisor.sketch.run", "advisor.sketch.apply", "advisor.sketch.lookup",
+SERVING = ("advisor.sketch.capture", "advisor.sketch.run", "advisor.sketch.apply", "advisor.sketch.sketched_scan",
+           "advisor.sketch.lookup",
            "advisor.selection.recommend", "advisor.selection.decision_memory")
 
 

@@ -110,8 +110,11 @@ def condition(starts: np.ndarray, part, fragments) -> str | None:
     """``__blk IN (...)`` for the sketch (``in_lists``: lists Parquet can take), ``false`` when it holds
     no row, None above ``MAX_IDS`` ids."""
     ids = sketch_blocks(starts, part, fragments)
-    if len(ids) > MAX_IDS:
-        return None
+    return None if len(ids) > MAX_IDS else ids_condition(ids)
+
+
+def ids_condition(ids) -> str:
+    """``__blk IN (ids)`` in lists Parquet can take, ``false`` for no id."""
     return in_lists(BLK, list(map(str, ids))) if ids else "false"
 
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from advisor.engine.execute import table_view
 from advisor.errors import BadInput, spark_rejected
-from advisor.layout.registry import find_layout
 from advisor.partition.range_partition import RangePartition, build_partition, find_partition, fragment_ids
 from advisor.recursive.evaluate import link_exprs, link_tuples
 from advisor.recursive.maintain import BatchResult, RecursivePolicy, RecursiveState
-from advisor.sketch.apply import layout_condition, layout_pays, layout_view, range_condition
+from advisor.sketch.range_filter import range_condition
+from advisor.sketch.sketched_scan import SketchedScan
 from advisor.warehouse.table_files import RID
 
 DEFAULT_FRAGMENTS = 100
@@ -63,14 +62,9 @@ class RecursiveSketch:
 
     def source(self, catalog) -> tuple[str, str]:
         """(temp view, condition) a sketched scan reads: the link table's clustered layout on the
-        sketch's attribute when one exists and skips clearly more (``advisor.sketch.apply``)."""
-        lay = find_layout(catalog.store, self.shape.table, self.attr, self.version)
-        if lay is not None and layout_pays(
-            catalog, self.shape.table, self.attr, self.version, self.part, self.fragments
-        ):
-            cond = layout_condition(catalog, lay, self.version, self.part, self.fragments, self.condition())
-            return layout_view(catalog, lay, self.version, self.part, self.fragments), cond
-        return table_view(catalog, self.shape.table, self.version), self.condition()
+        sketch's attribute when one exists and skips clearly more (``advisor.sketch.sketched_scan``)."""
+        scan = SketchedScan(catalog, self.shape.table, self.attr, self.version, self.part, self.fragments)
+        return scan.view(), scan.condition()
 
     def selectivity(self) -> float:
         return sum(self.part.sizes[f] for f in self.fragments if f < len(self.part.sizes)) / max(

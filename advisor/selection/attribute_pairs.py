@@ -26,7 +26,7 @@ from advisor.partition.range_partition import load_partition
 from advisor.partition.refine import store_partition
 from advisor.safety.static_check import check_safety
 from advisor.selection.candidates import every_read
-from advisor.sketch.apply import range_condition
+from advisor.sketch.range_filter import range_condition
 from advisor.sketch.capture import capture_batch, sketch_attrs
 from advisor.sketch.lookup import companions, usable_sketches
 from advisor.warehouse.column_stats import stats_for_query

@@ -18,7 +18,7 @@ from advisor.plan.parse import parse_sql
 from advisor.plan.read_columns import read_columns
 from advisor.safety.reuse_check import check_reuse
 from advisor.safety.static_check import NOT_NULL, check_safety
-from advisor.sketch.apply import scan_units
+from advisor.sketch.sketched_scan import SketchedScan
 from advisor.sketch.capture import sketch_attrs
 from advisor.warehouse.column_stats import stats_for_query
 from advisor.warehouse.sketch_records import Sketch, latest_versions
@@ -140,14 +140,14 @@ def _has_companion(s: Sketch, good: list, query: ir.Query) -> bool:
 def read_fraction(catalog: Catalog, s: Sketch, versions: dict[str, int], reads: dict | None = None) -> float:
     """Share of the sketched tables' rows a scan with the sketch still reads: rows of the layout
     files (a narrow copy's when it holds the columns in ``reads``), or of the stored files' pages
-    or row groups when the scan reads those (``use.scan_units``), whose min/max overlap the
+    or row groups when the scan reads those (``SketchedScan.plan``), whose min/max overlap the
     sketch's fragments (``advisor.layout.skip_prediction``)."""
 
     read = total = 0.0
     for p in s.parts:
         part = load_partition(catalog.store, p.partition_id)
         v = versions.get(p.table) or catalog.current_version(p.table)
-        units, frac, _ = scan_units(catalog, p.table, p.attr, v, part, p.fragments, (reads or {}).get(p.table))
+        units, frac, _ = SketchedScan(catalog, p.table, p.attr, v, part, p.fragments, (reads or {}).get(p.table)).plan
         rows = units.rows
         read += rows * frac
         total += rows

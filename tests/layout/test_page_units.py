@@ -22,7 +22,7 @@ from advisor.context import Context
 from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.partition.refine import fine_partition
 from advisor.layout.skip_prediction import _page_units, boundary_values, read_fraction_of, read_units
-from advisor.sketch.apply import range_condition
+from advisor.sketch.range_filter import range_condition
 from advisor.partition.fragment_runs import read_set
 
 ATTRS = ("k", "d", "s")

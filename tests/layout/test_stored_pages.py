@@ -18,7 +18,7 @@ from advisor.engine.scan_metrics import collect_scan_metrics
 from advisor.layout.skip_prediction import boundary_values, read_fraction_of, read_units
 from advisor.partition.fragment_runs import read_set
 from advisor.partition.refine import fine_partition
-from advisor.sketch.apply import range_condition
+from advisor.sketch.range_filter import range_condition
 from advisor.warehouse import page_index
 
 ROWS = 30_000

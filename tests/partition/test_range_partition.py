@@ -10,7 +10,7 @@ from pyspark.sql import types as T
 from advisor.warehouse.catalog import Catalog
 from advisor.partition.range_partition import RangePartition, assign_column, build_partition
 from advisor.warehouse.store import Store
-from advisor.sketch.apply import range_condition
+from advisor.sketch.range_filter import range_condition
 
 
 def _ref_frag(part, v):
@@ -109,7 +109,7 @@ def test_many_runs_search_tree_selects_exactly_the_fragments(spark, cat, name):
     Parquet reader as a pushed filter (row-group skipping)."""
     import random
 
-    from advisor.sketch.apply import TREE_LEAF
+    from advisor.sketch.range_filter import TREE_LEAF
     from advisor.partition.fragment_runs import runs
 
     part = build_partition(cat, f"t_{name}", "a", 200)
@@ -208,7 +208,7 @@ def test_short_runs_become_one_in_list_that_parquet_receives(spark, cat, name):
     """On an integer or date column, runs of at most ``POINT_WIDTH`` values are written as one IN
     list (wider runs stay ranges): the filter must still admit exactly the chosen fragments' rows,
     and the list must reach the Parquet reader as a value set, not as its [min, max]."""
-    from advisor.sketch.apply import POINT_WIDTH
+    from advisor.sketch.range_filter import POINT_WIDTH
 
     part = build_partition(cat, f"t_{name}", "a", 1000)  # ~one value per fragment
     rows = assign_column(cat.read(f"t_{name}"), "a", part, "f").collect()

@@ -159,7 +159,7 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     from advisor.engine.execute import versions_now
     from advisor.partition.range_partition import load_partition
     from advisor.plan.parse import parse_sql
-    from advisor.sketch.apply import layout_pays
+    from advisor.sketch.sketched_scan import SketchedScan
     from advisor.sketch.capture import capture
     from advisor.sketch.run import run_query
 
@@ -167,7 +167,7 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     q = parse_sql(HAVING, ctx.schema_lookup())
     sk = capture(cat, q, {"t": "g"}, 100, versions_now(cat, q)).sketch
     part, fr = load_partition(cat.store, sk.parts[0].partition_id), sk.parts[0].fragments
-    assert layout_pays(cat, "t", "g", cat.current_version("t"), part, fr)
+    assert SketchedScan(cat, "t", "g", cat.current_version("t"), part, fr).reads_layout
 
     cat.create_table("tc", cat.read("t").drop("_rid").repartitionByRange(200, "g").sortWithinPartitions("g"), "test")
     build_layout(cat, "tc", "g", rows_per_file=2000)
@@ -175,7 +175,7 @@ def test_layout_is_read_only_when_it_skips_clearly_more_than_the_base_files(ctx,
     vc = versions_now(cat, qc)
     skc = capture(cat, qc, {"tc": "g"}, 100, vc).sketch
     partc = load_partition(cat.store, skc.parts[0].partition_id)
-    assert not layout_pays(cat, "tc", "g", vc["tc"], partc, skc.parts[0].fragments)
+    assert not SketchedScan(cat, "tc", "g", vc["tc"], partc, skc.parts[0].fragments).reads_layout
     plain, sketched = run_query(cat, qc), run_query(cat, qc, sketch=skc)
     assert sorted(plain.rows) == sorted(sketched.rows) and len(plain.rows) == 20
     assert all("_base" in sc["relation"] for sc in sketched.metrics.scans)  # not the layout
