@@ -9,7 +9,10 @@ a template does not pay for sampling and estimation again.
   the template.
 * **no-go by cost**: the decision weighed capture against ``horizon`` predicted uses; after that
   many further instances the evidence (the template's observed frequency) has changed, so the
-  template is estimated again.  A no-go *before sampling* (``select.cannot_pay``) cost nothing to
+  template is estimated again -- but not before the plain runs since would have cost
+  ``1 / DECIDE_SHARE`` times that estimation (``reestimate_after``): a join template at TPC-H SF1
+  whose estimation took 55 s against 14.7 s plain was estimated again after 4 instances, and its
+  two no-gos cost 1.51x of its plain runs over 15 instances.  A no-go *before sampling* (``select.cannot_pay``) cost nothing to
   decide, and the count of predicted uses is all that moves it with the same measured costs, so it
   is remembered exactly until that count could make it pay (``pays_after``): at TPC-H SF1 a top-k
   template declined at a tie (3.00 scans of saving against 3.00) was remembered for 3 instances
@@ -23,6 +26,9 @@ a template does not pay for sampling and estimation again.
   predicted as the median run plus the share of uses that needed a capture times the median such
   capture.  If that exceeds ``MARGIN`` times the plain runs, the go becomes a no-go by cost with a
   longer horizon and the template's live sketches are retired (no further reuse or maintenance).
+  A template whose latest ``MIN_CAPTURED`` uses were each answered by a capture of their own (its
+  bindings move so that no sketch is ever reused: a date that advances per instance) is judged at
+  once: such a use reads what a plain run reads and pays for the provenance besides.
   Medians make it less sensitive to single outliers than a mean of the ten uses
   (a replay's first captures in a fresh JVM took 5-10 s against 1-2 s later), though
   on that replay's actual uses both rules judged alike.  The judgement waits for ten uses: with
@@ -32,6 +38,7 @@ a template does not pay for sampling and estimation again.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, replace
@@ -141,8 +148,32 @@ def forget(store: Store, template: str, strategy: str) -> None:
 
 
 MIN_SKETCHED = 10     # sketched uses of a template before its go is judged by them
+MIN_CAPTURED = 4      # ... unless this many latest uses were each answered by a capture of their own
 MARGIN = 1.25         # ... and how much dearer than plain they must be on average
 REVISIT_FACTOR = 4.0  # a contradicted go is re-estimated after this many times its horizon
+DECIDE_SHARE = 0.25   # a declined template's re-estimations cost at most this share of its plain runs
+MAX_HORIZON = 64.0
+
+
+def reestimate_after(horizon: float, decide_s: float, plain_s: float | None) -> float:
+    """Instances a cost-based no-go is kept before the template is estimated again: its
+    ``horizon``, or more when the estimation (``decide_s``) was dear next to a plain run
+    (``plain_s``), so that estimating again costs at most ``DECIDE_SHARE`` of the plain runs since.
+
+    >>> reestimate_after(4, 2.0, 2.0), reestimate_after(4, 55.0, 14.7), reestimate_after(4, 900.0, 1.0)
+    (4, 15.0, 64.0)
+    """
+    if not plain_s or plain_s <= 0:
+        return horizon
+    return max(horizon, min(MAX_HORIZON, float(math.ceil(decide_s / (DECIDE_SHARE * plain_s)))))
+
+
+def plain_seconds(store: Store, template: str, rows: float) -> float:
+    """A plain run of ``template`` in this store: the median of its latest plain runs, else its
+    captures' median or the fitted line (``plain_proxy``)."""
+    cal = calibrate(store)
+    plain = cal.query_s.get(template, ([], []))[0]
+    return statistics.median(plain[:10]) if plain else plain_proxy(cal, template, rows)
 
 
 def next_use(sketched: list) -> tuple[float, float, int, float]:
@@ -164,6 +195,11 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
     uses as (run, capture) pairs, up to 10 plain runs), or None.  Without plain runs of the template,
     ``plain_pred`` (its captures' median, else the fitted cost line) stands in."""
 
+    alone = [u for u in sketched[:MIN_CAPTURED] if not isinstance(u, (int, float)) and u[0] <= 0 < u[1]]
+    if len(alone) == MIN_CAPTURED:
+        cap = statistics.median(float(c) for _, c in alone)
+        return (f"no-go (measured): none of the last {MIN_CAPTURED} uses reused a sketch (each was answered "
+                f"by a capture of its own, median {cap:.2f} s; a capture reads what a plain run reads)")
     if len(sketched) < MIN_SKETCHED:
         return None
     ps = statistics.median(plain[:10]) if plain else plain_pred

@@ -10,7 +10,7 @@ from advisor.maintain.spark.derive import derive_sketch
 from advisor.maintain.spark.state_rental import booked, record_rent
 from advisor.partition.range_partition import load_partition
 from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostParams
-from advisor.selection.decision_memory import forget, recall, remember, skip
+from advisor.selection.decision_memory import forget, plain_seconds, recall, reestimate_after, remember, skip
 from advisor.selection.recommend import recommend
 from advisor.selection.strategies import draw_seed, strategy_draw
 from advisor.serve.copy_revisit import revisit_timed
@@ -116,6 +116,8 @@ def _estimate(ctx: Context, s: AdviseSettings, where: str, q, versions: dict, re
     structural = not r["supported"] or not (r.get("cannot_pay") or any(c["estimated"] for c in r["candidates"]))
     if r.get("cannot_pay") and r.get("pays_after") is not None:
         horizon = r["pays_after"] - 1  # the next instance counts one use more (``decisions.pays_after``)
+    elif not structural and s.measured_costs:
+        horizon = reestimate_after(horizon, t.get("total", 0.0), plain_seconds(store, q.template, rec["table_rows"]))
     # a pick declined for its layout's price still names its attribute: the layout's other users
     # (``layout_cost.other_uses``) count this template's predicted uses
     needs = dec.get("layout") is not None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisor.selection.decision_memory import (
-    MARGIN, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, pays_after, recall, remember, revisit)
+    MARGIN, MIN_CAPTURED, MIN_SKETCHED, REVISIT_FACTOR, measured_loss, pays_after, recall, remember, revisit)
 from advisor.selection.cost_model import CostParams, UseForecast, cannot_pay
 from advisor.warehouse.sketch_records import Sketch, SketchPart, latest_versions, save_sketch
 from advisor.warehouse.store import Store
@@ -16,6 +16,20 @@ def test_measured_loss_needs_enough_sketched_uses():
     assert measured_loss([1.0], [3.0] * (N - 1), None) is None
     why = measured_loss([1.0, 1.2, 1.4], [2.0, 3.0] * (N // 2), None)
     assert why is not None and "~2.50 s" in why and "1.20 s plain" in why
+
+
+def test_a_template_answered_by_a_capture_at_every_use_is_judged_early():
+    """Uses whose run is 0 were answered by their own capture: no sketch was reused.  After
+    ``MIN_CAPTURED`` of them in a row the go is contradicted, well before ``MIN_SKETCHED`` uses."""
+    alone = [(0.0, 1.3)] * MIN_CAPTURED
+    assert MIN_CAPTURED < N
+    why = measured_loss([1.1], alone, None)
+    assert why is not None and f"none of the last {MIN_CAPTURED} uses reused" in why and "1.30 s" in why
+    assert measured_loss([1.1], alone[:-1], None) is None  # one fewer: not yet
+    # a reuse among them (a run of its own, no capture) keeps the go
+    assert measured_loss([1.1], alone[:-1] + [(0.4, 0.0)], None) is None
+    # captures followed by a sketched run of their own (derived sketches) are judged by the usual rule
+    assert measured_loss([1.1], [(0.3, 0.2)] * MIN_CAPTURED, None) is None
 
 
 def test_measured_loss_keeps_a_sketch_that_is_faster_or_within_the_margin():
@@ -46,8 +60,8 @@ def test_uses_answered_by_their_capture_cost_the_capture_alone():
     assert measured_loss([0.8], uses, None) is None               # 0.95 < 1.25 x 0.8 = 1.0
     why = measured_loss([0.7], uses, None)                        # 0.95 > 0.875
     assert why is not None and "~0.95 s" in why and "median run 0.50 s" in why and "3 of the last" in why
-    # every use needed a capture that answered it: a use costs the median capture
-    assert "~2.00 s" in measured_loss([1.0], [(0.0, 2.0)] * N, None)
+    # every use needed a capture that answered it: no reuse at all, judged at once
+    assert "median 2.00 s" in measured_loss([1.0], [(0.0, 2.0)] * N, None)
 
 
 def test_early_captures_are_repaid_by_later_reuses():
