@@ -202,6 +202,16 @@ def unsupported(location: str, version: int) -> str | None:
     return None
 
 
+def reader_features(location: str, version: int) -> tuple[str, ...]:
+    """The reader features the table's protocol names at ``version`` (none below reader version 3)."""
+    try:
+        return tuple(snapshot(location, version).protocol().reader_features or ())
+    except Unreadable:
+        raise
+    except Exception as e:  # a protocol delta-rs cannot state
+        raise Unreadable(_first_line(e)) from None
+
+
 def names(location: str, version: int) -> dict[str, str]:
     """lower-case column name -> the table's own spelling."""
     return {f.name.lower(): f.name for f in metadata(location, version).schema}

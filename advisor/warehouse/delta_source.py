@@ -27,7 +27,7 @@ import pyarrow.fs as pafs
 from pyspark.sql import functions as F
 
 from advisor.errors import BadInput
-from advisor.warehouse import delta_log, row_hash
+from advisor.warehouse import delta_log, delta_parquet, row_hash
 
 RID = "_rid"
 LOG = "_delta_log"
@@ -156,8 +156,11 @@ def feed_covers(location: str, after: int, upto: int) -> bool:
 
 def snapshot(spark, location: str, version: int, key: list | None = None, with_rid: bool = False):
     """The table at ``version`` (time travel); with ``with_rid`` a stable ``_rid`` last: the row
-    tracking id, or a 64-bit hash of the ``key`` columns."""
-    df = spark.read.format("delta").option("versionAsOf", int(version)).load(location)
+    tracking id, or a 64-bit hash of the ``key`` columns.  Read as the files the log lists where
+    that reads the same rows (``delta_parquet``; row tracking ids need Delta's reader)."""
+    df = None if with_rid and not key else delta_parquet.frame(spark, location, version)
+    if df is None:
+        df = spark.read.format("delta").option("versionAsOf", int(version)).load(location)
     df = df.toDF(*[c.lower() for c in df.columns])
     if not with_rid:
         return df
