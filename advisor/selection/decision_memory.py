@@ -26,9 +26,9 @@ a template does not pay for sampling and estimation again.
   predicted as the median run plus the share of uses that needed a capture times the median such
   capture.  If that exceeds ``MARGIN`` times the plain runs, the go becomes a no-go by cost with a
   longer horizon and the template's live sketches are retired (no further reuse or maintenance).
-  A template whose latest ``MIN_CAPTURED`` uses were each answered by a capture of their own (its
-  bindings move so that no sketch is ever reused: a date that advances per instance) is judged at
-  once: such a use reads what a plain run reads and pays for the provenance besides.
+  A template whose latest ``MIN_CAPTURED`` uses each needed a capture or a derivation of their own
+  (its bindings move so that no sketch is ever reused: a date that advances per instance) is judged
+  at once, against plain runs without margin: without reuse a sketch has nothing to repay it.
   Medians make it less sensitive to single outliers than a mean of the ten uses
   (a replay's first captures in a fresh JVM took 5-10 s against 1-2 s later), though
   on that replay's actual uses both rules judged alike.  The judgement waits for ten uses: with
@@ -148,7 +148,7 @@ def forget(store: Store, template: str, strategy: str) -> None:
 
 
 MIN_SKETCHED = 10     # sketched uses of a template before its go is judged by them
-MIN_CAPTURED = 4      # ... unless this many latest uses were each answered by a capture of their own
+MIN_CAPTURED = 4      # ... unless this many latest uses each needed a capture or derivation of their own
 MARGIN = 1.25         # ... and how much dearer than plain they must be on average
 REVISIT_FACTOR = 4.0  # a contradicted go is re-estimated after this many times its horizon
 DECIDE_SHARE = 0.25   # a declined template's re-estimations cost at most this share of its plain runs
@@ -195,15 +195,14 @@ def measured_loss(plain: list, sketched: list, plain_pred: float | None) -> str 
     uses as (run, capture) pairs, up to 10 plain runs), or None.  Without plain runs of the template,
     ``plain_pred`` (its captures' median, else the fitted cost line) stands in."""
 
-    alone = [u for u in sketched[:MIN_CAPTURED] if not isinstance(u, (int, float)) and u[0] <= 0 < u[1]]
-    if len(alone) == MIN_CAPTURED:
-        cap = statistics.median(float(c) for _, c in alone)
-        return (f"no-go (measured): none of the last {MIN_CAPTURED} uses reused a sketch (each was answered "
-                f"by a capture of its own, median {cap:.2f} s; a capture reads what a plain run reads)")
-    if len(sketched) < MIN_SKETCHED:
-        return None
     ps = statistics.median(plain[:10]) if plain else plain_pred
-    if ps is None:
+    last = [(u, 0.0) if isinstance(u, (int, float)) else (float(u[0]), float(u[1])) for u in sketched[:MIN_CAPTURED]]
+    if ps is not None and len(last) == MIN_CAPTURED and all(c > 0 for _, c in last):
+        each = statistics.mean(r + c for r, c in last)
+        if each > ps:
+            return (f"no-go (measured): none of the last {MIN_CAPTURED} uses reused a sketch (each needed a capture "
+                    f"or derivation of its own: ~{each:.2f} s a use against {ps:.2f} s plain)")
+    if len(sketched) < MIN_SKETCHED or ps is None:
         return None
     ss, run, k, cap = next_use(sketched[:MIN_SKETCHED])
     if ss <= MARGIN * ps:

@@ -18,18 +18,23 @@ def test_measured_loss_needs_enough_sketched_uses():
     assert why is not None and "~2.50 s" in why and "1.20 s plain" in why
 
 
-def test_a_template_answered_by_a_capture_at_every_use_is_judged_early():
-    """Uses whose run is 0 were answered by their own capture: no sketch was reused.  After
-    ``MIN_CAPTURED`` of them in a row the go is contradicted, well before ``MIN_SKETCHED`` uses."""
+def test_a_template_that_never_reuses_is_judged_early():
+    """Uses that needed a capture (run 0: the capture answered) or a derivation of their own reused
+    nothing.  After ``MIN_CAPTURED`` of them in a row the go is contradicted, well before
+    ``MIN_SKETCHED`` uses, as soon as they cost more than plain runs (no margin)."""
     alone = [(0.0, 1.3)] * MIN_CAPTURED
     assert MIN_CAPTURED < N
     why = measured_loss([1.1], alone, None)
-    assert why is not None and f"none of the last {MIN_CAPTURED} uses reused" in why and "1.30 s" in why
+    assert why is not None and f"none of the last {MIN_CAPTURED} uses reused" in why and "~1.30 s a use" in why
     assert measured_loss([1.1], alone[:-1], None) is None  # one fewer: not yet
     # a reuse among them (a run of its own, no capture) keeps the go
     assert measured_loss([1.1], alone[:-1] + [(0.4, 0.0)], None) is None
-    # captures followed by a sketched run of their own (derived sketches) are judged by the usual rule
+    # derivations and captures mixed, dearer than plain: the dashboard's moving-date pattern
+    assert measured_loss([1.5], [(0.0, 1.5), (0.9, 2.6), (0.0, 2.0), (0.0, 1.2)], None) is not None
+    # cheap derivations from maintained state followed by a sketched run pay: kept
     assert measured_loss([1.1], [(0.3, 0.2)] * MIN_CAPTURED, None) is None
+    # without any plain run or stand-in nothing is judged
+    assert measured_loss([], alone, None) is None
 
 
 def test_measured_loss_keeps_a_sketch_that_is_faster_or_within_the_margin():
@@ -48,7 +53,7 @@ def test_one_off_costs_do_not_retire_a_template_whose_reuses_pay():
     # the same runs with a capture before every use: a loss (big_orders' pattern)
     assert measured_loss([2.81], [(r, 7.0) for r, _ in uses], None) is not None
     # a minority of uses capturing, but dearly enough that the next use is expected to lose
-    why = measured_loss([1.0], [(0.4, 3.0)] * 4 + [(0.4, 0.0)] * (N - 4), None)
+    why = measured_loss([1.0], [(0.4, 0.0)] + [(0.4, 3.0)] * 4 + [(0.4, 0.0)] * (N - 5), None)
     assert why is not None and "~1.60 s" in why and "4 of the last" in why
 
 
@@ -61,7 +66,7 @@ def test_uses_answered_by_their_capture_cost_the_capture_alone():
     why = measured_loss([0.7], uses, None)                        # 0.95 > 0.875
     assert why is not None and "~0.95 s" in why and "median run 0.50 s" in why and "3 of the last" in why
     # every use needed a capture that answered it: no reuse at all, judged at once
-    assert "median 2.00 s" in measured_loss([1.0], [(0.0, 2.0)] * N, None)
+    assert "~2.00 s a use" in measured_loss([1.0], [(0.0, 2.0)] * N, None)
 
 
 def test_early_captures_are_repaid_by_later_reuses():
