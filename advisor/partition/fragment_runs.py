@@ -74,5 +74,10 @@ def capped_runs(fragments: frozenset, part: RangePartition, max_runs: int = MAX_
 
 def read_set(fragments, part: RangePartition, max_runs: int = MAX_RUNS) -> frozenset:
     """The fragments a sketch's filter actually admits: its runs after bridging, plus NULLs."""
-    got = {f for i, j in capped_runs(fragments, part, max_runs) for f in range(i, j + 1)}
+    return admitted(capped_runs(fragments, part, max_runs), fragments, part)
+
+
+def admitted(rs: list[tuple[int, int]], fragments, part: RangePartition) -> frozenset:
+    """The fragments of the (bridged) runs ``rs`` of ``fragments``, plus their NULL fragment."""
+    got = {f for i, j in rs for f in range(i, j + 1)}
     return frozenset(got | (set(fragments) & {part.null_id}))

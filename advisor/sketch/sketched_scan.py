@@ -25,7 +25,7 @@ from advisor.layout import blocks
 from advisor.layout.file_selection import touched_files
 from advisor.layout.registry import find_layout
 from advisor.layout.skip_prediction import boundary_values, read_fraction_of, read_units
-from advisor.partition.fragment_runs import MAX_RUNS, capped_runs
+from advisor.partition.fragment_runs import MAX_RUNS, admitted, capped_runs
 from advisor.partition.range_partition import RangePartition
 from advisor.sketch.range_filter import ranges_text
 
@@ -119,8 +119,7 @@ class SketchedScan:
     @cached_property
     def read_set(self) -> frozenset:
         """The fragments the range filter admits: its runs after bridging, plus NULLs."""
-        got = {f for i, j in self.runs for f in range(i, j + 1)}
-        return frozenset(got | (set(self.fragments) & {self.part.null_id}))
+        return admitted(self.runs, self.fragments, self.part)
 
     @cached_property
     def bounds(self) -> tuple:
