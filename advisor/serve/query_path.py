@@ -178,6 +178,19 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
     return dd
 
 
+def use_capture(decision: dict, capture_s: float) -> tuple[float, float]:
+    """(the capture a use paid, the copy or layout build inside it): a build is an investment the
+    cost model already shared over the predicted uses, so the per-use measurement that can
+    contradict a go (``decision_memory.measured_loss``) counts the capture without it.
+
+    >>> use_capture({"layout": {"built": True, "seconds": 4.5}}, 4.75), use_capture({}, 0.5)
+    ((0.25, 4.5), (0.5, 0.0))
+    """
+    lay = decision.get("layout") or {}
+    built = float(lay.get("seconds") or 0.0) if lay.get("built") else 0.0
+    return max(capture_s - built, 0.0), built
+
+
 def run_decided(ctx: Context, dd: Decided, step=None) -> Served:
     """Run a decided query (unless a job already answered it), log the run, finish the record."""
     cat, rec, secs, d = ctx.catalog, dd.rec, dd.secs, dd.rec["decision"]
@@ -208,7 +221,9 @@ def run_decided(ctx: Context, dd: Decided, step=None) -> Served:
         t0 = time.perf_counter()
         rec["selectivity"]["real"] = _sel(cat, sketch, versions)
         dd.measuring += time.perf_counter() - t0
-    log = res.to_json() | {"rows": len(res.rows), "template": q.template, "capture_seconds": secs["capture"]}
+    capture, built = use_capture(d, secs["capture"])
+    log = res.to_json() | {"rows": len(res.rows), "template": q.template, "capture_seconds": capture,
+                           "build_seconds": built}
     if step is not None:
         log["replay_step"] = step
     if job_s is not None:
@@ -216,7 +231,7 @@ def run_decided(ctx: Context, dd: Decided, step=None) -> Served:
         # answered by the sizing job ran about as a plain run does (``calibrate``)
         log |= {"answered": True, "sketch": sketch.to_json() if sketch is not None else None,
                 "seconds": 0.0 if sketch is not None else job_s,
-                "capture_seconds": secs["capture"] or job_s if sketch is not None else 0.0}
+                "capture_seconds": capture or job_s if sketch is not None else 0.0}
     cat.store.log_run("run", dd.sql, log)
     spent = time.perf_counter() - dd.t_start - dd.measuring
     return Served(res, finish_record(rec, res, secs, dd.lookup_s, spent=spent), dd.maint)
