@@ -18,7 +18,10 @@ from advisor.layout.hypothetical import byte_share
 from advisor.layout.registry import layouts_of
 from advisor.layout.skip_prediction import read_units, skip_ceiling
 from advisor.selection.copy_budget import enforce
+from advisor.errors import BadInput, Unsupported
 from advisor.estimation.size_estimates import split_key
+from advisor.plan.parse import parse_sql
+from advisor.plan.read_columns import read_columns
 from advisor.selection.layout_cost import (
     PRIOR_LAYOUT_USES,
     build_rows,
@@ -28,6 +31,7 @@ from advisor.selection.layout_cost import (
     other_uses,
 )
 from advisor.warehouse.column_stats import column_stats
+from advisor.warehouse.sketch_records import latest_versions
 
 if TYPE_CHECKING:
     from advisor.selection.cost_model import UseForecast
@@ -40,11 +44,25 @@ def can_copy(cat: Catalog, t: str) -> bool:
     return not cat.is_delta(t) or bool(cat.key(t))
 
 
+def sketched_reads(cat: Catalog, t: str, attr: str) -> set:
+    """The columns of ``t`` read by the templates with a live sketch on ``t.attr``: a copy built for
+    one of them holds the others' columns too, so that it is not rebuilt wider at their next use."""
+    cols: set = set()
+    for sk in latest_versions(cat.store):
+        if any(p.table == t and p.attr == attr for p in sk.parts):
+            try:
+                cols |= set(read_columns(parse_sql(sk.sql, cat.schema)).get(t, ()))
+            except (BadInput, Unsupported):  # SQL that no longer parses on the schema: not widened by it
+                continue
+    return cols
+
+
 def copy_columns(cat: Catalog, t: str, attr: str, reads: Iterable[str]) -> list | None:
     """The columns a narrow copy of ``t`` on ``attr`` would hold: ``reads`` (what the query reads of
     it), widened by the columns of the copies already kept on the attribute (the new copy replaces
-    them); None when that is every column (a full layout then serves as well)."""
-    cols = set(reads) | {attr}
+    them) and by those the templates with a live sketch on it read; None when that is every column
+    (a full layout then serves as well)."""
+    cols = set(reads) | {attr} | sketched_reads(cat, t, attr)
     for lay in layouts_of(cat.store, t, attr):
         if lay["columns"] is not None:
             cols |= set(lay["columns"])

@@ -21,6 +21,7 @@ from advisor.layout.registry import find_layout, layouts_of
 from advisor.plan.parse import parse_sql
 from advisor.plan.read_columns import read_columns
 from advisor.selection import copy_budget
+from advisor.selection.copy_pricing import copy_columns
 from advisor.selection.decision_memory import remember
 from advisor.sketch.capture import capture
 from advisor.sketch.run import run_query
@@ -124,6 +125,17 @@ def test_widened_copy_replaces_the_narrower_one(ctx):
     ids = [x["id"] for x in layouts_of(cat.store, "t", "k")]
     assert ids == [b["id"]] and a["id"] != b["id"]
     assert b["columns"] == ["k", "v", "w"]
+
+
+def test_a_copy_holds_the_columns_of_templates_sketched_on_its_attribute(ctx):
+    """A template with a live sketch on t.k reads w: a copy priced for another template on t.k (which
+    reads v only) holds w too, so the first template's next use does not rebuild it wider."""
+    cat = ctx.catalog
+    assert copy_columns(cat, "t", "k", {"k", "v"}) == ["k", "v"]
+    other = _q(ctx, "SELECT k, max(w) AS m FROM t GROUP BY k HAVING max(w) > 7")
+    capture(cat, other, {"t": "k"}, 200)
+    assert copy_columns(cat, "t", "k", {"k", "v"}) == ["k", "v", "w"]
+    assert copy_columns(cat, "t", "note", {"note", "v"}) == ["note", "v"]  # other attribute: not widened
 
 
 def test_copies_over_the_budget_go_least_saving_first(ctx):
