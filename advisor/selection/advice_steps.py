@@ -32,13 +32,13 @@ from advisor.selection.cost_model import (
     granularities_for,
 )
 from advisor.selection.decision_memory import pays_after
+from advisor.selection.exact_sizing import cheaper_than_sampling, exact_extra_jobs, save_exact
 from advisor.selection.forecast import predict_workload
 from advisor.selection.copy_pricing import build_copy, can_copy, layout_check, layout_phrase, price_copy
 from advisor.selection.strategies import choose, pool_of
-from advisor.sketch.capture import by_value_types_ok, capture
+from advisor.sketch.capture import capture
 from advisor.sketch.lookup import sketch_rows
 from advisor.warehouse.column_stats import column_stats
-from advisor.warehouse.sketch_records import save_sketch
 
 if TYPE_CHECKING:
     from advisor.context import Context
@@ -177,9 +177,17 @@ def check_can_pay(a: Advice) -> None:
     w, p, T = a.workload, a.params, a.table_rows
     # a sizing without sampling: OPT's oracle, or method exact when every candidate is read by value
     deciding = {c.key for c in a.pool if "gb" in c.roles}
-    extra = _exact_extra_jobs(a.cat, a.q, a.table, a.plan, deciding) if a.method == "exact" else None
-    a.unsampled = a.strategy == "OPT" or extra is not None
+    extra = (exact_extra_jobs(a.cat, a.q, a.table, a.plan, deciding)
+             if a.method == "exact" or (a.method == "bootstrap" and a.strategy != "OPT") else None)
     a.missing = _missing_partitions(a.cat, a.table, a.plan)
+    if extra is not None and a.method != "exact":
+        # under the estimators: only a query that is run anyway (not a what-if) and not sampled yet
+        why = (None if a.answer is None or _sample_cached(a) else
+               cheaper_than_sampling(w, p, T, extra, a.missing, len(a.shape.read_columns()), warmth.advised()))
+        extra = None if why is None else extra
+        if why:
+            a.rec["sizing"] = why
+    a.unsampled = a.strategy == "OPT" or extra is not None
     # measured costs off (the paper's model, timing-free decisions): sampling is not charged; a
     # candidate the by-value job cannot carry is captured in one more job, about one scan
     advice = (None if a.strategy == "OPT"
@@ -347,6 +355,8 @@ def decide(a: Advice) -> None:
     elif not d.go and d.attr is None and a.unskippable and a.strategy != "NO-PS":
         d.reason = f"no-go: {a.rec['reason']}"
     pick = a.pick = a.by.get(d.attr)
+    if a.rec.get("sizing") and not a.hopeless:
+        d.reason += f"; {a.rec['sizing']}"
     if pick is not None and pick.layout is not None:
         d.reason += "; " + layout_phrase(pick.layout, a.workload.reuses, rows=pick.rows or a.table_rows,
                                          costing=d.costing, files=pick.skip_note)
@@ -399,7 +409,7 @@ def save_pick(a: Advice) -> None:
     if d.go and pick is not None and pick.layout is not None:
         a.rec["layout"] = _build(a, pick)
     if d.go and pick is not None and a.exact is not None:
-        a.rec["captured"] = _save_exact(a.cat, pick.table, a.versions, a.exact[1][(d.attr, d.n_target)], a.exact[2])
+        a.rec["captured"] = save_exact(a.cat, pick.table, a.versions, a.exact[1][(d.attr, d.n_target)], a.exact[2])
     elif d.go and pick is not None and pick.attrs:
         a.rec["captured"] = capture_pair(a.cat, a.q, pick, d.n_target, a.parts, a.versions,
                                          pick.sizes[d.n_target].read_source)
@@ -432,18 +442,6 @@ def bridged(se, part) -> frozenset:
 
 
 
-def _exact_extra_jobs(cat: Catalog, q, table: str, plan: dict, deciding: set) -> int | None:
-    """Method exact applies when one capture job can read planned candidates by value and every
-    other planned candidate decides the groups (a join key through a dimension key), so that one
-    more capture job by fragment id sizes them all (``exact_sizes``): the number of jobs besides the
-    by-value one (0 or 1); None when the estimator must size some candidate (sample instead)."""
-    by_value = {k: by_value_types_ok(q, {t: a}, {t: cat.column_type(t, a)})
-                for k in plan for t, a in [split_key(k, table)]}
-    if not any(by_value.values()) or any(not v and k not in deciding for k, v in by_value.items()):
-        return None
-    return 0 if all(by_value.values()) else 1
-
-
 def _sample_cached(a: Advice) -> bool:
     """Whether the sample this advice would draw is stored already (``sample_store.sample_cached``)."""
     return sample_cached(a.cat, a.table, a.shape.strata, a.sample_rate, a.seed, a.versions[a.table])
@@ -466,13 +464,6 @@ def _partitions(cat: Catalog, table: str, plan: dict, versions: dict) -> dict:
         for n in grans:
             parts[(key, n)] = fine if n == max(grans) else derive_partition(fine, n)
     return parts
-
-
-def _save_exact(cat: Catalog, table: str, versions: dict, sk, secs: float) -> dict:
-    """Store the picked sketch of an exact sizing (captured in that job; the pool is safety-checked)."""
-    sk = save_sketch(cat.store, sk)
-    sel = sketch_rows(cat, sk) / max(1, cat.version(table, versions[table]).rows)
-    return {"sketch_id": sk.id, "selectivity": sel, "seconds": round(secs, 3)}
 
 
 def _capture(cat: Catalog, q, pick, d, parts: dict, versions, answer: list | None = None) -> dict:

@@ -123,14 +123,15 @@ def draw(table, strata: Sequence[str], theta: float, seed: int, id_col: str = "_
     G = len(first)
     n_g = np.bincount(code, minlength=G).astype(np.int64)
     k_g = quotas(n_g, theta)
-    label = np.array(labels(base, strata, first), dtype=object)
     limit = theta * N if max_strata is None else max_strata
     if N > 0 and G > limit:
-        # uniform fallback, post-stratified: each row carries its own group's size and label
+        # uniform fallback, post-stratified: each row carries its own group's size and label (the
+        # labels of the sampled rows only: TPC-H SF1 by l_orderkey labels 0.3M rows, not 1.5M groups)
         rows = np.sort(_smallest(u, quota(N, theta)))
-        c = code[rows]
-        out = _with(_take(base, rows), _n_g=(n_g[c], pa.int64()), _stratum=(label[c], pa.string()))
+        out = _with(_take(base, rows), _n_g=(n_g[code[rows]], pa.int64()),
+                    _stratum=(labels(base, strata, rows), pa.string()))
         return LocalSample(out, N, G, quota(N, theta), True)
+    label = np.array(labels(base, strata, first), dtype=object)
 
     lim = reserve_sizes(k_g) if reserve else k_g
     # only keys under a per-stratum threshold can rank within the limit; a stratum with fewer

@@ -52,3 +52,38 @@ def test_a_second_template_is_priced_from_the_cached_sample_and_a_no_go_is_revis
     assert second["sample_cached"] is True and second["partitions_missing"] == 0
     assert second["advice_priced_rows"] == pytest.approx(estimation_only, rel=1e-6)
     assert second["advice_priced_rows"] < 0.9 * whole, (second["advice_priced_rows"], whole)
+
+
+def _logged_sampled_advice(store, seconds: float) -> None:
+    """A sampled recommendation as the calibration reads it: a draw and an estimation of ``seconds`` each."""
+    store.log_run("recommend", None, {"seconds": {"total": 2 * seconds, "sampling": seconds, "planning": 0.0},
+                                      "sample": {"cached": False}, "captured": {}})
+
+
+def test_a_run_is_sized_by_its_capture_job_when_sampling_measured_dearer(spark, tmp_path):
+    """Where sampling and estimating were measured at many scans of the table, a query that runs
+    anyway is sized exactly by the capture job that answers it; a what-if (no answer wanted) and a
+    store where sampling was measured cheap still sample."""
+    rng = np.random.default_rng(4)
+    g = rng.integers(0, 400, 30_000)
+    pdf = pd.DataFrame({"g": g.astype("int64"), "v": rng.integers(0, 40, g.size).astype("int64")})
+    c = Context(tmp_path / "wh", spark=spark)
+    c.catalog.create_table("t", spark.createDataFrame(pdf))
+    params = CostParams(prior_reuses=10)
+    _logged_sampled_advice(c.store, 60.0)  # a minute to draw, another to estimate: hundreds of scans here
+    answer: list = []
+    run = recommend(c, FIRST, "CB-OPT-GB", params=params, answer=answer)
+    assert run["exact"] is True and "sampling" not in run["seconds"] and len(answer) == 1
+    assert "sized exactly by its capture job" in run["decision"]["reason"], run["decision"]["reason"]
+    c.catalog.read("t").createOrReplaceTempView("t_plain")
+    plain = sorted(tuple(r) for r in spark.sql(FIRST.replace("FROM t", "FROM t_plain")).collect())
+    assert sorted(tuple(r) for r in answer[0].rows) == plain and len(plain) > 0
+    what_if = recommend(c, SECOND, "CB-OPT-GB", params=params)  # priced with the dear sampling: declined
+    assert what_if["exact"] is False and "sizing" not in what_if and what_if["cannot_pay"], what_if["reason"]
+
+
+def test_a_run_samples_where_sampling_was_measured_cheap(ctx):
+    _logged_sampled_advice(ctx.store, 1e-4)
+    rec = recommend(ctx, "SELECT g, max(v) AS m FROM t GROUP BY g HAVING max(v) > 38", "CB-OPT-GB",
+                    params=CostParams(prior_reuses=10), answer=[])
+    assert rec["exact"] is False and "sizing" not in rec and "sampling" in rec["seconds"]
