@@ -261,6 +261,9 @@ def _verdict(s: SizeSummary, read: float, net: float, net_hi: float, p: CostPara
     if net_hi <= 0:
         return False, (f"no-go: at its {upper} the sketch would not pay (net {scans(net_hi):+.2f} scans; "
                        "decided by the upper bound); "), "upper bound"
+    if upper == "exact size":
+        return True, f"go: pays at its exact size (net {scans(net_hi):+.2f} scans; decided by the exact size); ", \
+            "exact size"
     return True, f"go: pays at its {upper} too (net {scans(net_hi):+.2f} scans; decided by the upper bound); ", \
         "upper bound"
 
