@@ -35,7 +35,7 @@ def test_a_go_must_pay_at_the_upper_bound_and_says_which_bound_decided():
     would not (3 x 0.3 saved < 1.3 capture): no go, and the line names the upper bound."""
     sure = cost(summ(0.05, frags=10), "a", T, UseForecast(3), CostParams())
     wide = cost(summ(0.05, frags=10, lo=0.01, hi=0.70), "a", T, UseForecast(3), CostParams())
-    assert sure.go and "decided by the upper bound" in sure.reason
+    assert sure.go and sure.decided_by == "exact size" and "decided by the exact size" in sure.reason  # a point interval
     assert sure.net_rows == pytest.approx(wide.net_rows)  # the estimate alone would still go
     assert not wide.go and wide.net_hi_rows < 0 < wide.net_rows
     assert wide.decided_by == "upper bound" and "upper bound 70.0%" in wide.reason
