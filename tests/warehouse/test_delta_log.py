@@ -139,3 +139,16 @@ def test_column_bounds_from_the_log_contain_the_live_values(spark, table, tmp_pa
             assert nulls[c] >= r[f"n_{c}"], (v, c)   # an upper bound: no NULL is missed
     assert column_stats(ctx.catalog, "t", 1)["day"][1] == dt.date(2031, 1, 1)   # the insert widened it
     assert column_stats(ctx.catalog, "t", 1)["g"][1] == 70 and column_stats(ctx.catalog, "t", 1)["d"][0] == decimal.Decimal("-3.50")
+
+
+def test_a_deletion_vector_commit_changes_by_the_flipped_rows_only(spark, table):
+    """The DELETE with deletion vectors re-adds its files: the change read is the deleted rows alone
+    (no insert images for ``net`` to cancel), equal to Spark's feed."""
+    path, _ = table
+    acts = delta_log._actions(path, 2)
+    again = {a["add"]["path"] for a in acts if "add" in a} & {a["remove"]["path"] for a in acts if "remove" in a}
+    assert again  # the commit re-adds files with new vectors
+    feed = delta_log.changes(path, 1, 2, COLS)
+    assert set(feed.column("_change_type").to_pylist()) == {"delete"}
+    s_ins, s_dels = delta_source._net_changes_on_spark(spark, path, 1, 2, COLS)
+    assert s_ins.num_rows == 0 and _rows(feed.select(COLS)) == _rows(s_dels)
