@@ -297,9 +297,17 @@ def _file_rows(path: str, columns: list[str], keep: np.ndarray | None, types: pa
             t = t.append_column(c, pa.nulls(t.num_rows, types.field(c).type))
     t = t.select(columns)
     if keep is not None:
-        mask = keep if len(keep) >= t.num_rows else np.concatenate([keep, np.ones(t.num_rows - len(keep), dtype=bool)])
-        t = t.filter(pa.array(mask[:t.num_rows]))
+        t = t.filter(pa.array(_padded(keep, t.num_rows)))
     return t
+
+
+def _padded(keep: np.ndarray | None, n: int) -> np.ndarray:
+    """A file's keep mask over its ``n`` rows: a vector's mask may stop before the file's last
+    rows, which it keeps; None keeps every row."""
+    if keep is None:
+        return np.ones(n, dtype=bool)
+    keep = np.asarray(keep, dtype=bool)[:n]
+    return keep if len(keep) == n else np.concatenate([keep, np.ones(n - len(keep), dtype=bool)])
 
 
 def _flipped(path: str, columns: list[str], old: np.ndarray | None, new: np.ndarray | None,
@@ -307,15 +315,7 @@ def _flipped(path: str, columns: list[str], old: np.ndarray | None, new: np.ndar
     """The change of one file re-added with another deletion vector: the rows the old mask kept and
     the new one drops as deletes, the reverse (none, as Delta writes vectors) as inserts."""
     t = _file_rows(path, columns, None, types)
-    n = t.num_rows
-
-    def full(m):
-        if m is None:
-            return np.ones(n, dtype=bool)
-        m = np.asarray(m, dtype=bool)[:n]
-        return m if len(m) == n else np.concatenate([m, np.ones(n - len(m), dtype=bool)])
-
-    o, w = full(old), full(new)
+    o, w = _padded(old, t.num_rows), _padded(new, t.num_rows)
     out = []
     for kind, mask in (("delete", o & ~w), ("insert", w & ~o)):
         if mask.any():
