@@ -19,23 +19,32 @@ beyond their noise, ``s_w^2`` the pooled within-group variance):
   all) plus a pooled within-group residual -- where the key fixes the value up to noise (a block's
   latitude) ``w_g ~ 1`` and the unseen rows scatter around the group's sampled ones.
 
+The own rows' model is fitted on *normal scores* (a Gaussian copula): each contributing value is
+replaced by ``Phi^{-1}`` of its mid-rank among the pooled values over ``n + 1``, the location model
+above works on those scores, and a drawn score maps back through the pooled quantile function.
+On the values themselves an additive residual ran past what the column takes: a group's draws left
+the support of a skewed or bounded column (gamma values below 0, a departure delay before the
+earliest one) and, clipped there, piled up as a point mass at the clip, so ``HAVING min(dep_delay) <
+-31`` passed every flight-month (1.0 against 0.09) while ``< -32.5``, beyond the clip, passed none;
+on scores a draw stays inside the column's distribution, its tails included.  Scores also weigh a
+skewed column's outliers as the ranks do, so the own-rows weight is not inflated by a few of them.
+
 The max of K iid draws from a distribution F is ``F^{-1}(U^{1/K})``, the min ``F^{-1}(1 -
 U^{1/K})``, read off sorted values that each replicate resamples, the quantile function continued
 past the outermost values by exponential tails (``quantile_at``): a threshold beyond every sampled
 value is still passed with the probability that unseen rows exceed them all, ``K / (n + 1)``-ish.
-The own rows' draws are kept inside the pool's range at a millionth from either end (no value far beyond what the table was seen to take: an additive residual model without
-the bound put a uniform cost in [1, 1000] at 1,150 and passed 14 % of partsupp's parts for a
-``max > 999.9``) (the bootstrap of the pool: the estimated tail's own error, shared by all
-groups).  The replicate is the sample's extreme combined with the unseen ones (``max(sample max,
-unseen max)``), so it never undercuts what the sample proves, and a fully sampled group (``K_g =
-0``) keeps its sample extreme in every replicate.  Known limits: the tails beyond the pooled
-sampled values are exponential (a bounded or heavier tail is mis-sized there), and a spread that
-differs between groups (heteroscedastic values) is pooled.
+The replicate is the sample's extreme combined with the unseen ones (``max(sample max, unseen
+max)``), so it never undercuts what the sample proves, and a fully sampled group (``K_g = 0``)
+keeps its sample extreme in every replicate.  Known limits: the tails beyond the pooled sampled
+values are exponential (a bounded or heavier tail is mis-sized there), and a spread that differs
+between groups (heteroscedastic scores) is pooled.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import ndtr, ndtri
+from scipy.stats import rankdata
 
 MIN_RESIDUALS = 30  # fewer within-group residuals than this: groups taken as exchangeable (w_g = 0)
 
@@ -63,26 +72,65 @@ def own_weight(v: np.ndarray, g: np.ndarray, G: int) -> tuple[np.ndarray, np.nda
     return w, loc, sd, np.sort(res)
 
 
-TAIL_K = 20  # outermost sorted values whose mean excess sets the scale of the exponential tails
+TAIL_MIN = 20  # fewest outermost values a tail is fitted to (2 sqrt(n) of them for larger samples)
+SHAPE_BOUND = 0.5  # |GPD shape| the fit is held within (the moment estimator's range of validity)
+
+
+def tail_fit(excess: np.ndarray) -> tuple[float, float]:
+    """(shape xi, scale sigma) of a generalized Pareto distribution fitted to the ``excess`` of the
+    outermost values over a threshold, by probability-weighted moments (Hosking & Wallis 1987;
+    closed form, fast enough to refit on every bootstrap resample).  ``xi = 0`` is the exponential
+    tail, ``xi < 0`` a bounded one (endpoint ``sigma / -xi`` past the threshold), ``xi > 0`` a heavy one.
+
+    >>> rng = np.random.default_rng(0)
+    >>> [round(x, 1) for x in tail_fit(np.sort(rng.exponential(3.0, 4000)))]
+    [0.0, 3.0]
+    >>> round(tail_fit(np.sort(rng.uniform(0, 1, 4000)))[0], 1)  # bounded: xi = -1, held at -0.5
+    -0.5
+    """
+    y = np.sort(np.maximum(np.asarray(excess, dtype=float), 0.0))
+    k = y.size
+    a0 = float(y.mean()) if k else 0.0
+    a1 = float(np.mean(y * (1.0 - (np.arange(1, k + 1) - 0.35) / k))) if k else 0.0
+    d = a0 - 2.0 * a1
+    if k < 2 or a0 <= 0.0 or d <= 0.0:
+        return 0.0, a0
+    xi = float(np.clip(2.0 - a0 / d, -SHAPE_BOUND, SHAPE_BOUND))
+    return xi, float(2.0 * a0 * a1 / d)
+
+
+def _beyond(top: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Values past the largest of ``top`` (the outermost sorted values, ascending, of a sample whose
+    largest has exceedance ``1 / (n + 1)``) at exceedance ``p`` below that level (``p / p_n < 1``):
+    the GPD fitted to the excesses over the smallest of ``top``, carried to the largest by threshold
+    stability (``sigma + xi (max - threshold)``)."""
+    xi, sigma = tail_fit(top[1:] - top[0])
+    s_m = sigma + xi * (top[-1] - top[0])
+    if s_m <= 0.0:  # a bounded tail whose endpoint the sample already reached
+        return np.full(np.shape(p), float(top[-1]))
+    r = np.maximum(p, 1e-300)
+    if abs(xi) < 1e-6:
+        return top[-1] - s_m * np.log(r)
+    return top[-1] + s_m / xi * (r ** -xi - 1.0)
 
 
 def quantile_at(sorted_vals: np.ndarray, q: np.ndarray) -> np.ndarray:
     """The empirical quantile function with plotting positions ``i / (n + 1)`` (a new draw passes
     all n sampled values with probability ``1 / (n + 1)``), continued past the outermost values by
-    exponential tails whose scale is the mean excess of the ``TAIL_K`` outermost values over the
-    ``TAIL_K``-th: unseen rows may exceed every sampled one, by about as much as the sampled tail
-    spreads (a delay of 960 minutes beyond a sample whose longest is 800)."""
+    generalized Pareto tails fitted to the ``2 sqrt(n)`` outermost (at least ``TAIL_MIN``): unseen
+    rows may exceed every sampled one, by as much as the sampled tail's shape says -- a heavy tail
+    far (a delay of 1,300 minutes beyond a sample whose longest is 900), a bounded one not past its
+    endpoint (a price that cannot exceed its column's largest by much)."""
     n = sorted_vals.size
     if n == 1:
         return np.full(np.shape(q), float(sorted_vals[0]))
-    k = min(TAIL_K, n - 1)
-    s_hi = max(float(np.mean(sorted_vals[-k:]) - sorted_vals[-1 - k]), 0.0)
-    s_lo = max(float(sorted_vals[k] - np.mean(sorted_vals[:k])), 0.0)
+    k = int(min(n - 1, max(TAIL_MIN, 2.0 * np.sqrt(n))))
     pos = np.arange(1, n + 1) / (n + 1.0)
     out = np.interp(q, pos, sorted_vals)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        up = sorted_vals[-1] - s_hi * np.log(np.maximum(1.0 - q, 1e-300) / (1.0 - pos[-1]))
-        down = sorted_vals[0] + s_lo * np.log(np.maximum(q, 1e-300) / pos[0])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p_n = 1.0 - pos[-1]
+        up = _beyond(sorted_vals[-1 - k:], (1.0 - q) / p_n)
+        down = -_beyond(-sorted_vals[k::-1], q / p_n)
     out = np.where(q > pos[-1], up, out)
     return np.where(q < pos[0], down, out)
 
@@ -117,10 +165,10 @@ def extreme_replicates(func: str, y: np.ndarray, m: np.ndarray, gi: np.ndarray, 
     live = np.flatnonzero((K > 0) & np.isfinite(sample_ext))
     if live.size == 0 or v.size == 0:
         return out
-    w, loc, sd, res = own_weight(v, g, G)
-    pick = np.maximum if func == "max" else np.minimum
     pooled = np.sort(v)
-    lo, hi = (float(x) for x in quantile_at(pooled, np.array([1e-6, 1.0 - 1e-6])))
+    z = normal_scores(v) if COPULA else v
+    w, loc, sd, res = own_weight(z, g, G)
+    pick = np.maximum if func == "max" else np.minimum
     K_pool, K_own = K[live] * (1.0 - w[live]), K[live] * w[live]
     ext = out[:, live]
     has = K_pool > 0
@@ -131,7 +179,26 @@ def extreme_replicates(func: str, y: np.ndarray, m: np.ndarray, gi: np.ndarray, 
     if has.any():
         idx = live[has]
         e = _draw(res, _extreme_quantile(func, K_own[has], (B, idx.size), rng), rng)
-        e = np.clip(loc[idx][None, :] + sd[idx][None, :] * rng.standard_normal(e.shape) + e, lo, hi)
+        e = loc[idx][None, :] + sd[idx][None, :] * rng.standard_normal(e.shape) + e
+        if COPULA:
+            e = _draw(pooled, ndtr(np.clip(e, -SCORE_CAP, SCORE_CAP)), rng)
+        else:
+            lo, hi = (float(x) for x in quantile_at(pooled, np.array([1e-6, 1.0 - 1e-6])))
+            e = np.clip(e, lo, hi)
         ext[:, has] = pick(ext[:, has], e)
     out[:, live] = ext
     return out
+
+
+COPULA = True  # the own rows' model on normal scores (module docstring); False: on the values, clipped
+SCORE_CAP = 8.0  # |normal score| a drawn score is held within before mapping back (Phi(8) = 1 - 6e-16)
+
+
+def normal_scores(v: np.ndarray) -> np.ndarray:
+    """``Phi^{-1}(mid-rank / (n + 1))`` of each value among all of them (ties share their mid-rank).
+
+    >>> [round(float(x), 3) for x in normal_scores(np.array([3.0, 1.0, 2.0]))]
+    [0.674, -0.674, 0.0]
+    """
+    v = np.asarray(v, dtype=float)
+    return ndtri(rankdata(v) / (v.size + 1.0)) if v.size else v

@@ -43,13 +43,15 @@ from estimators.sketch_size import SizeEstimate, estimate_size
 class TopKEstimate:
     """``frame``: group columns, ``N``, the ordering value's point estimate, ``p`` (probability of
     being in the top k) and ``point_in`` (in the top k by point estimates); ``in_topk``: the
-    ``(B, G)`` boolean replicate matrix behind ``p``."""
+    ``(B, G)`` boolean replicate matrix behind ``p``; ``exact``: every group is fully sampled, so
+    the membership is known (else no group's is: it depends on the others' sampled values)."""
 
     frame: pd.DataFrame
     in_topk: np.ndarray
     k: int
     order_by: str
     descending: bool
+    exact: bool = False
 
 
 def topk_membership(values: np.ndarray, eligible: np.ndarray, k: int, descending: bool = True) -> np.ndarray:
@@ -83,7 +85,8 @@ def topk_probability(est: GroupEstimates, order_by: Union[int, str], k: int, des
     frame = est.frame[est.group_cols + ["N", name]].copy()
     frame["p"] = in_topk.mean(axis=0)
     frame["point_in"] = point_in
-    return TopKEstimate(frame=frame, in_topk=in_topk, k=k, order_by=name, descending=descending)
+    return TopKEstimate(frame=frame, in_topk=in_topk, k=k, order_by=name, descending=descending,
+                        exact=bool(est.frame["exact"].all()))
 
 
 def size_for_topk(sample: pd.DataFrame, topk: TopKEstimate, fragment_sizes, *, group_cols,
@@ -96,4 +99,5 @@ def size_for_topk(sample: pd.DataFrame, topk: TopKEstimate, fragment_sizes, *, g
         raise ValueError("point_rule must be 'p>=0.5' or 'estimate'")
     pp = topk.frame["point_in"].to_numpy(dtype=bool) if point_rule == "estimate" else None
     return estimate_size(sample, topk.frame, fragment_sizes, group_cols=list(group_cols),
-                         frag_col=frag_col, pass_replicates=topk.in_topk, point_pass=pp, **kwargs)
+                         frag_col=frag_col, pass_replicates=topk.in_topk, point_pass=pp,
+                         passing_total=topk.k, decided_groups=np.full(len(topk.frame), topk.exact), **kwargs)

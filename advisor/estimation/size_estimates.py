@@ -348,7 +348,7 @@ def _group_rate(shape: Shape, meta: dict, filtered: bool = False) -> float | Non
     uniform sample, group keys other than its strata, or a WHERE on other columns: a stratum
     none of whose sampled rows passes shows no group, though its unsampled rows may pass), else
     None: a stratified sample on the group keys holds every group
-    (``estimators.sketch_size.unseen_group_rows``)."""
+    (``estimators.unseen_groups``)."""
     if not meta.get("uniform_fallback") and len(shape.strata) == len(shape.keys) and not filtered:
         return None
     N, k = meta.get("population") or 0, meta.get("sample_size") or 0
