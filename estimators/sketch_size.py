@@ -152,7 +152,7 @@ class SizeEstimate:
     point_fragments: tuple = ()
     fragment_probability: pd.Series = field(default=None, repr=False)
     settled: bool = False  # stopped once covering >= 1 - SETTLE_EPS: the sizes are lower bounds within it
-    # passing groups expected among those the sample missed (``estimators.unseen_groups``; 0 when every group is sampled)
+    # passing groups expected among those the sample missed (``estimators.unseen_groups``; 0 when all are sampled)
     unseen_groups: float = 0.0
     # the interval is a point because the estimate is exact by construction: no group missing from
     # the sample, every group's fragments known, and every replicate agreeing on which groups pass

@@ -11,15 +11,14 @@ every replicate missed the same groups.
 
 Each missing passing group touches ``k`` fragments: one when the candidate is determined by the
 group key (a range partition holds one key value in one fragment), else as many as a whole group
-of its size reaches under the unseen-row model (``expected_distinct_fragments`` with the
-Dirichlet's concentration).  They land where the passing groups' sampled rows lie, mixed with the
+of its size reaches under the unseen-row model (the expected distinct fragments of ``N`` rows
+under its Dirichlet prior, ``sum_r 1 - B(a_r, b_r + N) / B(a_r, b_r)``).  They land where the passing groups' sampled rows lie, mixed with the
 table's rows at the weight the passing groups' leave-one-group-out likelihood gives
 (``unseen_rows.passing_prior``; the table's rows alone when fewer than two groups can pass):
 fragment ``r`` is reached by ``Poisson(U k q_r)`` touches, ``q`` that placement.  The expectation
 adds ``sum_r |R_r| (1 - P_r) (1 - exp(-U k q_r))`` to the sampled groups' coverage ``P``; the
 interval's ends take ``U`` at its normal quantiles with the Horvitz-Thompson variance of the missing
-count, ``sum_g p_g (1 - pi_g) / pi_g^2`` (about ``1 / pi`` times a Poisson count's: at ``pi ~ 0.2``
-the Poisson ends missed the truth in a third of the draws).
+count, ``sum_g p_g (1 - pi_g) / pi_g^2``: ``1 / pi`` times a Poisson count's, 5x at ``pi ~ 0.2``.
 
 >>> import numpy as np
 >>> w = twin_weights(np.array([1.0, 0.0]), np.array([4.0, 4.0]), 0.05)
@@ -131,7 +130,8 @@ def upper_rows(P: np.ndarray, sizes: np.ndarray, touches: float) -> float:
     ``1 - (1 - |R_r|/|R|)^touches`` and counted with all its rows (the replicate at that end may
     lack it); spread like the table's rows, the touches reach the most fragments.
 
-    >>> upper_rows(np.array([1.0, 0.0]), np.full(2, 10.0), 0.0), 0 < upper_rows(np.array([1.0, 0.0]), np.full(2, 10.0), 2.0) <= 10
+    >>> P, sizes = np.array([1.0, 0.0]), np.full(2, 10.0)
+    >>> upper_rows(P, sizes, 0.0), 0 < upper_rows(P, sizes, 2.0) <= 10
     (0.0, True)
     """
     share = sizes / max(float(sizes.sum()), 1e-12)

@@ -19,7 +19,7 @@ class SizeSummary:
     read: Optional[float] = None  # expected fraction of rows the scan still reads (layout-aware)
     read_source: str = ""
     ci_exact: bool = False        # a point interval because the size is exact by construction (not a sampling accident)
-    unseen_groups: float = 0.0    # passing groups the sample is expected to have missed (widen the interval)
+    unseen_groups: float = 0.0    # passing groups the sample is expected to miss (counted in size and CI)
 
     @classmethod
     def of(cls, est, part) -> "SizeSummary":

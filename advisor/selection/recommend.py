@@ -54,7 +54,7 @@ JSON shape (``--json``; numbers are fractions of the candidate's table unless na
           "fragments_target": int | null,     # its target (100 / 1000 / 10000 or --fragments)
           "selectivity": float | null, "ci": [lo, hi] | null, "selectivity_point": float | null,
           "ci_exact": bool | null,            # the interval is a point because the size is exact by construction
-          "unseen_groups": float | null,      # passing groups the sample is expected to miss (interval widened)
+          "unseen_groups": float | null,      # passing groups the sample is expected to miss (counted in size and CI)
           "real_selectivity": float | null,   # OPT only (captured)
           "read_fraction": float | null,      # expected share of rows scans still read (layout-aware)
           "real_read_fraction": float | null, # OPT only: the captured sketch's share of rows read
