@@ -8,7 +8,7 @@ update batches (fresh inserts and deletes of existing rows, the same rows on bot
 store applies them as a batch, Delta commits them as an append and a MERGE delete) the sketch is
 maintained incrementally (the own store's batch files against Delta's change feed, read on the
 driver from the log) and the query run plain and
-sketched.  Printed per store: the sketched-over-plain use ratio, maintenance seconds per batch,
+sketched; the captures are repeated ``reps`` times, sides interleaved, and their median counts.  Printed per store: the sketched-over-plain use ratio, maintenance seconds per batch,
 (maintenance + sketched run) over a plain run per batch, with rows read, and the replay ratio of the
 workload "query, then (batch, query) per batch" -- CB-OPT-GB's cumulative seconds (capture, then
 maintenance and sketched run per batch) over NO-PS's (a plain run per query); both stores' answers
@@ -107,15 +107,20 @@ def bench_store(ctx: Context, sf: float, batches: int, inserts: int, deletes: in
     schema = ctx.schema_lookup()
     sides = {"own store": own, "delta": "lineitem_delta"}
     res: dict = {"sf": sf, "rows": cat.version(own).rows, "delta_write_seconds": round(t_write, 2), "sides": {}}
+    for t in sides.values():
+        _run(cat, SQL.format(t=t), schema)  # warm-up: file listing, JIT
+    caps: dict = {label: [] for label in sides}
+    for _ in range(reps):  # captures interleaved: one capture's seconds on a 2-core VM vary by +-30 %
+        for label, t in sides.items():
+            q = parse_sql(SQL.format(t=t), schema)
+            caps[label].append(capture(cat, q, {t: ON}, 1000, versions_now(cat, q)))
     for label, t in sides.items():
         sql = SQL.format(t=t)
-        _run(cat, sql, schema)  # warm-up: file listing, JIT
-        q = parse_sql(sql, schema)
-        cap = capture(cat, q, {t: ON}, 1000, versions_now(cat, q))
+        cap = caps[label][-1]
         plain = [_run(cat, sql, schema) for _ in range(reps)]
         sk = [_run(cat, sql, schema, cap.sketch) for _ in range(reps)]
         res["sides"][label] = {
-            "capture_seconds": round(cap.seconds, 3),
+            "capture_seconds": round(statistics.median(c.seconds for c in caps[label]), 3),
             "plain_seconds": statistics.median(r.seconds for r in plain),
             "sketched_seconds": statistics.median(r.seconds for r in sk),
             "plain_rows_read": plain[0].metrics.rows_read, "sketched_rows_read": sk[0].metrics.rows_read,
