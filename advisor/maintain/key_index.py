@@ -7,9 +7,9 @@ numpy gather instead of a dict lookup per row. At SF1 grouped by ``l_orderkey`` 
 the dict lookups took ~2 ms of a 1,000-row step, from hashing tuples and cache misses. The
 array holds at most ``_SPREAD`` slots per group (plus ``_SLACK``), 4 bytes each, less than the
 dict's ~200 bytes per group. `PackedIntKeys` serves several non-negative integer keys, packed
-into one int64 and found by binary search in a sorted array. A key outside what an array index
-holds (NULL, negative, too sparse or too wide, not an integer) moves it to `TupleKeys` for good
-(`PlainAggOp` does the move).
+into one int64 and found by binary search in a sorted array; it also takes over one integer key
+too sparse for `DenseIntKeys`' slots. A key outside what an array index holds (NULL, negative,
+too wide, not an integer) moves it to `TupleKeys` for good (``widened``; `PlainAggOp` does the move).
 
 All hand out codes densely, reusing released ones, so the state's arrays stay compact.
 """
@@ -140,6 +140,10 @@ class _ArrayKeys(ABC):
     def key(self, c: int) -> tuple:
         """The key tuple of code ``c``."""
 
+    def widened(self) -> "PackedIntKeys | TupleKeys":
+        """The next more general index holding the same codes (when a key stops fitting)."""
+        return self.to_tuples()
+
     def to_tuples(self) -> TupleKeys:
         """The same codes in a `TupleKeys` (when a key stops fitting)."""
         t = TupleKeys()
@@ -214,6 +218,21 @@ class DenseIntKeys(_ArrayKeys):
             return None
         vals = s.to_numpy(dtype=np.int64)
         return self.codes_of(vals) if self.fits(vals) else None
+
+    def widened(self) -> "PackedIntKeys":
+        """The same codes in a one-column `PackedIntKeys`: keys too sparse for the slot array (new
+        orders keyed far above the generated ones) are found by binary search instead, where the
+        move to `TupleKeys` built 1.5M Python tuples (1.9 s at TPC-H SF1) and slowed every later step."""
+        p = PackedIntKeys(1)
+        live = self.live()
+        vals = self.kv[live]
+        order = np.argsort(vals, kind="stable")
+        p.width = [max(1, int(vals.max()).bit_length()) if len(vals) else 1]
+        p.sk, p.sc = vals[order], live[order]
+        p.kv = self.kv[:self.n].reshape(1, -1).copy()
+        p.alive, p.n, p.count, p.free = self.alive.copy(), self.n, self.count, list(self.free)
+        p._grow_to(len(p.alive))
+        return p
 
     def release(self, dead: np.ndarray) -> None:
         self.slot[self.kv[dead]] = -1

@@ -10,7 +10,9 @@ from advisor.maintain.spark.derive import derive_sketch
 from advisor.maintain.spark.state_rental import booked, record_rent
 from advisor.partition.range_partition import load_partition
 from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, PRIOR_REUSES, CostParams
-from advisor.selection.decision_memory import forget, plain_seconds, recall, reestimate_after, remember, skip
+from advisor.selection.binding_reuse import binding_reuse, logged_instances
+from advisor.selection.decision_memory import (REVISIT_FACTOR, forget, plain_seconds, recall, reestimate_after,
+                                               remember, skip)
 from advisor.selection.recommend import recommend
 from advisor.selection.strategies import draw_seed, strategy_draw
 from advisor.serve.copy_revisit import revisit_timed
@@ -48,17 +50,30 @@ def decide(ctx: Context, s: AdviseSettings, where: str, q, versions: dict, rec: 
             if copy is not None:
                 d.update(reason=d["reason"] + f"; {copy['reason']}", layout=copy)
             return used
+        now = recall(store, q.template, s.strategy)
+        if now is not None and not now.go:  # the go turned no-go for these bindings (``_follow_go``)
+            d.update(action="no-go", reason=now.reason)
+            return None
     return _estimate(ctx, s, where, q, versions, rec, secs, answers)
 
 
 def _follow_go(ctx: Context, q, versions: dict, memo, answers: list):
     """(sketch, seconds, how, partition) for a remembered go: derived from maintained operator
-    state when that is possible, else captured; None (and the memo forgotten) when it fails."""
+    state when that is possible, else captured; None (and the memo forgotten) when it fails, or
+    (the memo turned no-go) when the template's bindings leave a capture nothing to serve
+    (``advisor.selection.binding_reuse``)."""
     cat, store = ctx.catalog, ctx.catalog.store
     try:
         part = load_partition(store, memo.partition_id)
         got = derive_sketch(cat, q, {memo.table: memo.attr}, {memo.table: part}, versions)
         if got is None:
+            br = binding_reuse(logged_instances(store, q.template) + [q.sql], ctx.schema_lookup())
+            if br.expected_reuses(memo.horizon) < 1.0:
+                why = (f"no-go (bindings): {br.describe()}; a capture for these bindings is expected to serve "
+                       f"{br.expected_reuses(memo.horizon):.2f} later instance(s); was go on {memo.table}.{memo.attr}")
+                remember(store, q.template, memo.strategy, go=False, reason=why,
+                         horizon=REVISIT_FACTOR * memo.horizon, step=memo.step)
+                return None
             res = capture(cat, q, {memo.table: memo.attr}, part.n_target, versions, check=True,
                           partitions={memo.table: part}, answer=True)
             if res.answer is not None:

@@ -48,6 +48,36 @@ def test_keys_that_do_not_fit_are_refused_so_the_caller_can_move():
     assert t.codes([(5,), (-1,), (None,)]).tolist() == [1, 2, 3]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 60), max_size=10), st.lists(st.integers(0, 60), max_size=4)),
+                min_size=1, max_size=6),
+       st.lists(st.integers(10 ** 9, 10 ** 9 + 50), min_size=1, max_size=6),
+       st.lists(st.tuples(st.lists(st.integers(0, 60), max_size=10), st.lists(st.integers(0, 60), max_size=4)),
+                max_size=6))
+def test_sparse_keys_widen_the_dense_index_to_packed_keys_with_the_same_codes(before, far, after):
+    """Keys far above the dense slots (new orders keyed above every generated one) move the index to
+    one-column packed keys, not to the dict: the codes stay those the dict hands out."""
+    from advisor.maintain.operators.aggregate_arrays import PlainAggOp
+
+    op = PlainAggOp.__new__(PlainAggOp)
+    op.index, op.cnt, op.nn, op.sums, op.f1, op.c1 = DenseIntKeys(), np.zeros(0, dtype=np.int64), \
+        np.zeros((0, 0), dtype=np.int64), [], np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0), dtype=np.int64)
+    op.aggs, op.sids, op.keys = [], [], ["g"]
+    tup = TupleKeys()
+    far_vals = [v % 1000 + 10 ** 9 for v in far]
+    for add, drop in before + [(far_vals, [])] + after:
+        c = op._frame_codes(_frame(add).rename(columns={"k": "g"})) if add else np.zeros(0, dtype=np.int64)
+        ct = tup.codes([(v,) for v in add])
+        assert c.tolist() == ct.tolist()
+        dead = sorted({cc for v, cc in zip(add, ct.tolist()) if v in drop})
+        op.index.release(np.array(dead, dtype=np.int64))
+        tup.release(np.array(dead, dtype=np.int64))
+        assert sorted(op.index.items()) == sorted(tup.items())
+    assert isinstance(op.index, PackedIntKeys) and len(op.index.width) == 1
+    live = tup.live()
+    assert op.index.key_columns(live, 1)[0].tolist() == tup.key_columns(live, 1)[0].tolist()
+
+
 def test_aggregate_state_moves_to_the_dict_and_old_pickles_still_load():
     from advisor.maintain.operators import aggregate_arrays as ops_agg_plain
 

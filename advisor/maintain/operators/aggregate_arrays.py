@@ -94,11 +94,12 @@ class PlainAggOp(AggOp):
         self.c1 = np.concatenate([self.c1, np.zeros((len(self.sids), pad), dtype=np.int64)], axis=1)
 
     def _coded(self, get) -> np.ndarray:
-        """Codes from ``get(index)``; an index that refuses the keys (None) becomes a `TupleKeys`
-        first. The state arrays grow to the codes handed out."""
+        """Codes from ``get(index)``; an index that refuses the keys (None) is widened first
+        (``widened``: dense slots, then packed keys, then a `TupleKeys`, which takes any key). The
+        state arrays grow to the codes handed out."""
         c = get(self.index)
-        if c is None:
-            self.index = self.index.to_tuples()
+        while c is None:
+            self.index = self.index.widened()
             c = get(self.index)
         self._grow(self.index.top())
         return c

@@ -29,6 +29,7 @@ import pandas as pd
 from advisor import memory
 from advisor.caches import BoundedMemo
 from advisor.engine.execute import table_view
+from advisor.maintain.arrow_side import arrow_rows, single_scan
 from advisor.maintain.base_side import NEW, OLD, KeyFilter
 from advisor.maintain.frames import fcol, normalize_frame, py_scalar
 from advisor.maintain.operators.join import JoinOp
@@ -94,6 +95,8 @@ class SparkBase:
         self.calls = 0
         self.rows_fetched = 0
         self.cache_hits = 0
+        self.arrow_reads = 0
+        self.arrow = True  # sides a driver-side read can answer skip Spark (``advisor.maintain.arrow_side``)
 
     def source(self, version: str, register: bool = True):
         """How each scan reads its table at OLD or NEW (sketched scans with their fragment column).
@@ -167,8 +170,20 @@ class SparkBase:
             if len(_seen) > SEEN_MAX:
                 _seen.clear()
             _seen[ck] = _seen.get(ck, 0) + 1
-            df = self._read(node, version, full + where, lams, sid_of)
+            df = self._arrow(node, version, keys)
+            if df is None:
+                df = self._read(node, version, full + where, lams, sid_of)
         self.rows_fetched += len(df)
+        return df
+
+    def _arrow(self, node: ir.Node, version: str, keys: Optional[KeyFilter]) -> Optional[pd.DataFrame]:
+        """The side read on the driver (``advisor.maintain.arrow_side``), None where Spark must read it."""
+        scan = single_scan(node)
+        if scan is None or not self.arrow:
+            return None
+        df = arrow_rows(self.catalog, node, self.versions[version][scan.table], self.sketched, keys)
+        if df is not None:
+            self.arrow_reads += 1
         return df
 
     def _read(self, node: ir.Node, version: str, sql: str, lams: dict, sid_of: dict) -> pd.DataFrame:
