@@ -10,8 +10,8 @@ fraction of that; the rows come in the same forms as a batch's delta rows (``to_
 then ``relops.scan_frame``'s coercion to the scan's types), so the engine sees one representation.
 
 Only where it is plainly the same answer: a single scan below ``Select`` / ``Project`` nodes, a
-one-column key filter on a column the scan itself produces, a table of at most ``MAX_ROWS`` rows;
-anything else (``None``) goes to Spark.
+one-column key filter on a column the scan itself produces (or none: a small side read whole for
+the side cache), a table of at most ``MAX_ROWS`` rows; anything else (``None``) goes to Spark.
 """
 
 from __future__ import annotations
@@ -57,24 +57,27 @@ def _key_values(keys: KeyFilter, typ: pa.DataType) -> Optional[pa.Array]:
 
 def arrow_rows(catalog: Catalog, node: ir.Node, version: int, sketched: Sketched,
                keys: Optional[KeyFilter]) -> Optional[pd.DataFrame]:
-    """The annotated rows of ``node`` on its table at ``version`` whose key is in ``keys``, read
-    with pyarrow; None where the Spark side must answer (module docstring)."""
+    """The annotated rows of ``node`` on its table at ``version`` whose key is in ``keys`` (None:
+    all of them, for a small side cached whole), read with pyarrow; None where the Spark side must
+    answer (module docstring)."""
     scan = single_scan(node)
-    if scan is None or keys is None or len(keys.cols) != 1 or not keys.values:
+    if scan is None or (keys is not None and (len(keys.cols) != 1 or not keys.values)):
         return None
-    by_name = {c.name: c for c in scan.cols}
-    key = by_name.get(keys.cols[0])
-    if key is None or keys.cols[0] not in node.names:  # renamed or computed above the scan
-        return None
+    key = None
+    if keys is not None:
+        key = next((c for c in scan.cols if c.name == keys.cols[0]), None)
+        if key is None or keys.cols[0] not in node.names:  # renamed or computed above the scan
+            return None
     v = catalog.version(scan.table, version)
     if v.rows > MAX_ROWS:
         return None
     cols = list(dict.fromkeys(c.source or c.name for c in scan.cols))
     tab = catalog.read_arrow(scan.table, version, columns=cols)
-    src = key.source or key.name
-    values = _key_values(keys, tab.schema.field(src).type)
-    if values is None:
-        return None
-    tab = tab.filter(pc.is_in(tab.column(src), value_set=values))
+    if key is not None:
+        src = key.source or key.name
+        values = _key_values(keys, tab.schema.field(src).type)
+        if values is None:
+            return None
+        tab = tab.filter(pc.is_in(tab.column(src), value_set=values))
     df = to_nullable_pandas(tab)
     return reference.annotated(node, {scan.table: df}, {s: v for s, v in sketched.items() if s == scan.scan_id})

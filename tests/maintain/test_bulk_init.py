@@ -316,3 +316,44 @@ def test_driver_evaluates_filters_and_arithmetic_as_spark(li, monkeypatch, sql, 
     on_spark = init_state(cat, sk, q, sketched, use_bulk=True)
     assert driver.snapshot() == on_spark.snapshot()
     assert driver.sketch() == on_spark.sketch()
+
+
+JOINS = [
+    ("SELECT dm.region, count(*) AS a FROM facts f JOIN dims dm ON f.g1 = dm.g1 GROUP BY dm.region "
+     "ORDER BY a DESC LIMIT 2", "k"),
+    ("SELECT f.g1, sum(f.v) AS s FROM facts f JOIN dims dm ON f.g1 = dm.g1 WHERE dm.weight < 4 "
+     "GROUP BY f.g1 HAVING sum(f.v) > 900", "g1"),
+    ("SELECT dm.region, sum(f.m) AS s, count(f.v) AS c FROM facts f JOIN dims dm ON f.g1 = dm.g1 "
+     "WHERE f.v > 10 GROUP BY dm.region HAVING sum(f.m) > 5", "d"),
+    # NULL keys (v) never match; an int and a bigint key are joined as int64
+    ("SELECT dm.region, count(*) AS a FROM facts f JOIN dims dm ON f.v = dm.g1 GROUP BY dm.region "
+     "HAVING count(*) > 1", "k"),
+]
+
+
+@pytest.mark.parametrize("sql,attr", JOINS)
+def test_driver_join_state_equals_spark_state(cat, monkeypatch, sql, attr):
+    """An aggregation over an equi-join of two scans is initialised on the driver (pyarrow's hash
+    join) with exactly the Spark aggregation's state and bloom filters."""
+    from advisor.maintain.operators.join import JoinOp
+    from advisor.maintain.spark import bulk_arrow
+
+    q = _q(cat, sql)
+    part = build_partition(cat, "facts", attr, 8)
+    sk = capture(cat, q, {"facts": attr}, 8, check=False, partitions={"facts": part}).sketch
+    sketched = sketched_scans(cat, q, sk)
+    took = []
+    real = bulk_arrow.initialise_on_driver
+    monkeypatch.setattr(bulk, "initialise_on_driver", lambda op, base: took.append(real(op, base)) or took[-1])
+    driver = init_state(cat, sk, q, sketched, use_bulk=True)
+    assert took == [True], sql
+    monkeypatch.setattr(bulk, "initialise_on_driver", lambda op, base: False)
+    on_spark = init_state(cat, sk, q, sketched, use_bulk=True)
+    assert driver.snapshot() == on_spark.snapshot()
+    assert driver.sketch() == on_spark.sketch()
+    joins = [[o for o in s.root_op.walk() if isinstance(o, JoinOp)] for s in (driver, on_spark)]
+    assert len(joins[0]) == 1
+    for a, b in zip(*joins):
+        assert a.use_bloom == b.use_bloom
+        for x, y in ((a.bloom_l, b.bloom_l), (a.bloom_r, b.bloom_r)):
+            assert x.n_added == y.n_added and x.nbits == y.nbits and bytes(x.bits) == bytes(y.bits)

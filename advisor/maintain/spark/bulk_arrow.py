@@ -19,6 +19,7 @@ keys are left to Spark (summation order, time zones and NaN grouping differ).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -30,15 +31,19 @@ from sqlglot import exp
 from advisor.maintain import exact_arrow
 from advisor.maintain.base_side import OLD
 from advisor.maintain.engine import rename_columns
-from advisor.maintain.frames import normalize_frame
+from advisor.maintain import relops
+from advisor.maintain.frames import normalize_frame, row_values
 from advisor.maintain.operators.aggregate_arrays import PlainAggOp
+from advisor.maintain.operators.join import JoinOp
 from advisor.partition.assign_pandas import assign
 from advisor.plan import ir
+from advisor.plan.conjuncts import conjuncts
 from advisor.plan.value_lineage import groups_by_value
 from advisor.warehouse.arrow_to_pandas import to_nullable_pandas
 from advisor.warehouse.value_kinds import kind_of
 
 DRIVER_MAX_ROWS = 10_000_000   # as ``range_partition`` partitions columns on the driver
+BLOOM_MAX_KEYS = 200_000       # distinct join keys a side's bloom filter takes (``bulk_init``)
 _DEC_DIGITS = 18               # 10M sums of 18-digit decimals stay within decimal128's 38 digits
 
 
@@ -76,6 +81,61 @@ def _renamed(e: exp.Expression, names: dict[str, str]) -> Optional[exp.Expressio
     return rename_columns(e, names)
 
 
+@dataclass
+class DriverInput:
+    """What the lowest aggregation reads, as one table built on the driver: its scans (each with
+    internal name -> base column and its filters over base columns), the join's (left, right) key
+    pairs (empty for one scan), and for the built table internal name -> column and column -> type
+    (one scan: its base columns; a join: the internal names, which differ between its sides)."""
+    sides: list
+    pairs: list
+    src: dict
+    types: dict
+
+
+def driver_input(node: ir.Node) -> Optional[DriverInput]:
+    """``node`` as one scan chain (``scan_chain``), or an inner equi-join of two (its condition
+    only column equalities) under filters of one side's columns each; else None.
+
+    >>> from advisor.plan.parse import parse_sql
+    >>> schema = {"f": [("k", "int"), ("v", "int")], "d": [("k2", "int"), ("r", "string")]}
+    >>> q = parse_sql("SELECT r, sum(v) AS s FROM f JOIN d ON k = k2 GROUP BY r", schema.get)
+    >>> agg = next(n for n in q.root.walk() if isinstance(n, ir.Aggregate))
+    >>> got = driver_input(agg.child)
+    >>> len(got.sides), len(got.pairs)
+    (2, 1)
+    """
+    one = scan_chain(node)
+    if one is not None:
+        return DriverInput([one], [], dict(one[1]), _base_types(one[0]))
+    above = []  # filters over the join's output, each pushed into the side whose columns it reads
+    while isinstance(node, ir.Select):
+        above += conjuncts(node.cond)
+        node = node.child
+    if not isinstance(node, ir.Join) or node.cond is None:
+        return None
+    sides = [scan_chain(node.left), scan_chain(node.right)]
+    if any(x is None for x in sides):
+        return None
+    for c in above:
+        used = {col.name for col in c.find_all(exp.Column)}
+        side = next((x for x in sides if used <= set(x[1])), None)
+        if side is None:
+            return None
+        side[2].append(_renamed(c, side[1]))
+    pairs = relops.equi_keys(node.cond, set(node.left.names), set(node.right.names))
+    if not pairs or len(conjuncts(node.cond)) != len(pairs):
+        return None
+    src, types = {}, {}
+    for scan, names, _ in sides:
+        base = _base_types(scan)
+        for name, col in names.items():
+            src[name], types[name] = name, base[col]
+    if len(src) != sum(len(x[1]) for x in sides):  # an internal name on both sides
+        return None
+    return DriverInput(sides, pairs, src, types)
+
+
 _INTS = ("tinyint", "smallint", "int", "bigint")
 
 
@@ -103,16 +163,20 @@ def shape_on_driver(node: Optional[ir.Node]) -> bool:
     """
     if not isinstance(node, ir.Aggregate) or not node.keys:
         return False
-    got = scan_chain(node.child)
-    if got is None:
+    inp = driver_input(node.child)
+    if inp is None:
         return False
-    scan, src, conds = got
-    types = _base_types(scan)
-    if any(not exact_arrow.supported(c, types, condition=True) for c in conds):
-        return False
-    dtype = {name: types[base] for name, base in src.items()}
+    for scan, _, conds in inp.sides:
+        if any(not exact_arrow.supported(c, _base_types(scan), condition=True) for c in conds):
+            return False
+    src, types = inp.src, inp.types
+    dtype = {name: types[col] for name, col in src.items()}
     if any(k not in src or dtype[k].startswith(("float", "double", "timestamp")) for k in node.keys):
         return False
+    for lk, rk in inp.pairs:  # join keys compared as the engine compares them: same kind, no floats
+        a, b = dtype[lk], dtype[rk]
+        if a != b and not (a in _INTS and b in _INTS) or a.startswith(("float", "double", "timestamp")):
+            return False
     for a in node.aggs:
         if a.func not in ("count", "sum", "avg") or a.distinct:
             return False
@@ -199,34 +263,44 @@ def _engine_values(col: pa.ChunkedArray) -> pd.Series:
 
 
 def initialise_on_driver(op: PlainAggOp, base) -> bool:
-    """Load ``op`` (a fresh lowest aggregation) from its table read on the driver (``base``: a
-    ``SparkBase`` at OLD); False, with nothing loaded, where the plan or the types need Spark."""
+    """Load ``op`` (a fresh lowest aggregation) from its table, or the equi-join of two, read on
+    the driver (``base``: a ``SparkBase`` at OLD); False, with nothing loaded, where the plan or
+    the types need Spark.  A join's bloom filters come from its sides' distinct keys, as
+    ``bulk_init`` fills them."""
     node = op.node
     if not shape_on_driver(node):
         return False
-    scan, src, conds = scan_chain(node.child)
-    types = _base_types(scan)
-    catalog, version = base.catalog, base.versions[OLD][scan.table]
-    rows = catalog.version(scan.table, version).rows
-    if rows > DRIVER_MAX_ROWS:
+    inp = driver_input(node.child)
+    src, types = inp.src, inp.types
+    catalog = base.catalog
+    version = {scan.table: base.versions[OLD][scan.table] for scan, _, _ in inp.sides}
+    sizes = [catalog.version(scan.table, version[scan.table]).rows for scan, _, _ in inp.sides]
+    if max(sizes) > DRIVER_MAX_ROWS:
         return False
+    rows = sum(sizes)
     args = {j: _renamed(a.arg, src) for j, a in enumerate(op.aggs) if a.arg is not None}
     sketched = {sid: base.sketched[sid] for sid in op.sids if sid in base.sketched}
-    if len(sketched) != len(op.sids) or any(sid != scan.scan_id for sid in sketched):
+    scan_ids = {scan.scan_id for scan, _, _ in inp.sides}
+    if len(sketched) != len(op.sids) or any(sid not in scan_ids for sid in sketched):
         return False
-    attrs = {sid: scan.col(name).source for sid, (name, _) in sketched.items()}
+    scan_of = {scan.scan_id: scan for scan, _, _ in inp.sides}
+    base_attr = {sid: scan_of[sid].col(name).source for sid, (name, _) in sketched.items()}
+    # a sketched scan's attribute as a column of the built table: its base column for one scan,
+    # for a join a column of its own (a projection above the scan may rename or drop it)
+    attrs = base_attr if not inp.pairs else {sid: f"__a{sid}" for sid in sketched}
     if any(kind_of(part.dtype) == "ts" for _, part in sketched.values()):
         return False
-    read = [src[k] for k in op.keys] + [c for e in list(args.values()) + conds for c in exact_arrow.columns_of(e)]
-    tab = catalog.read_arrow(scan.table, version, list(dict.fromkeys(read + list(attrs.values()))))
-    if not all(_key_ok(tab.column(src[k]).type) for k in op.keys):
-        return False
+    wanted = [src[k] for k in op.keys] + [c for e in args.values() for c in exact_arrow.columns_of(e)]
+    wanted = list(dict.fromkeys(wanted + (list(attrs.values()) if not inp.pairs else [])))
+    extra = {sid: (attrs[sid], base_attr[sid]) for sid in sketched} if inp.pairs else {}
     try:
-        if conds:
-            kept = np.ones(len(tab), dtype=bool)
-            for c in conds:
-                kept &= exact_arrow.keep(c, tab, types)
-            tab = tab.filter(pa.array(kept))
+        tab, sides = _read_input(catalog, inp, version, wanted, extra)
+    except exact_arrow.ArrowUnsupported:
+        return False
+    if tab is None or not all(_key_ok(tab.column(src[k]).type) for k in op.keys):
+        return False
+    rows = max(rows, tab.num_rows)  # a join's output may hold more rows than its inputs
+    try:
         values = {j: (tab.column(e.name) if isinstance(e, exp.Column) else _computed(e, tab, types))
                   for j, e in args.items()}
     except exact_arrow.ArrowUnsupported:
@@ -266,4 +340,77 @@ def initialise_on_driver(op: PlainAggOp, base) -> bool:
     else:
         frags = [pd.Series(g.column(f).to_numpy()) for f in frag_keys]
     op.load_bulk(keys, g.column("count_all").to_numpy(), nn, plain, frags, unscaled)
+    if inp.pairs:
+        _fill_blooms(op, sides)
     return True
+
+
+def _side_table(catalog, scan: ir.Scan, names: dict, conds: list, version: int, wanted: list[str],
+                internal: bool, extra: dict | None = None) -> pa.Table:
+    """One scan chain's ``wanted`` columns (internal names when ``internal``, else base columns) read
+    with pyarrow at ``version``, its filters applied exactly; ``extra``: more columns, name -> base
+    column of the scan."""
+    base_of = dict(names if internal else {c: c for c in names.values()})
+    base_of.update(extra or {})
+    wanted = list(wanted) + [w for w in (extra or {}) if w not in wanted]
+    cols = [base_of[w] for w in wanted if w in base_of]
+    read = list(dict.fromkeys(cols + [c for e in conds for c in exact_arrow.columns_of(e)]))
+    tab = catalog.read_arrow(scan.table, version, read)
+    if conds:
+        kept = np.ones(len(tab), dtype=bool)
+        for c in conds:
+            kept &= exact_arrow.keep(c, tab, _base_types(scan))
+        tab = tab.filter(pa.array(kept))
+    present = [w for w in wanted if w in base_of]
+    return pa.table({w: tab.column(base_of[w]) for w in present}) if present else tab.select([])
+
+
+def _read_input(catalog, inp: DriverInput, version: dict, wanted: list[str], extra: dict):
+    """(the table the aggregation reads, the join's two side tables or None): one scan's columns,
+    or the inner equi-join of both sides (NULL keys never match; keys of two integer types joined
+    as int64); (None, None) where the keys' types differ otherwise."""
+    if not inp.pairs:
+        scan, names, conds = inp.sides[0]
+        return _side_table(catalog, scan, names, conds, version[scan.table], wanted, False), None
+    keys = [c for pair in inp.pairs for c in pair]
+    need = list(dict.fromkeys(wanted + keys))
+    (ls, ln, lc), (rs, rn, rc) = inp.sides
+    more = {scan.scan_id: {c: b for sid, (c, b) in extra.items() if sid == scan.scan_id} for scan in (ls, rs)}
+    lt = _side_table(catalog, ls, ln, lc, version[ls.table], need, True, more[ls.scan_id])
+    rt = _side_table(catalog, rs, rn, rc, version[rs.table], need, True, more[rs.scan_id])
+    for lk, rk in inp.pairs:
+        a, b = lt.schema.field(lk).type, rt.schema.field(rk).type
+        if a != b:
+            if not (pa.types.is_integer(a) and pa.types.is_integer(b)):
+                return None, None
+            lt = lt.set_column(lt.schema.get_field_index(lk), lk, lt.column(lk).cast(pa.int64()))
+            rt = rt.set_column(rt.schema.get_field_index(rk), rk, rt.column(rk).cast(pa.int64()))
+    lt = lt.filter(_no_nulls(lt, [l for l, _ in inp.pairs]))
+    rt = rt.filter(_no_nulls(rt, [r for _, r in inp.pairs]))
+    joined = lt.join(rt, keys=[l for l, _ in inp.pairs], right_keys=[r for _, r in inp.pairs],
+                     join_type="inner", coalesce_keys=False, use_threads=True)
+    return joined, (lt, rt)
+
+
+def _no_nulls(t: pa.Table, cols: list[str]) -> pa.Array:
+    ok = pa.array(np.ones(t.num_rows, dtype=bool))
+    for c in cols:
+        ok = pc.and_(ok, pc.is_valid(t.column(c)))
+    return ok
+
+
+def _fill_blooms(op: PlainAggOp, sides: tuple) -> None:
+    """The bloom filters of the join under ``op`` from its sides' distinct keys (switched off beyond
+    ``BLOOM_MAX_KEYS``, as ``bulk_init`` does: a filter only ever saves a base-side lookup)."""
+    join = next((o for o in op.children[0].walk() if isinstance(o, JoinOp)), None)
+    if join is None or not join.use_bloom:
+        return
+    for t, cols, bloom in ((sides[0], join.lkeys, join.bloom_l), (sides[1], join.rkeys, join.bloom_r)):
+        if len(cols) == 1 and pc.count_distinct(t.column(cols[0])).as_py() > BLOOM_MAX_KEYS:
+            join.use_bloom = False  # counted without building the distinct table (1.5M order keys)
+            return
+        distinct = t.select(cols).group_by(cols, use_threads=False).aggregate([])
+        if distinct.num_rows > BLOOM_MAX_KEYS:
+            join.use_bloom = False
+            return
+        bloom.add(row_values(normalize_frame(to_nullable_pandas(distinct)), cols))

@@ -37,11 +37,10 @@ from advisor.maintain.decimals import unscaled_exact
 from advisor.maintain.frames import normalize_frame, row_values
 from advisor.maintain.operators.aggregate_arrays import PlainAggOp
 from advisor.maintain.operators.join import JoinOp
-from advisor.maintain.spark.bulk_arrow import initialise_on_driver
+from advisor.maintain.spark.bulk_arrow import BLOOM_MAX_KEYS, initialise_on_driver
 from advisor.plan import ir
 from advisor.plan.to_sql import Gen, esql, gen, q
 
-BLOOM_MAX_KEYS = 200_000
 _BULK_FUNCS = ("count", "sum", "avg")
 _BELOW = (ir.Scan, ir.Select, ir.Project, ir.Join, ir.Union)
 _ABOVE = (ir.Select, ir.Project, ir.TopK, ir.Aggregate, ir.Distinct)

@@ -143,7 +143,7 @@ class SparkBase:
         if not small:
             return False
         if ck not in _sides:
-            _cache_side(ck, _Side(normalize_frame(self._read(node, version, full, lams, sid_of))))
+            _cache_side(ck, _Side(self._whole(node, version, full, lams, sid_of)))
         if len(key_cols) == 1:
             _sides[ck].index_on(key_cols[0])
         return True
@@ -159,7 +159,7 @@ class SparkBase:
                 where = f" WHERE {q(keys.cols[0])} IN ({lits})"
         side = _sides.get(ck)
         if side is None and small and _seen.get(ck, 0) >= 1:  # asked before: read it whole, once
-            side = _Side(normalize_frame(self._read(node, version, full, lams, sid_of)))  # values in the engine's forms
+            side = _Side(self._whole(node, version, full, lams, sid_of))
             _cache_side(ck, side)
         elif side is not None:
             _sides.move_to_end(ck)
@@ -175,6 +175,11 @@ class SparkBase:
                 df = self._read(node, version, full + where, lams, sid_of)
         self.rows_fetched += len(df)
         return df
+
+    def _whole(self, node: ir.Node, version: str, full: str, lams: dict, sid_of: dict) -> pd.DataFrame:
+        """A small side read whole, values in the engine's forms: on the driver where it can be."""
+        df = self._arrow(node, version, None)
+        return df if df is not None else normalize_frame(self._read(node, version, full, lams, sid_of))
 
     def _arrow(self, node: ir.Node, version: str, keys: Optional[KeyFilter]) -> Optional[pd.DataFrame]:
         """The side read on the driver (``advisor.maintain.arrow_side``), None where Spark must read it."""
