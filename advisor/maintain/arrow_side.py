@@ -55,9 +55,9 @@ def _key_values(keys: KeyFilter, typ: pa.DataType) -> Optional[pa.Array]:
         return None
 
 
-def arrow_rows(catalog: Catalog, node: ir.Node, version: int, sketched: Sketched,
+def arrow_rows(catalog: Catalog, node: ir.Node, versions: dict[str, int], sketched: Sketched,
                keys: Optional[KeyFilter]) -> Optional[pd.DataFrame]:
-    """The annotated rows of ``node`` on its table at ``version`` whose key is in ``keys`` (None:
+    """The annotated rows of ``node`` on its table at its version in ``versions`` whose key is in ``keys`` (None:
     all of them, for a small side cached whole), read with pyarrow; None where the Spark side must
     answer (module docstring)."""
     scan = single_scan(node)
@@ -68,8 +68,8 @@ def arrow_rows(catalog: Catalog, node: ir.Node, version: int, sketched: Sketched
         key = next((c for c in scan.cols if c.name == keys.cols[0]), None)
         if key is None or keys.cols[0] not in node.names:  # renamed or computed above the scan
             return None
-    v = catalog.version(scan.table, version)
-    if v.rows > MAX_ROWS:
+    version = versions[scan.table]
+    if catalog.version(scan.table, version).rows > MAX_ROWS:
         return None
     cols = list(dict.fromkeys(c.source or c.name for c in scan.cols))
     tab = catalog.read_arrow(scan.table, version, columns=cols)

@@ -76,7 +76,7 @@ def _compare(cat, old: dict, new: dict, keys: list[int]) -> int:
             base.arrow = False
             kf = KeyFilter((key,), frozenset((k,) for k in keys)) if keys else None  # None: the whole side
             for version, vers in ((OLD, old), (NEW, new)):
-                got = arrow_rows(cat, node, vers[single_scan(node).table], sketched, kf)
+                got = arrow_rows(cat, node, vers, sketched, kf)
                 assert got is not None, (sql, key)
                 want = to_annotated(base.rows(node, version, kf), node, sketched)
                 got = to_annotated(got, node, sketched)

@@ -29,7 +29,7 @@ import pandas as pd
 from advisor import memory
 from advisor.caches import BoundedMemo
 from advisor.engine.execute import table_view
-from advisor.maintain.arrow_side import arrow_rows, single_scan
+from advisor.maintain.arrow_side import arrow_rows
 from advisor.maintain.base_side import NEW, OLD, KeyFilter
 from advisor.maintain.frames import fcol, normalize_frame, py_scalar
 from advisor.maintain.operators.join import JoinOp
@@ -95,7 +95,6 @@ class SparkBase:
         self.calls = 0
         self.rows_fetched = 0
         self.cache_hits = 0
-        self.arrow_reads = 0
         self.arrow = True  # sides a driver-side read can answer skip Spark (``advisor.maintain.arrow_side``)
 
     def source(self, version: str, register: bool = True):
@@ -183,13 +182,7 @@ class SparkBase:
 
     def _arrow(self, node: ir.Node, version: str, keys: Optional[KeyFilter]) -> Optional[pd.DataFrame]:
         """The side read on the driver (``advisor.maintain.arrow_side``), None where Spark must read it."""
-        scan = single_scan(node)
-        if scan is None or not self.arrow:
-            return None
-        df = arrow_rows(self.catalog, node, self.versions[version][scan.table], self.sketched, keys)
-        if df is not None:
-            self.arrow_reads += 1
-        return df
+        return arrow_rows(self.catalog, node, self.versions[version], self.sketched, keys) if self.arrow else None
 
     def _read(self, node: ir.Node, version: str, sql: str, lams: dict, sid_of: dict) -> pd.DataFrame:
         gen(node, Gen(self.source(version)))  # register the views the SQL names
