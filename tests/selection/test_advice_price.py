@@ -11,7 +11,7 @@ import pytest
 
 from advisor.calibration.measured_costs import calibrate
 from advisor.context import Context
-from advisor.selection.cost_model import CostParams
+from advisor.selection.cost_model import ADVICE_PRIOR_SCANS, CostParams
 from advisor.selection.decision_memory import recall, remember, skip
 from advisor.selection.recommend import recommend
 
@@ -87,3 +87,21 @@ def test_a_run_samples_where_sampling_was_measured_cheap(ctx):
     rec = recommend(ctx, "SELECT g, max(v) AS m FROM t GROUP BY g HAVING max(v) > 38", "CB-OPT-GB",
                     params=CostParams(prior_reuses=10), answer=[])
     assert rec["exact"] is False and "sizing" not in rec and "sampling" in rec["seconds"]
+
+
+def test_before_any_measurement_a_run_is_sized_by_its_capture_job_at_the_prior(spark, tmp_path):
+    """In a fresh store sampling is priced at its prior (``ADVICE_PRIOR_SCANS`` passes over the
+    table), above what the capture job answering the query reads beyond a plain run: the run is
+    sized exactly.  An explicit ``recommend`` (sampling not charged) still samples."""
+    rng = np.random.default_rng(5)
+    g = rng.integers(0, 400, 30_000)
+    pdf = pd.DataFrame({"g": g.astype("int64"), "v": rng.integers(0, 40, g.size).astype("int64")})
+    c = Context(tmp_path / "wh", spark=spark)
+    c.catalog.create_table("t", spark.createDataFrame(pdf))
+    answer: list = []
+    run = recommend(c, FIRST, "CB-OPT-GB", params=CostParams(prior_reuses=10, advice_prior_scans=ADVICE_PRIOR_SCANS),
+                    answer=answer)
+    assert run["exact"] is True and "sampling" not in run["seconds"] and len(answer) == 1
+    assert f"against ~{ADVICE_PRIOR_SCANS:.2f} scans to sample" in run["decision"]["reason"], run["decision"]["reason"]
+    asked = recommend(c, SECOND, "CB-OPT-GB", params=CostParams(prior_reuses=10), answer=[])
+    assert asked["exact"] is False and "sampling" in asked["seconds"]

@@ -48,12 +48,15 @@ def same_rows(ctx, sql, served):
     return plain
 
 
-def test_without_a_layout_the_default_declines_and_says_why(ctx):
-    sql = HAVING.format(x=5000)
+def test_a_sketch_keeping_every_group_is_declined_and_says_why(ctx):
+    sql = HAVING.format(x=100)  # every group sums to more than 100: a sketch would keep the table
     got = serve_query(ctx, sql)
     rec = got.record
     assert rec["version"] == RECORD_VERSION and rec["decision"]["action"] == "no-go"
     assert rec["decision"]["reason"].startswith("no-go") and rec["sketch_id"] is None
+    # sized by the capture job that answered it (cheaper than the prior's two scans of sampling)
+    assert "sized exactly by its capture job" in rec["decision"]["reason"]
+    assert "covers ~100.0%" in rec["decision"]["reason"]
     assert one_line(rec).startswith("no sketch: read 30,000 rows of tables holding 30,000; no-go")
     same_rows(ctx, sql, got)
 
