@@ -3,9 +3,10 @@ when that job costs less than drawing a sample and estimating.
 
 Method exact always sizes so.  Under the estimators (bootstrap, the default) a query that is run
 anyway is sized by the capture job that answers it when sampling and estimation (as measured in
-this store, else at their prior) cost more than what that job reads beyond a plain run: a sample of many small groups costs
-several scans to draw and estimate (TPC-H SF1 by l_orderkey: 4 s to draw, 9 s to estimate, against
-a 2.5 s plain run and a 2.7 s capture), and the sizes it gives are exact.
+this store, else at their prior) cost more than what that job reads beyond a plain run: a sample
+of many small groups costs several scans to draw and estimate (TPC-H SF1 by l_orderkey: 4 s to
+draw, 9 s to estimate, against a 2.5 s plain run and a 2.7 s capture), and the sizes it gives are
+exact.
 """
 
 from __future__ import annotations
