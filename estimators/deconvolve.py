@@ -9,7 +9,7 @@ over a fragment's groups saturates.  Flights by time_hour, avg(dep_delay) > 25: 
 expected, against 0.32 real.  It also pulls real outliers back below the threshold: carrier and
 month, avg(arr_delay) > 26.7: 0.16 expected, against 0.67 real.
 
-Here, around the prior means ``mu_g`` (a covariate's local means, ``shrinkage.local_mean``):
+Here, around the prior means ``mu_g`` (a covariate's local means, ``group_smoothers.local_mean``):
 
 * **Noise.** The error of an ``n``-row mean is simulated from the pooled within-group residuals of
   the sampled rows: ``n`` draws with replacement, ``SIMS`` times.  From ``NORMAL_FROM`` rows on it is

@@ -15,7 +15,7 @@ The fix draws the error per bootstrap replicate: the same smoother (bins or wind
 applied to the replicate's deviations ``reps_b - m`` gives a draw of the prior mean's error with
 the right spread and the right correlation between neighbours, and each group's posterior moves by
 ``B_g`` times it.  A smoother is a tuple: ``("bins", labels)`` (group means within labels >= 0),
-``("local", k, order)`` (``shrinkage.local_mean``'s leave-one-out windows), ``("second", first,
+``("local", k, order)`` (``group_smoothers.local_mean``'s leave-one-out windows), ``("second", first,
 labels)`` (an additive second covariate's bins fitted to what the first leaves), or ``None`` (the
 mean of all groups).  Pure numpy.
 """
@@ -50,7 +50,7 @@ def _bins(D: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def window_means(D: np.ndarray, k: int, order: np.ndarray) -> np.ndarray:
     """Per row of ``D``, the leave-one-out mean of the ``k`` groups on each side in ``order``
-    (``shrinkage.local_mean`` is its one-row case); NaN for groups not in ``order``."""
+    (``group_smoothers.local_mean`` is its one-row case); NaN for groups not in ``order``."""
     v = D[:, order]
     R, n = v.shape
     # prefix sums padded so that window [i-k, i+k] is a slice: cp[j] = c[clip(j - k, 0, n)]

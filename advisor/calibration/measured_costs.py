@@ -53,6 +53,7 @@ class Calibration:
     use_s: dict = field(default_factory=dict)          # template -> [(sketched run, the capture it needed)], newest first
     answered: dict = field(default_factory=dict)       # template -> uses answered by their capture job (run 0 in use_s)
     identified: bool = False                           # the logged runs alone identify the fixed cost
+    sketched_extra_s: float = 0.0                      # a sketched run beyond a plain one of its rows (``sketched_extra``)
 
     def inc_step_s(self, template: str | None) -> float | None:
         """A template's incremental step (seconds): the median of its own steps, with the other
@@ -141,9 +142,13 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
             return a, b, f"fit over {len(pts)} run(s)"
         if b > 0 and a > cheapest:
             # a few slow small runs (e.g. sketched scans paying for a long filter) flattened the
-            # line: no job's fixed cost exceeds the cheapest job; per-row cost from the rest
-            b = statistics.median(max(s - cheapest, 0.1 * s) / r for r, s in pts)
-            return cheapest, b, f"fit over {len(pts)} run(s), fixed cost capped at the cheapest run"
+            # line: no job's fixed cost exceeds the cheapest job; per-row cost from the largest runs
+            # (over all runs, a store of mostly small sketched runs put 4.3 s per M rows on tables
+            # whose scans took 0.3-0.8 s per M, and priced a 0.2 s scan of flights at 1.5 s)
+            big = [(r, s) for r, s in pts if r * MIN_SPREAD >= max(rows)]
+            b = statistics.median(max(s - cheapest, 0.1 * s) / r for r, s in big)
+            return cheapest, b, (f"fit over {len(pts)} run(s), fixed cost capped at the cheapest run, "
+                                 f"per-row cost from the {len(big)} largest")
     # per-row cost from the largest runs only: in a run of a few thousand rows the job's fixed cost
     # is nearly all of its time, and dividing it by the rows priced a scan 5-10x too high (the
     # demo's first steps: sketched runs of 29k-88k rows at 0.13-0.3 s put 4.3 s per M rows on a
@@ -156,9 +161,27 @@ def fit_line(points: list[tuple[float, float]], prior_fixed: float = PRIOR_FIXED
     return prior_fixed, b, f"prior fixed cost, per-row cost from {src}"
 
 
+def sketched_extra(sketched: list[tuple[float, float]], fixed_s: float, per_row_s: float) -> float:
+    """What a sketched run costs beyond a plain run reading as many rows (seconds): the median of
+    the sketched runs' residuals over the line, 0 with fewer than ``MIN_POINTS`` of them.  The
+    sketch filter's planning and compilation, the lookup and the deleted-row filter are paid by
+    every use; on a small table they are all it saves (TPC-H SF1 and flights in one store: 0.07 s
+    a sketched run against 0.16-0.26 s for a whole plain scan of flights).
+
+    >>> sketched_extra([(10_000, 0.2), (20_000, 0.21), (5_000, 0.19)] * 2, 0.1, 1e-6)
+    0.09
+    >>> sketched_extra([(10_000, 0.05)] * 6, 0.1, 1e-6), sketched_extra([(10_000, 0.2)], 0.1, 1e-6)
+    (0.0, 0.0)
+    """
+    if len(sketched) < MIN_POINTS:
+        return 0.0
+    return round(max(0.0, statistics.median(s - fixed_s - per_row_s * r for r, s in sketched)), 6)
+
+
 def calibrate(store: Store, limit: int = 400) -> Calibration:
     """The calibration from the latest ``limit`` logged runs, maintenance steps and recommendations."""
     pts, maint, recap, advice, queries, uses, parts, rest, answered = [], {}, {}, [], {}, {}, [], [], {}
+    sketched_pts = []
     draws, sampled_parts, estimates = [], [], []
     for r in store.query("SELECT kind, record_json FROM runs WHERE kind IN ('run','maintain','recommend') "
                          "ORDER BY id DESC LIMIT ?", (limit,)):
@@ -175,6 +198,8 @@ def calibrate(store: Store, limit: int = 400) -> Calibration:
             rows, secs = (rec.get("metrics") or {}).get("rows_read"), rec.get("seconds")
             if rows and secs:
                 pts.append((rows, secs))
+                if rec.get("sketch"):
+                    sketched_pts.append((rows, secs))
             if secs is not None and rec.get("template") is not None:
                 queries.setdefault(rec["template"], ([], []))[1 if rec.get("sketch") else 0].append(secs)
                 if rec.get("sketch"):
@@ -226,7 +251,8 @@ def calibrate(store: Store, limit: int = 400) -> Calibration:
                        sampled_part_s=warm_first(sampled_parts), estimate_s=warm_first(estimates), query_s=queries,
                        use_s=uses, partition_s=warm_first(parts), overhead_s=warm_first(rest),
                        overhead_cold=bool(rest) and all(cold for _, cold in rest), answered=answered,
-                       identified=identified, maint_inc_steps={k: v for k, v in maint.items() if v})
+                       identified=identified, maint_inc_steps={k: v for k, v in maint.items() if v},
+                       sketched_extra_s=sketched_extra(sketched_pts, a, b))
 
 
 def warm_first(timed: list, keep: int = 20) -> list:

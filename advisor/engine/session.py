@@ -56,6 +56,12 @@ DEFAULT_CONF: dict[str, str] = {
     # jobs over a snapshot's state to plan each scan, in 50 partitions by default: an SF1 table's
     # two-file snapshot took 0.9-1.3 s to plan a filtered count, 0.26-0.47 s in one partition.
     "spark.databricks.delta.snapshotPartitions": "2",
+    # Compiled whole-stage code is cached per generated source, 100 entries by default.  Sketch
+    # filters, captures and sizing jobs each compile their own, so a process that advises evicted
+    # the plain queries' code between two instances of a template and recompiled it each time:
+    # a 337k-row flights scan took 0.29 s after 60 other queries against 0.15 s with the code
+    # kept (BENCHMARKS.md, "Fresh tables").  Generated classes live in the JVM's metaspace.
+    "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
 

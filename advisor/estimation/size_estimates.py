@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from advisor.warehouse.catalog import Catalog
 
 MODEL_INTERVAL = True  # intervals span the unshrunk bootstrap's too (estimators.sketch_size, model replicates)
-COVARIATE_PRIOR = True  # estimators.shrinkage.covariate_prior (off: the mean of all groups)
+COVARIATE_PRIOR = True  # estimators.covariate_prior (off: the mean of all groups)
 
 # Group statistics per (sample file, aggregation input, partitions, estimator settings): queries of
 # one template that differ only in their HAVING constant or LIMIT, estimated in one process with one
@@ -270,7 +270,7 @@ def _shrunk_groups(r: _Run, pdf, fcols: dict) -> tuple:
     if r.shrink:  # True / 'normal': the normal prior; 't': Student-t (see shrink_groups)
         covs = {a: fcols[(a, max(g))] for a, g in r.plan.items()} if COVARIATE_PRIOR else None
         prior = shrink_groups(est, pdf[pdf[U]], gcols, aligned=len(r.shape.strata) == len(r.shape.keys),
-                              prior="t" if r.shrink == "t" else "normal", covariates=covs)
+                              prior="t" if r.shrink == "t" else "normal", covariates=covs, where=U, stratum_rows=pdf)
     return est, prior
 
 

@@ -20,6 +20,8 @@ become rows through the per-row cost fitted by ``advisor.calibration.measured_co
 fixed cost in rows, 0 until the run log identifies it):
   capture      = measured capture of the template, else (1 + instr_overhead) * T + fixed
   per use      = saving (1 - read) * T  minus  filter overhead runs * (term_cost * sel * T + plan_rows)
+                 + extra (what a sketched run costs beyond a plain run reading as many rows: the
+                 filter's planning, the lookup, the deleted-row filter; measured, 0 until measured)
                  (a sketch on a joined dimension's group-by column also saves join_share * (1 - read)
                  * T_fact: the fact rows that no longer find a partner; capture and maintenance priors
                  use T_fact, the sampled table's rows)
@@ -125,6 +127,8 @@ class UseForecast:
     state_buyable: bool = True          # operator state may be bought (``maintain.rent.too_big``: not too many groups)
     reads: int = 1                      # accesses of the sampled table per run (Q18 reads lineitem twice): the
                                         # sketch filters each, so a use saves and a capture reads that many scans
+    extra_rows: float = 0.0             # a sketched run's cost beyond a plain run of its rows, in rows
+                                        # (``Calibration.sketched_extra_s``): paid by every use
 
     @property
     def steps(self) -> float:
@@ -224,14 +228,15 @@ def cost(s: SizeSummary, attr: str, table_rows: float, w: UseForecast, p: CostPa
     # scan, ``sketch.lookup.MAX_USE_READ``): it saves nothing, and the net says so
     unused = s.read is not None and read > p.max_read
     saving = 0.0 if unused else (1.0 - read) * (reads * T + p.join_share * joined_rows)
-    overhead = runs * (p.term_cost * s.sel * T + p.plan_rows)
+    overhead = runs * (p.term_cost * s.sel * T + p.plan_rows) + w.extra_rows
     maint = sketches * w.steps * maintenance_per_update(J, capture, w, p)
     net = w.reuses * (saving - overhead - maint) - charged - layout_rows
     # the same at the interval's upper end: the sketch may be that large, and a go must pay there too
     read_hi = min(1.0, read + max(0.0, s.sel_hi - s.sel))
     saving_hi = 0.0 if unused or (s.read is not None and read_hi > p.max_read) else (
         (1.0 - read_hi) * (reads * T + p.join_share * joined_rows))
-    net_hi = w.reuses * (saving_hi - runs * (p.term_cost * s.sel_hi * T + p.plan_rows) - maint) - charged - layout_rows
+    net_hi = (w.reuses * (saving_hi - runs * (p.term_cost * s.sel_hi * T + p.plan_rows) - w.extra_rows - maint)
+              - charged - layout_rows)
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     reads = "" if s.read is None else f", scans still read ~{read:.1%} ({s.read_source})"
     figures = (f"{attr} at {s.n_fragments} fragments covers ~{s.sel:.1%} (upper {s.sel_hi:.1%}) of the table{reads}; "
@@ -311,15 +316,16 @@ def cannot_pay(T: float, w: UseForecast, p: CostParams, advice_rows: float | Non
     capture = capture_rows(T, w, p)
     maint = w.steps * maintenance_floor(T, capture, w, p)
     if advice_captures:
-        best = w.reuses * (w.reads * T - maint) - max(capture, advice_rows or 0.0)
+        best = w.reuses * (w.reads * T - w.extra_rows - maint) - max(capture, advice_rows or 0.0)
     else:
-        best = w.reuses * (w.reads * T - maint) - capture - (advice_rows or 0.0)
+        best = w.reuses * (w.reads * T - w.extra_rows - maint) - capture - (advice_rows or 0.0)
     if best > 0:
         return None
     scans = lambda x: x / T if T else 0.0  # noqa: E731
     return (f"no-go before sampling: even a sketch that skips every row would save at most "
             f"{scans(w.reuses * w.reads * T):.2f} scans over {w.reuses:g} predicted use(s), against capture "
-            f"{scans(capture):.2f} + maintenance {scans(w.reuses * maint):.2f} + estimation "
+            f"{scans(capture):.2f} + maintenance {scans(w.reuses * maint):.2f}"
+            f"{f' + sketched runs own cost {scans(w.reuses * w.extra_rows):.2f}' if w.extra_rows else ''} + estimation "
             f"{scans(advice_rows or 0.0):.2f} (measured costs, else priors; one job's fixed cost = "
             f"{scans(w.fixed_rows):.2f} scans)")
 

@@ -69,9 +69,10 @@ def predict_workload(store: Store, query, table: str, p: CostParams, upto: int |
     cal = calibrate(store)
     init = None if table_rows is None else cal.rows(
         predict_init(store, query.root, table_rows, supports(query.root), query.template))
-    reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})")
+    reason += (f"; job cost {cal.fixed_s:.2f} s + {cal.per_row_s * 1e6:.3f} s per M rows ({cal.source})"
+               f"{f', a sketched run {cal.sketched_extra_s:.2f} s more' if cal.sketched_extra_s else ''}")
     return UseForecast(p.prior_reuses + same, ups, delta, 1.0 / cal.per_row_s, reason, steps_per_use=steps,
                     fixed_rows=cal.fixed_rows, state_buyable=not too_big(store, query.root, query.template),
                     capture_rows=rows_for(cal, cal.recapture_s, query.template),
                     inc_rows=_inc_rows(cal, query.template), init_rows=init,
-                    advice_rows=cal.advice_rows(), calibration=cal)
+                    advice_rows=cal.advice_rows(), calibration=cal, extra_rows=cal.rows(cal.sketched_extra_s))

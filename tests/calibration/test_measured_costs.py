@@ -54,6 +54,49 @@ def test_fit_line_before_the_fit_prices_rows_by_the_largest_runs():
     assert 0.29 / 750_572 <= b <= 0.18 / 336_776
 
 
+def test_a_store_of_small_sketched_runs_prices_rows_by_its_largest_runs(tmp_path):
+    """A replay over TPC-H SF1 and flights: a few plain scans (1.5M orders rows in ~1.2 s, flights'
+    337k in ~0.3 s) and many sketched runs of 5k-150k rows at 0.16-0.3 s.  The line's intercept is
+    capped at the cheapest run; its per-row cost must come from the scans, not from the sketched runs'
+    fixed costs (4.3 s per M rows over all runs), and what a sketched run costs beyond a plain run of
+    its rows is measured for the cost model."""
+    store = Store(tmp_path / "wh")
+    plain = [(1_500_000, 1.2), (1_500_000, 1.3), (800_000, 0.64), (800_000, 0.62), (336_776, 0.28), (336_776, 0.4)]
+    for r, s in plain:
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": s, "template": "p"})
+    sketched = [(5_000, 0.17), (10_000, 0.19), (17_000, 0.16), (20_000, 0.22), (82_000, 0.21), (150_000, 0.3),
+                (10_000, 0.2), (14_000, 0.22), (53_000, 0.21), (28_000, 0.26), (16_000, 0.23), (21_000, 0.17)]
+    for r, s in sketched * 3:
+        store.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": s, "template": "s", "sketch": {"id": 1}})
+    cal = calibrate(store)
+    assert cal.fixed_s == pytest.approx(0.16)  # the cheapest run
+    assert 0.5e-6 <= cal.per_row_s <= 0.9e-6  # (1.2 - 0.16) / 1.5M .. (0.64 - 0.16) / 0.8M
+    # a flights scan is predicted within its measured 0.28-0.4 s
+    assert 0.28 <= predicted_seconds(cal, 336_776) <= 0.45
+    assert 0.02 <= cal.sketched_extra_s <= 0.06  # the residuals' median: 0.2-0.3 s runs of ~20k rows
+    # a plain-only store measures no such cost
+    only_plain = Store(tmp_path / "plain")
+    for r, s in plain:
+        only_plain.log_run("run", "q", {"metrics": {"rows_read": r}, "seconds": s, "template": "p"})
+    assert calibrate(only_plain).sketched_extra_s == 0.0
+
+
+def test_a_sketched_runs_own_cost_declines_a_table_whose_scan_is_mostly_fixed_cost():
+    """337k flights rows scanned in ~0.25 s, 0.1 s of it the job's fixed cost, and a sketched run
+    0.07 s dearer than a plain run of its rows: skipping every row saves ~0.08 s a use, less than
+    its share of capture and estimation; the same sketch on a 6M-row table pays."""
+    per_row, p = 0.45e-6, CostParams()
+    extra = 0.07 / per_row
+    for T, pays in ((336_776.0, False), (6_000_000.0, True)):
+        w = UseForecast(6, capture_rows=1.3 * T + 0.1 / per_row, extra_rows=extra)
+        why = cannot_pay(T, w, p, advice_rows=0.3 / per_row)
+        assert (why is None) == pays, why
+        if not pays:
+            assert "sketched runs own cost" in why
+        # without the measured extra the small table seemed to pay
+        assert cannot_pay(T, replace(w, extra_rows=0.0), p, advice_rows=0.3 / per_row) is None
+
+
 def test_fit_line_with_no_runs_is_the_prior():
     a, b, how = fit_line([])
     assert how == "prior" and a == 0.0 and b > 0

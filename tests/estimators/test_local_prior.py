@@ -12,7 +12,9 @@ from advisor.estimation.size_estimates import U
 from estimators.aggregates import estimate_groups
 from estimators.having import Cmp, pass_probability
 from estimators.deconvolve import posterior_draws
-from estimators.shrinkage import covariate_prior, covariate_stats, local_mean, shrink_groups
+from estimators.covariate_prior import covariate_prior, covariate_stats
+from estimators.group_smoothers import local_mean
+from estimators.shrinkage import shrink_groups
 
 DAYS, PER_DAY, N, n = 200, 10, 50, 3     # 2,000 "hours" of 50 rows, 3 sampled rows each
 

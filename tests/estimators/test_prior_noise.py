@@ -9,7 +9,7 @@ import pytest
 import estimators.shrinkage as shrinkage
 import estimators.sketch_size as size
 from estimators.prior_noise import apply, prior_error_draws
-from estimators.shrinkage import covariate_order, local_mean
+from estimators.group_smoothers import covariate_order, local_mean
 from estimators.sketch_size import estimate_size
 
 

@@ -1,15 +1,18 @@
-"""Prior means cut at the jumps of the group means (``shrinkage.split_bins``) and prior variances
+"""Prior means cut at the jumps of the group means (``group_smoothers.split_bins``) and prior variances
 that grow as groups get smaller (``shrinkage.size_prior_variance``).  Pure numpy/pandas."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import estimators.covariate_prior as cp
 import estimators.shrinkage as sh
 from advisor.estimation.size_estimates import U
 from estimators.aggregates import estimate_groups
 from estimators.having import Cmp, pass_probability
-from estimators.shrinkage import covariate_prior, size_prior_variance, split_bins
+from estimators.covariate_prior import covariate_prior
+from estimators.group_smoothers import split_bins
+from estimators.shrinkage import size_prior_variance
 
 
 def test_split_bins_cut_at_the_jumps_of_a_step_function():
@@ -53,11 +56,11 @@ def test_a_jump_between_quantile_edges_is_followed_by_the_split_prior(monkeypatc
     theta = np.where(x < 5, 20.0, 10.0)
     m = theta + rng.normal(0, 2.0, G)
     stats = {"hour": (x, 1.0, 0.0)}
-    monkeypatch.setattr(sh, "COV_MAX_BINS", 3)    # coarse quantile bins: edges at x = 6.67, 13.33
-    monkeypatch.setattr(sh, "COV_LOCAL_K", ())
-    monkeypatch.setattr(sh, "COV_SPLITS", 0)
+    monkeypatch.setattr(cp, "COV_MAX_BINS", 3)    # coarse quantile bins: edges at x = 6.67, 13.33
+    monkeypatch.setattr(cp, "COV_LOCAL_K", ())
+    monkeypatch.setattr(cp, "COV_SPLITS", 0)
     name, mu_q, kind = covariate_prior(m, np.ones(G, bool), stats)
-    monkeypatch.setattr(sh, "COV_SPLITS", 64)
+    monkeypatch.setattr(cp, "COV_SPLITS", 64)
     name2, mu_s, kind2 = covariate_prior(m, np.ones(G, bool), stats)
     assert (name, kind, name2, kind2) == ("hour", "bins", "hour", "bins")
     err_q, err_s = np.abs(mu_q - theta), np.abs(mu_s - theta)
@@ -132,10 +135,10 @@ def test_a_second_covariate_explains_what_the_first_leaves(monkeypatch):
     m = theta + rng.normal(0, 2.0, G)
     stats = {"month": (month, 1.0, 0.0), sh.SIZE: (np.log(N), 1.0, np.inf)}
     ok = np.ones(G, bool)
-    monkeypatch.setattr(sh, "COV_LOCAL_K", ())   # bins only: a local prior in month order would order
-    monkeypatch.setattr(sh, "COV_SECOND", False)  # ties by size and follow both on its own
+    monkeypatch.setattr(cp, "COV_LOCAL_K", ())   # bins only: a local prior in month order would order
+    monkeypatch.setattr(cp, "COV_SECOND", False)  # ties by size and follow both on its own
     name1, mu1, _ = covariate_prior(m, ok, stats)
-    monkeypatch.setattr(sh, "COV_SECOND", True)
+    monkeypatch.setattr(cp, "COV_SECOND", True)
     name2, mu2, kind = covariate_prior(m, ok, stats)
     assert name1 in ("month", sh.SIZE)
     assert set(name2.split(" + ")) == {"month", sh.SIZE} and kind == "bins"

@@ -10,11 +10,12 @@ from advisor.warehouse.store import Store
 
 
 N = MIN_SKETCHED
+FIRST = (0.0, 9.0)  # the template's first use: its first capture (the oldest, last in the lists)
 
 
 def test_measured_loss_needs_enough_sketched_uses():
-    assert measured_loss([1.0], [3.0] * (N - 1), None) is None
-    why = measured_loss([1.0, 1.2, 1.4], [2.0, 3.0] * (N // 2), None)
+    assert measured_loss([1.0], [3.0] * N, None) is None  # the oldest is the first capture: N - 1 judged
+    why = measured_loss([1.0, 1.2, 1.4], [2.0, 3.0] * (N // 2) + [FIRST], None)
     assert why is not None and "~2.50 s" in why and "1.20 s plain" in why
 
 
@@ -50,9 +51,12 @@ def test_the_first_capture_is_not_a_per_use_cost():
 
 
 def test_measured_loss_keeps_a_sketch_that_is_faster_or_within_the_margin():
-    assert measured_loss([1.5, 1.4], [0.5] * N, None) is None
-    assert measured_loss([1.0], [0.99 * MARGIN] * N, None) is None  # dearer, but not clearly
-    assert measured_loss([1.0], [1.01 * MARGIN] * N, None) is not None
+    assert measured_loss([1.5, 1.4], [0.5] * N + [FIRST], None) is None
+    assert measured_loss([1.0], [0.99 * MARGIN] * N + [FIRST], None) is None  # dearer, but not clearly
+    assert measured_loss([1.0], [1.01 * MARGIN] * N + [FIRST], None) is not None
+    # the first capture is the investment the go priced, not one use in ten: top_clerks' pattern
+    top_clerks = [(0.17, 0.0)] * (N - 1) + [(0.0, 3.61)]
+    assert measured_loss([0.40], top_clerks, None) is None
 
 
 def test_one_off_costs_do_not_retire_a_template_whose_reuses_pay():
@@ -61,11 +65,11 @@ def test_one_off_costs_do_not_retire_a_template_whose_reuses_pay():
     next use (1.0 + 0.3 x 7.5 = 3.25 s) does not."""
     uses = [(0.9, 0.0), (1.0, 0.0), (0.8, 0.0), (1.4, 0.0), (1.2, 6.8), (1.1, 7.5), (0.9, 0.0), (0.8, 0.0),
             (1.0, 0.0), (2.7, 10.1)]
-    assert measured_loss([2.81], uses, None) is None
+    assert measured_loss([2.81], uses + [FIRST], None) is None
     # the same runs with a capture before every use: a loss (big_orders' pattern)
-    assert measured_loss([2.81], [(r, 7.0) for r, _ in uses], None) is not None
+    assert measured_loss([2.81], [(r, 7.0) for r, _ in uses] + [FIRST], None) is not None
     # a minority of uses capturing, but dearly enough that the next use is expected to lose
-    why = measured_loss([1.0], [(0.4, 0.0)] + [(0.4, 3.0)] * 4 + [(0.4, 0.0)] * (N - 5), None)
+    why = measured_loss([1.0], [(0.4, 0.0)] + [(0.4, 3.0)] * 4 + [(0.4, 0.0)] * (N - 5) + [FIRST], None)
     assert why is not None and "~1.60 s" in why and "4 of the last" in why
 
 
@@ -73,7 +77,7 @@ def test_uses_answered_by_their_capture_cost_the_capture_alone():
     """A use whose capture job also answered the query is logged as (0, capture): the next use is the
     share of uses with a run times the median run plus the share with a capture times the median
     capture (7 x 0.5 + 3 x 2.0) / 10 = 0.95 s, not median run + 3/10 x capture."""
-    uses = [(0.0, 2.0)] * 3 + [(0.5, 0.0)] * (N - 3)
+    uses = [(0.0, 2.0)] * 3 + [(0.5, 0.0)] * (N - 3) + [FIRST]
     assert measured_loss([0.8], uses, None) is None               # 0.95 < 1.25 x 0.8 = 1.0
     why = measured_loss([0.7], uses, None)                        # 0.95 > 0.875
     assert why is not None and "~0.95 s" in why and "median run 0.50 s" in why and "3 of the last" in why
@@ -88,9 +92,9 @@ def test_early_captures_are_repaid_by_later_reuses():
 
 
 def test_measured_loss_without_plain_runs_uses_the_fitted_line():
-    assert measured_loss([], [1.0] * N, 0.7) is not None
-    assert measured_loss([], [1.0] * N, 1.5) is None
-    assert measured_loss([], [1.0] * N, None) is None
+    assert measured_loss([], [1.0] * N + [FIRST], 0.7) is not None
+    assert measured_loss([], [1.0] * N + [FIRST], 1.5) is None
+    assert measured_loss([], [1.0] * N + [FIRST], None) is None
 
 
 def _run(store, template: str, secs: float, sketched: bool, capture: float = 0.0) -> None:
@@ -115,7 +119,7 @@ def test_revisit_turns_a_contradicted_go_into_a_no_go_and_retires_sketches(tmp_p
     for s in (1.4, 1.5):
         _run(store, "slow", s, False)
         _run(store, "fast", s, False)
-    for s in (2.9, 3.1) * (N // 2):
+    for s in (2.9,) + (2.9, 3.1) * (N // 2):  # the first: the template's first capture
         _run(store, "slow", s, True)
         _run(store, "fast", s / 5, True)
     why = revisit(store, "slow", "CB-OPT-GB", 6e6, step="20")
@@ -152,7 +156,7 @@ def test_a_template_never_run_plain_is_judged_against_its_captures(tmp_path):
     store = Store(tmp_path)
     remember(store, "v", "CB-OPT-GB", go=True, reason="go", table="t", attr="a", partition_id=1, horizon=3.0)
     store.log_run("maintain", "SELECT v", {"template": "v", "how": "recapture", "seconds": 1.8})
-    for _ in range(N):
+    for _ in range(N + 1):
         _run(store, "v", 3.0, True)
     why = revisit(store, "v", "CB-OPT-GB", 6e6)
     assert why is not None and "1.80 s plain (predicted" in why
