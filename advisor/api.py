@@ -39,7 +39,8 @@ from advisor.sketch.capture import capture
 
 # Set when the session is built; without them answers are the same, but sketched scans are slower
 # (the reason for each is at ``advisor.engine.session.DEFAULT_CONF``).
-SPEED_CONFS = ("spark.hadoop.parquet.filter.dictionary.enabled", "spark.hadoop.fs.file.impl")
+SPEED_CONFS = ("spark.hadoop.parquet.filter.dictionary.enabled", "spark.hadoop.fs.file.impl",
+               "spark.sql.codegen.cache.maxEntries")
 # SQL confs the advisor sets on the session it is given (runtime settings, listed in docs/reference/settings.md).
 RUNTIME_CONFS = ("spark.sql.constraintPropagation.enabled", "spark.sql.parquet.pushdown.inFilterThreshold",
                  "spark.sql.parquet.filterPushdown", "spark.sql.parquet.outputTimestampType")
@@ -162,5 +163,5 @@ def check_session(spark) -> None:
         spark.conf.set(k, DEFAULT_CONF[k])
     missing = [k for k in SPEED_CONFS if spark.sparkContext.getConf().get(k) != DEFAULT_CONF[k]]
     if missing:
-        print(f"advisor: session built without {', '.join(missing)} (sketched scans run slower; build it with "
+        print(f"advisor: session built without {', '.join(missing)} (queries run slower; build it with "
               ".config(map=Advisor.session_conf()))", file=sys.stderr)
