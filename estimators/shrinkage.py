@@ -32,8 +32,6 @@ DECONVOLVE = True    # around a local prior, a nonparametric spread and noise (e
 FLOOR_SE = 1.0       # default tau^2 floor: this many standard errors of its estimate (variance_floor)
 PRIOR_NOISE = True   # replicates carry the prior mean's shared sampling error (estimators.prior_noise)
 SHRINK_COUNTS = True  # COUNTs of groups finer than the strata are shrunk like totals
-TAU2_NOISE = True   # each replicate its own tau^2, spread by tau^2's sampling error (_tau2_draws)
-FINITE_FLOOR = True  # tau_g^2 >= s_w^2 / N_g: a group's mean of N_g rows spreads that much (_prior_variance)
 STRATUM, STRATUM_SIZE = "_stratum", "_n_g"  # a sample's stratum and its population (``estimate_groups``)
 WITHIN_MIN_DOF = 30  # fewer within-group degrees of freedom: s_w^2 from the spread of all rows (an upper bound)
 
@@ -135,7 +133,7 @@ def shrink_groups(est, rows, gcols: list, aligned: bool = True, floor: Optional[
         if tau2_g is None:
             continue
         reps = est.replicates[name] / t.scale[None, :]
-        B, post, new = _posterior(t, mu, tau2_g, reps, rng, _tau2_draws(t, mu, tau2_g, reps.shape[0], rng))
+        B, post, new = _posterior(t, mu, tau2_g, reps, rng)
         if kind == "local" and DECONVOLVE and t.row_mean:
             post, new = _deconvolved(t, mu, post, new, reps, rng)
         if PRIOR_NOISE:  # the prior mean's error, common to the groups that share it (prior_noise)
@@ -163,7 +161,6 @@ class _Target:
     v_an: Optional[np.ndarray]
     v_noise: float
     row_mean: bool
-    sw2: float = 0.0
     zeros: int = 0  # groups observed with a mean of 0 and nothing to shrink (``_stratum_target``)
 
 
@@ -187,8 +184,7 @@ def _shrink_target(est, rows, gcols: list, f: str, col, name: str, aligned: bool
         return None
     row_mean = f == "avg" or aligned
     v, v_an, v_noise = _noise_variance(est.stderr(name) / scale, sw2, n, N, ok, row_mean)
-    return _Target(scale=scale, m=m, ok=ok, n=n, N=N, g=g, v=v, v_an=v_an, v_noise=v_noise, row_mean=row_mean,
-                   sw2=sw2 if row_mean else 0.0)
+    return _Target(scale=scale, m=m, ok=ok, n=n, N=N, g=g, v=v, v_an=v_an, v_noise=v_noise, row_mean=row_mean)
 
 
 def _stratum_target(est, rows, gcols: list, where: str, f: str, col, name: str) -> Optional[_Target]:
@@ -231,7 +227,7 @@ def _stratum_target(est, rows, gcols: list, where: str, f: str, col, name: str) 
     zeros = len(empty)
     v_noise = (v_noise * ok.sum() + float(z_v.sum())) / (ok.sum() + zeros)
     return _Target(scale=scale, m=m, ok=ok, n=n_s, N=N_s, g=g, v=v, v_an=v_an, v_noise=v_noise, row_mean=True,
-                   sw2=sw2, zeros=zeros)
+                   zeros=zeros)
 
 
 def _within_variance(rows, gcols: list, col, counted: bool) -> tuple:
@@ -286,11 +282,7 @@ def _prior_mean(t: _Target, cov_stats: Optional[dict]) -> tuple:
 
 def _prior_variance(t: _Target, mu: np.ndarray, floor: Optional[float], prior: str, nu: float):
     """Prior variance ``tau^2`` (per group for ``size_prior_variance`` or the Student-t prior), or
-    None when the residual spread leaves none.  For row means it is at least ``s_w^2 / N_g`` per
-    group (``FINITE_FLOOR``): even groups drawn from one distribution have finite means that spread
-    that much, and where the noise is ~20 times the spread (partsupp: 4 of 80 rows sampled) the
-    difference ``var(m) - noise`` fell below it by its own sampling error, shrinking every group to
-    the mean and the sketch to a seventh of its size."""
+    None when the residual spread leaves none."""
     r = t.m[t.ok] - mu[t.ok]
     mu0 = float(np.mean(mu[t.ok]))  # the zeros' residual is -mu (a covariate prior leaves them out: 0)
     vm = float((np.sum(r ** 2) + t.zeros * mu0 ** 2) / (r.size + t.zeros)) if t.zeros and np.ptp(mu[t.ok]) == 0 \
@@ -301,8 +293,6 @@ def _prior_variance(t: _Target, mu: np.ndarray, floor: Optional[float], prior: s
         return None
     if PRIOR_BY_SIZE and t.row_mean:
         tau2 = size_prior_variance(t.m - mu, t.v_an, t.N, t.ok, share * vm, tau2)
-    if FINITE_FLOOR and t.row_mean and t.sw2 > 0:
-        tau2 = np.maximum(tau2, t.sw2 / np.maximum(t.N, 1.0))
     if prior == "t":
         lam = (nu + 1.0) / (nu + (t.m - mu) ** 2 / (tau2 + t.v))
         return tau2 / np.where(t.ok & np.isfinite(lam) & (lam > 0), lam, 1.0)
@@ -311,46 +301,17 @@ def _prior_variance(t: _Target, mu: np.ndarray, floor: Optional[float], prior: s
     raise ValueError(f"prior must be 'normal' or 't', got {prior!r}")
 
 
-def _tau2_draws(t: _Target, mu: np.ndarray, tau2_g, draws: int, rng: np.random.Generator):
-    """``(draws, G)`` prior variances, one per replicate, spread by the sampling error of the
-    groups' variance that ``tau^2`` was estimated from (normal approximation, at least a tenth of
-    ``tau^2``; never below the finite-population floor); None with ``TAU2_NOISE`` off.  Where the
-    noise is ~20 times the spread, that error is ~40 % of ``tau^2`` and decides how many groups
-    clear a top-1 % threshold: one ``tau^2`` for every replicate gave intervals that missed the
-    truth in 9 of 10 samples.  (The normal truncated at the floor, the posterior under a flat prior,
-    moved TPC-H partsupp's interval wholly above the truth: [1.5 %, 33.6 %] against 0.2 %.)"""
-    ok = t.ok
-    if not TAU2_NOISE or ok.sum() < 3:
-        return None
-    d2 = (t.m[ok] - mu[ok]) ** 2
-    base = np.broadcast_to(np.asarray(tau2_g, dtype=float), t.m.shape)
-    rel = float(np.std(d2, ddof=1) / np.sqrt(d2.size) / max(float(np.mean(base[ok])), 1e-300))
-    ratio = np.maximum(0.1, 1.0 + rel * rng.standard_normal(draws))
-    out = base[None, :] * ratio[:, None]
-    if FINITE_FLOOR and t.row_mean and t.sw2 > 0:
-        out = np.maximum(out, (t.sw2 / np.maximum(t.N, 1.0))[None, :])
-    return out
-
-
-def _posterior(t: _Target, mu: np.ndarray, tau2_g, reps: np.ndarray, rng: np.random.Generator,
-               tau2_b: Optional[np.ndarray] = None) -> tuple:
-    """(shrinkage factor ``B``, posterior means, replicates).  The point is the posterior mean under
-    ``tau2_g``; each replicate is the posterior mean under its own ``tau2_b`` (``_tau2_draws``; else
-    ``tau2_g``) plus the data's deviation scaled by ``1 - B`` (the weight the data have in the
-    posterior mean), topped up with normal noise to the posterior variance ``(1 - B) v``: the prior's
-    share of a posterior is normal, so a bootstrap of 4 skewed values keeps only the data's share of
-    the shape."""
+def _posterior(t: _Target, mu: np.ndarray, tau2_g, reps: np.ndarray, rng: np.random.Generator) -> tuple:
+    """(shrinkage factor ``B``, posterior means, replicates): the replicates' deviations are scaled
+    by ``sqrt(1 - B)`` and topped up with normal noise where narrower than the posterior."""
     B = np.where(t.ok, t.v / (t.v + tau2_g), 0.0)
     post = np.where(t.ok, mu + (1.0 - B) * (t.m - mu), t.m)
-    Bb = B[None, :] if tau2_b is None else np.where(t.ok[None, :], t.v[None, :] / (t.v[None, :] + tau2_b), 0.0)
+    dev = (reps - t.m[None, :]) * np.sqrt(1.0 - B)[None, :]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        raw = reps - t.m[None, :]
-        raw_var = np.nan_to_num(np.nanvar(raw, axis=0))
-    dev = raw * (1.0 - Bb)
-    extra = np.sqrt(np.clip((1.0 - Bb) * t.v[None, :] - (1.0 - Bb) ** 2 * raw_var[None, :], 0.0, None)) * t.ok[None, :]
-    centre = mu[None, :] + (1.0 - Bb) * (t.m - mu)[None, :]
-    new = np.where(t.ok[None, :], centre, post[None, :]) + dev + extra * rng.standard_normal(reps.shape)
+        rep_var = np.nan_to_num(np.nanvar(dev, axis=0))
+    extra = np.sqrt(np.clip((1.0 - B) * t.v - rep_var, 0.0, None)) * t.ok
+    new = post[None, :] + dev + extra[None, :] * rng.standard_normal(reps.shape)
     return B, post, new
 
 
