@@ -30,7 +30,7 @@ regression tree) instead of at quantiles: flights' hours by sched_dep_time jump 
 miles between 5 and 6 a.m., and a quantile bin holding both misled each.  The group size ``log N_g``
 is a covariate too (``SIZE``): small routes and quiet hours are the late ones.  A second covariate's
 split bins may be fitted to what the first leaves (``_second_covariate``: time order and hour of day
-for flights' hours).  And the prior variance may grow as groups shrink (``size_prior_variance``): a
+for flights' hours).  And the prior variance may grow as groups shrink (``shrinkage.size_prior_variance``): a
 small group's true mean is an average of few rows, so it lies further from any prior mean; one
 ``tau^2`` for all had shrunk flights' rare late routes below every threshold (34 routes truly above
 ``avg(dep_delay) > 20.8``, 1.7 expected; 16.8 with it).
