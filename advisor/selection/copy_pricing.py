@@ -85,7 +85,7 @@ def price_copy(cat: Catalog, t: str, attr: str, version: int, reads: Iterable[st
         share_b = byte_share(cat, t, version, cols)
         read_b = byte_share(cat, t, version, reads | {attr})
         narrow, narrow_source = narrow_build_rows(store, rows, share_b, read_b, w.scan_rate, w.fixed_rows,
-                                                  on_driver(cat, t, attr, version, cols))
+                                                  on_driver(cat, t, attr, version, cols), table=t)
         if narrow < full:
             build, source = narrow, narrow_source
         else:

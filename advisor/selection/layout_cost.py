@@ -8,7 +8,9 @@ A full layout rewrites every column of the table, while a query scans a few colu
 attribute read, so it is priced from their bytes: ``NARROW_PRIOR_SCANS`` scans of a query reading
 exactly those columns (read, sort, write, then a pass for the manifest), scaled by the copy's
 bytes over the query's.  Measured builds (logged as ``layout`` runs) replace the priors: full
-builds per row, narrow ones per row and byte share of the table.  The build is charged to this template in proportion to its share of
+builds per row; narrow ones per row as ``a + b * share`` of the table's bytes (a copy's reading,
+sorting and writing cost per row whatever its width, its bytes on top: at SF 1 lineitem copies of
+4.5-20 % of the bytes took 1.7-2.7 s, so a per-byte price alone overpriced the wider ones 3x).  The build is charged to this template in proportion to its share of
 the layout's predicted uses: its own, plus those remembered for other templates deciding on the
 same ``table.attr``, and never fewer than ``PRIOR_LAYOUT_USES`` in all (a layout outlives the query
 that asked for it: it serves any later template that sketches, or filters, on that attribute).
@@ -44,11 +46,11 @@ def layout_share(build_rows: float, reuses: float, others: float) -> float:
     return build_rows * min(1.0, reuses / total) if total > 0 else build_rows
 
 
-def _measured(store: Store, narrow: bool, driver: bool = False) -> list[float]:
-    """Seconds per row (full layouts) or per row and byte share (narrow copies) of the newest builds
-    written the same way (on the driver, or by Spark)."""
+def _builds(store: Store, narrow: bool, driver: bool = False, table: str | None = None) -> list[tuple[float, float]]:
+    """(seconds per row, byte share) of the newest builds written the same way (on the driver, or by
+    Spark), full layouts (share 1) or narrow copies; those of ``table`` when it has any."""
     out = []
-    for r in store.query("SELECT record_json FROM runs WHERE kind='layout' ORDER BY id DESC LIMIT 20"):
+    for r in store.query("SELECT record_json FROM runs WHERE kind='layout' ORDER BY id DESC LIMIT 40"):
         try:
             rec = json.loads(r["record_json"])
         except ValueError:
@@ -58,26 +60,53 @@ def _measured(store: Store, narrow: bool, driver: bool = False) -> list[float]:
             continue
         if (rec.get("built_on") == "driver") != driver:
             continue
-        out.append(float(rec["seconds"]) / float(rec["rows"]) / (float(share) if narrow else 1.0))
-    return out[:5]
+        out.append((rec.get("table"), float(rec["seconds"]) / float(rec["rows"]), float(share) if narrow else 1.0))
+    own = [o for o in out if table is not None and o[0] == table]
+    return [(per, sh) for _, per, sh in (own or out)][:8]
+
+
+def _measured(store: Store, narrow: bool, driver: bool = False) -> list[float]:
+    """Seconds per row of the newest full builds written the same way."""
+    return [per for per, _ in _builds(store, narrow, driver)][:5]
+
+
+SHARE_SPREAD = 1.5  # measured shares this far apart fit the per-byte part; closer ones do not
+
+
+def per_row_at(builds: list[tuple[float, float]], share: float) -> float:
+    """A narrow copy's seconds per row at ``share`` of the table's bytes from measured (seconds per
+    row, share) builds: ``a + b * share`` fitted by non-negative least squares when the shares
+    spread, else the median build's per-row cost, scaled up (never down) by the share over its own.
+
+    >>> round(per_row_at([(1.0, 0.05), (1.2, 0.1), (1.6, 0.2)], 0.15), 3)
+    1.4
+    >>> per_row_at([(2.0, 0.1)], 0.05), per_row_at([(2.0, 0.1)], 0.2)
+    (2.0, 4.0)"""
+    shares = [sh for _, sh in builds]
+    if len(builds) >= 2 and max(shares) >= SHARE_SPREAD * min(shares):
+        import numpy as np  # scipy's nnls: heavy to import where no copy is priced (start-up time)
+        from scipy.optimize import nnls
+        (a, b), _ = nnls(np.array([[1.0, sh] for sh in shares]), np.array([per for per, _ in builds]))
+        return float(a + b * share)
+    per, sh = sorted(builds)[len(builds) // 2]
+    return per * max(1.0, share / sh)
 
 
 def narrow_build_rows(store: Store, table_rows: float, byte_share: float, read_share: float, scan_rate: float,
-                      fixed_rows: float = 0.0, driver: bool = False) -> tuple[float, str]:
+                      fixed_rows: float = 0.0, driver: bool = False, table: str | None = None) -> tuple[float, str]:
     """A narrow copy's build in rows of scanning: ``byte_share`` is the copy's columns' share of the
     table's bytes, ``read_share`` that of the columns the query reads (a scan of the query costs
-    ``table_rows`` rows).  Measured narrow builds written the same way (``driver``) scale by rows
-    and byte share; else the prior.
+    ``table_rows`` rows).  Measured narrow builds written the same way (``driver``; of ``table``
+    when it has some) price it per row and share (``per_row_at``); else the prior.
 
     >>> narrow_build_rows(_NoRuns(), 1000.0, 0.2, 0.2, 1.0)
     (3000.0, 'prior: 3 scans of the query')
     >>> narrow_build_rows(_NoRuns(), 1000.0, 0.2, 0.2, 1.0, driver=True)
     (1500.0, 'prior: 1.5 scans of the query (written on the driver)')"""
-    per = _measured(store, narrow=True, driver=driver)
-    if per:
-        per.sort()
-        s = per[len(per) // 2] * table_rows * byte_share
-        return s * scan_rate + fixed_rows, f"{len(per)} measured narrow build(s): ~{s:.1f} s"
+    builds = _builds(store, narrow=True, driver=driver, table=table)
+    if builds:
+        s = per_row_at(builds, byte_share) * table_rows
+        return s * scan_rate + fixed_rows, f"{len(builds)} measured narrow build(s): ~{s:.1f} s"
     scale = byte_share / read_share if read_share > 0 else 1.0
     prior = DRIVER_NARROW_PRIOR_SCANS if driver else NARROW_PRIOR_SCANS
     return prior * scale * table_rows + fixed_rows, f"prior: {prior:g} scans of the query" + (
