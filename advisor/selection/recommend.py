@@ -10,7 +10,9 @@ does not sample: it builds the partitions and captures every pool candidate in o
 would; it pays the capture of its pick.  The record is logged in the store's
 ``runs`` table with kind ``recommend`` (these do not count as executions for reuse prediction).
 Before sampling, ``select.cannot_pay`` ends the advice when even a sketch skipping every row could
-not repay capture, maintenance and the estimation at the costs measured in this store.  When the
+not repay capture, maintenance and the estimation at the costs measured in this store; for a query
+run anyway it is tried first at the cheapest estimation any plan could cost, before the candidates
+are enumerated (``advice_steps.precheck_can_pay``: then ``candidates`` is empty).  When the
 best single estimate is weak, pairs of the sampled table's candidates are sized and weighed too
 (``advisor.selection.attribute_pairs``; bootstrap / CLT only, not OPT or method exact).
 
@@ -99,6 +101,7 @@ from advisor.selection.advice_steps import (
     decide,
     parse_query,
     plan_candidates,
+    precheck_can_pay,
     predict_reuse,
     price_layouts,
     read_versions,
@@ -161,14 +164,17 @@ def recommend(ctx: Context, sql: str, strategy: str = "CB-OPT-GB", sample_rate: 
     if not (parse_query(a) and analyze_query(a)):
         return rec
     read_versions(a)
-    plan_candidates(a)
     predict_reuse(a)
-    price_layouts(a)
+    declined = precheck_can_pay(a)  # bounds that decide without candidates first
+    if not declined:
+        plan_candidates(a)
+        price_layouts(a)
     # what the advice spent before its price is weighed (parsing, candidates, their statistics, the
     # forecast) is sunk by then: ``Calibration.sampled_rows`` charges later advice only the rest
     rec["seconds"]["planning"] = round(time.perf_counter() - t_all, 3)
-    check_can_pay(a)
-    size_candidates(a)
+    if not declined:
+        check_can_pay(a)
+        size_candidates(a)
     decide(a)
     record_candidates(a)
     if capture:

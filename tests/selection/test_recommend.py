@@ -237,3 +237,14 @@ def test_the_first_advice_of_a_process_is_marked_cold(ctx, monkeypatch):
     logged = [json.loads(x["record_json"])["cold"] for x in
               ctx.store.query("SELECT record_json FROM runs WHERE kind='recommend' ORDER BY id DESC LIMIT 2")]
     assert logged == [False, True]
+
+
+def test_a_query_run_anyway_that_no_sketch_can_repay_is_declined_before_its_candidates(ctx):
+    from advisor.selection.cost_model import CostParams
+
+    hopeless = CostParams(prior_reuses=0.2)  # a fifth of a use cannot repay a capture of the table
+    run = recommend(ctx, HAVING, params=hopeless, answer=[])
+    assert run["cannot_pay"] and run["decision"]["reason"].startswith("no-go before sampling")
+    assert run["candidates"] == [] and not run["decision"]["go"]  # no candidate enumerated, none proven
+    what_if = recommend(ctx, HAVING, params=hopeless)  # an explicit recommendation still lists them
+    assert what_if["cannot_pay"] and "g" in cands(what_if) and cands(what_if)["g"]["safe"]
