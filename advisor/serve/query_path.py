@@ -173,6 +173,8 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
                            f": {why}")
         else:
             dd.sketch = decide(ctx, s, where, q, versions, rec, secs, dd.answers)
+            if dd.sketch is not None and not dd.answers:  # captured or derived now, then run with it
+                rec["predicted_read"] = round(read_fraction(cat, dd.sketch, versions, read_columns(q)), 6)
     if not pinned:
         dd.versions = versions_now(cat, q)
     return dd

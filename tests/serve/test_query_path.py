@@ -75,6 +75,8 @@ def test_go_builds_the_layout_captures_then_reuses(ctx):
     assert second.record["decision"]["action"] == "reuse"
     assert second.record["sketch_id"] == first.record["sketch_id"]
     assert second.record["scan"]["rows"] <= 0.3 * 30_000  # the heavy groups' pages, not the table
+    # the skip prediction (the copy's blocks) within 10 points of the rows the scan read
+    assert abs(second.record["predicted_read"] - second.record["scan"]["rows"] / 30_000) <= 0.10
     assert one_line(second.record).startswith(f"used sketch {first.record['sketch_id']} (t.g,")
     same_rows(ctx, sql, second)
     # a new binding: reuse proven by Z3 (a stricter HAVING keeps a subset of the groups)
