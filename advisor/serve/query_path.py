@@ -163,6 +163,7 @@ def decide_query(ctx: Context, sql: str, s: AdviseSettings = DEFAULT, step=None,
             good = usable_sketches(cat, q, versions)[0] if lay else []
             if good:
                 dd.sketch = good[0]
+                rec["predicted_read"] = round(read_fraction(cat, dd.sketch, versions, read_columns(q)), 6)
                 d.update(action="reuse", attr=_attr(dd.sketch), layout=lay,
                          reason=f"reused sketch {dd.sketch.id}; {why}")
             else:
