@@ -10,10 +10,11 @@ exactly those columns (read, sort, write, then a pass for the manifest), scaled 
 bytes over the query's.  Measured builds (logged as ``layout`` runs) replace the priors: full
 builds per row; narrow ones per row as ``a + b * share`` of the table's bytes (a copy's reading,
 sorting and writing cost per row whatever its width, its bytes on top: at SF 1 lineitem copies of
-4.5-20 % of the bytes took 1.7-2.7 s, so a per-byte price alone overpriced the wider ones 3x).  The build is charged to this template in proportion to its share of
-the layout's predicted uses: its own, plus those remembered for other templates deciding on the
-same ``table.attr``, and never fewer than ``PRIOR_LAYOUT_USES`` in all (a layout outlives the query
-that asked for it: it serves any later template that sketches, or filters, on that attribute).
+4.5-20 % of the bytes took 1.7-2.7 s, so a per-byte price alone overpriced the wider ones 3x).
+The build is charged to this template in proportion to its share of the layout's predicted uses:
+its own, plus those remembered for other templates deciding on the same ``table.attr``, and never
+fewer than ``PRIOR_LAYOUT_USES`` in all (a layout outlives the query that asked for it: it serves
+any later template that sketches, or filters, on that attribute).
 
 >>> layout_share(1000.0, 3.0, 0.0)
 300.0
