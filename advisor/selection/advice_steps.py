@@ -171,29 +171,6 @@ def _price(a: Advice, key: str) -> None:
             c.layout = dict(lay)
 
 
-def precheck_can_pay(a: Advice) -> bool:
-    """``cannot_pay`` at the cheapest advice any plan could cost (no partition to build; sized by
-    the capture job, or from the sample as it is cached now), tried before the candidates are
-    enumerated and proven safe (one Z3 proof per column: 0.5 s for flights' 19 columns) when the
-    query is run anyway (``answer``): a template no sketch can repay is declined without them.
-    Advice only grows with the partitions a plan builds, so a template declined here is declined
-    by ``check_can_pay`` too.  True when it declined."""
-    w, p, T = a.workload, a.params, a.table_rows
-    if a.answer is None or a.strategy in ("NO-PS", "OPT") or a.fragments:
-        return False
-    cols = len(a.shape.read_columns())
-    sampled = (0.0 if not p.charge_advice
-               else w.sampled_advice_rows(T, p.advice_prior_scans, cached=_sample_cached(a), missing=0, columns=cols)
-               if p.measured else (w.advice_rows or 0.0))
-    floor = min(w.sizing_rows(0, T, cols, warmth.advised()), sampled)
-    hopeless = cannot_pay(T, w, p, floor)
-    if not hopeless:
-        return False
-    a.hopeless = hopeless
-    a.rec.update(cannot_pay=True, pays_after=pays_after(T, w, p, floor), reason=hopeless, advice_priced_rows=floor)
-    return True
-
-
 def check_can_pay(a: Advice) -> None:
     """``cannot_pay`` before any sizing: when even a sketch skipping every row could not repay the
     advice and capture, nothing is sized (the plan is emptied) and the record says why."""
@@ -205,7 +182,7 @@ def check_can_pay(a: Advice) -> None:
     a.missing = _missing_partitions(a.cat, a.table, a.plan)
     if extra is not None and a.method != "exact":
         # under the estimators: only a query that is run anyway (not a what-if) and not sampled yet
-        why = (None if a.answer is None or _sample_cached(a) else
+        why = (None if a.answer is None or advice_sample_cached(a) else
                cheaper_than_sampling(w, p, T, extra, a.missing, len(a.shape.read_columns()), warmth.advised()))
         extra = None if why is None else extra
         if why:
@@ -217,10 +194,10 @@ def check_can_pay(a: Advice) -> None:
               else w.sizing_rows(a.missing, T, len(a.shape.read_columns()), warmth.advised()) + (extra or 0) * T
               if a.unsampled
               else None if not p.charge_advice
-              else w.sampled_advice_rows(T, p.advice_prior_scans, cached=_sample_cached(a), missing=a.missing,
+              else w.sampled_advice_rows(T, p.advice_prior_scans, cached=advice_sample_cached(a), missing=a.missing,
                                          columns=len(a.shape.read_columns())) if p.measured else w.advice_rows)
     a.rec["advice_priced_rows"] = advice
-    a.rec["sample_cached"] = None if a.unsampled else _sample_cached(a)
+    a.rec["sample_cached"] = None if a.unsampled else advice_sample_cached(a)
     a.rec["partitions_missing"] = a.missing
     hopeless = None if a.strategy == "NO-PS" or not a.plan or a.fragments else cannot_pay(T, w, p, advice)
     a.rec["cannot_pay"] = bool(hopeless)
@@ -465,7 +442,7 @@ def bridged(se, part) -> frozenset:
 
 
 
-def _sample_cached(a: Advice) -> bool:
+def advice_sample_cached(a: Advice) -> bool:
     """Whether the sample this advice would draw is stored already (``sample_store.sample_cached``)."""
     return sample_cached(a.cat, a.table, a.shape.strata, a.sample_rate, a.seed, a.versions[a.table])
 

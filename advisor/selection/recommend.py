@@ -12,7 +12,7 @@ would; it pays the capture of its pick.  The record is logged in the store's
 Before sampling, ``select.cannot_pay`` ends the advice when even a sketch skipping every row could
 not repay capture, maintenance and the estimation at the costs measured in this store; for a query
 run anyway it is tried first at the cheapest estimation any plan could cost, before the candidates
-are enumerated (``advice_steps.precheck_can_pay``: then ``candidates`` is empty).  When the
+are enumerated (``precheck.precheck_can_pay``: then ``candidates`` is empty).  When the
 best single estimate is weak, pairs of the sampled table's candidates are sized and weighed too
 (``advisor.selection.attribute_pairs``; bootstrap / CLT only, not OPT or method exact).
 
@@ -101,7 +101,6 @@ from advisor.selection.advice_steps import (
     decide,
     parse_query,
     plan_candidates,
-    precheck_can_pay,
     predict_reuse,
     price_layouts,
     read_versions,
@@ -110,6 +109,7 @@ from advisor.selection.advice_steps import (
     size_candidates,
 )
 from advisor.selection.cost_model import CostParams
+from advisor.selection.precheck import precheck_can_pay
 from advisor.selection.strategies import STRATEGIES
 
 if TYPE_CHECKING:
