@@ -50,6 +50,15 @@ the fragment sizes ``|R_r|`` of the full table.  Outputs a ``SizeEstimate`` with
     interval is widened to the model's own bounds per replicate -- from the fragments the passing
     groups' sampled rows touch (no unseen row elsewhere) to those their windows reach (an unseen
     row in each) -- a Haas-style bound that holds whatever ``alpha`` is, as long as the windows do.
+    The windows are expected spreads, so the upper end goes on to each passing group's *reach*,
+    where all its rows may lie at the interval's level (``estimators.window_bounds``): with it the
+    shape families' count-over-many-groups intervals held the real size for 100 % of (query,
+    candidate) pairs on TPC-H and crimes, against 81.8 % and 71.1 % with the windows alone.
+
+    **Confident lower end** (``CONFIDENT_LOWER``): the lower end goes down to the rows of the groups
+    that pass with probability at least ``1 - (1 - confidence) / 2``
+    (``estimators.interval_ends.confident_rows``); over an upper-tail threshold every replicate
+    passed noise-lifted groups, and product sums' intervals lay above the truth.
 
 Unseen rows of a group (candidate not determined by the group key) -- derivation
 --------------------------------------------------------------------------------
@@ -122,6 +131,8 @@ from estimators.unseen_rows import (
     estimate_alpha, expected_distinct_fragments, group_term, passing_prior, touch_cells, touch_probability,
     unseen_touch_probability, window_sums)
 from estimators.windows import group_windows  # noqa: F401 - re-exported
+from estimators.window_bounds import reach, reach_windows, upper_end
+from estimators.interval_ends import confident_rows, point_margin, undecided_margin
 
 
 @dataclass
@@ -190,6 +201,8 @@ def sizing_rows(passes: np.ndarray, pdf: pd.DataFrame, est, gcols: list) -> np.n
 
 NONE_MISSING = 1e-9  # passing groups expected missing from the sample below which none are
 MODEL_BOUNDS = True  # intervals of model-mapped candidates span the unseen-row model's bounds (model_bounds)
+CONFIDENT_LOWER = True  # the lower end reaches down to the confidently passing groups' rows (confident_rows)
+REACH_CONFIDENCE = 0.95  # two-sided level of a group's reach (estimators.window_bounds) in the upper end
 PASS_PRIOR = True  # unseen rows of passing groups follow the passing groups' sampled fragments (passing_prior)
 JOINT_EXPECTATION = True  # expected size as the replicates' mean coverage (keeps their correlation)
 
@@ -259,64 +272,10 @@ def estimate_size(sample: pd.DataFrame, groups: pd.DataFrame, fragment_sizes, *,
     dec = np.zeros(G, dtype=bool) if decided_groups is None else np.asarray(decided_groups, dtype=bool)
     if decided_groups is not None and not dec.all():
         est.exact = False
-        _undecided_margin(est, p, dec, prep, sizes, total, B)
+        undecided_margin(est, p, dec, prep, sizes, total, B)
     if not est.exact:
-        _point_margin(est, p, dec, prep, sizes, total, B)
+        point_margin(est, p, dec, prep, sizes, total, B)
     return est
-
-
-def _point_margin(est: SizeEstimate, p: np.ndarray, dec: np.ndarray, prep: dict, sizes: np.ndarray, total: float,
-                  B: int) -> None:
-    """An interval of width zero is a point only when the size is exact.  At the whole table it is
-    exact when the sample proves it: each fragment holds a sampled row of a group whose pass is
-    decided (``having.decided``; none is for a top-k); otherwise the replicates only agree, and the
-    lower end drops the rule-of-three share (``3 / B``) of the rows no decided group proves (33 of
-    42 intervals of width zero on the advice harness's shape families were such whole-table
-    sketches).  Below the whole table the model placed every unseen row inside fragments already
-    covered (an hourly group's rows in its hour of departure times), which the sample cannot prove
-    either: the upper end adds that share of the rows outside the sketch."""
-    if est.ci_hi - est.ci_lo > 0:
-        return
-    share = min(1.0, 3.0 / B if B > 0 else 0.05)
-    if est.ci_lo < total:
-        est.ci_hi = min(total, float(np.ceil(est.ci_hi + share * (total - est.ci_hi))))
-        return
-    proven = np.zeros(sizes.shape[0], dtype=bool)
-    cg, cr = prep["cert_g"], prep["cert_r"]
-    proven[cr[(dec & (p >= 1.0))[cg]]] = True
-    open_rows = float(sizes[~proven].sum())
-    if open_rows <= 0:
-        est.exact = True
-        return
-    est.ci_lo = max(0.0, float(np.floor(total - share * open_rows)))
-
-
-def _undecided_margin(est: SizeEstimate, p: np.ndarray, dec: np.ndarray, prep: dict, sizes: np.ndarray,
-                      total: float, B: int) -> None:
-    """Widen the interval for groups whose pass the replicates agree on although sampling decides
-    it (``having.decided``): B replicates that all fail a group bound its pass probability by
-    ``3 / B`` (the rule of three at 95 %), not by 0, and mirrored for those that all pass.  The
-    upper end adds that share of the rows only such never-passing groups' sampled rows reach beyond
-    the fragments certainly covered; the lower end drops that share of the rows that only
-    always-passing undecided groups hold.  Without it an interval of width zero was reported for a
-    ``max(dep_delay) > 818`` no replicate passed, against a real 1.7 %."""
-    if B <= 0 or prep["cert_g"].size == 0:
-        return
-    share = min(1.0, 3.0 / B)
-    cg, cr = prep["cert_g"], prep["cert_r"]
-    F = sizes.shape[0]
-    never, always = ~dec & (p <= 0.0), ~dec & (p >= 1.0)
-    P = np.clip(est.fragment_probability.to_numpy(dtype=float), 0.0, 1.0)
-    reach = np.zeros(F, dtype=bool)
-    reach[cr[never[cg]]] = True
-    extra_hi = share * float(sizes[reach & (P < 1.0)].sum())
-    others = np.zeros(F, dtype=bool)
-    others[cr[(p > 0.0)[cg] & ~always[cg]]] = True
-    held = np.zeros(F, dtype=bool)
-    held[cr[always[cg]]] = True
-    extra_lo = share * float(sizes[held & ~others].sum())
-    est.ci_hi = min(total, float(np.ceil(est.ci_hi + extra_hi)))
-    est.ci_lo = max(0.0, float(np.floor(est.ci_lo - extra_lo)))
 
 
 def _account_unseen(est: SizeEstimate, p: np.ndarray, prep: dict, sizes: np.ndarray, total: float,
@@ -389,6 +348,9 @@ def _prepare(sample, groups, ids, sizes, group_cols, frag_col, mapping, determin
                cell_m=m_cell.astype(float) if touch == "model" else None)
     if touch == "model":
         out.update(pos=pos, i0=i0, i1=i1, mass=mass)
+        if window and MODEL_BOUNDS:
+            rlo, rhi = reach(obs_g, pos[obs_r], m_cell, n_g, N_g, G, (1.0 - REACH_CONFIDENCE) / 2.0)
+            out["reach"] = reach_windows(i0, i1, rlo, rhi, F)
     order = np.argsort(out["cert_g"], kind="stable")
     out.update(cg_sorted=out["cert_g"][order], cr_sorted=out["cert_r"][order])
     return out
@@ -424,7 +386,12 @@ def _size(p, pt, pass_replicates, sizes, ids, total, F, prep: dict, chunk_cells,
             ci_lo, ci_hi = min(ci_lo, lo2), max(ci_hi, hi2)
         if MODEL_BOUNDS and cells.use_model and not cov.settled:  # settled: the groups read cover the table
             lo3, hi3 = model_bounds(cov.C, cov.L, sizes, confidence)
+            if "reach" in prep:  # where all of a passing group's rows may lie, not their expected spread
+                hi3 = max(hi3, upper_end(reps, gl, prep["K_g"], *prep["reach"], prep["pos"], cov.C > 0, sizes,
+                                         confidence))
             ci_lo, ci_hi = min(ci_lo, lo3), max(ci_hi, hi3)
+        if CONFIDENT_LOWER:
+            ci_lo = min(ci_lo, confident_rows(p, prep, sizes, confidence))
     else:
         (ci_lo, ci_hi), method = normal_interval(P, rows_exp, sizes, total, confidence), "normal"
     return SizeEstimate(

@@ -116,6 +116,6 @@ def test_settled_sizes_are_lower_bounds_within_the_tolerance(seed):
     assert full.rows_expected - S.SETTLE_EPS * total <= part.rows_expected <= full.rows_expected + 1e-9
     assert part.rows_expected >= (1 - S.SETTLE_EPS) * total
     # one draw may miss a fragment; a whole-table interval the sample does not prove keeps the
-    # rule-of-three share (3 / B) below the table (``sketch_size._point_margin``)
+    # rule-of-three share (3 / B) below the table (``interval_ends.point_margin``)
     assert part.ci_lo >= (1 - S.SETTLE_EPS - 3.0 / reps.shape[0]) * total - float(sizes.max())
     assert part.ci_lo < part.ci_hi and not part.exact
