@@ -10,12 +10,12 @@ where *all* ``N_g`` rows may lie, not the expected spread.
 
 Model: a group's positions are ``mean_g + sd_g Z``, one shape ``Z`` for all groups, its
 distribution the pooled standardised positions of the groups with at least ``MIN_ROWS`` sampled
-rows.  The largest of ``N`` draws stays below ``Q_Z(u)`` with probability ``u^N``, so at level
-``a`` per side a group reaches up to ``mean_g + sd_g Q_Z((1 - a)^{1/N})`` and down to ``mean_g +
-sd_g Q_Z(1 - (1 - a)^{1/N})``, past the pooled values by their generalized Pareto tails
+rows over at least ``MIN_FRAGMENTS`` fragments.  The largest of ``N`` draws stays below ``Q_Z(u)``
+with probability ``u^N``, so at level ``a`` per side a group reaches up to
+``mean_g + sd_g Q_Z((1 - a)^{1/N})`` and down to ``mean_g + sd_g Q_Z(1 - (1 - a)^{1/N})``, past the pooled values by their generalized Pareto tails
 (``extremes.quantile_at``).  Evenly spread rows give about the point window back (a uniform ``Z``
 ends near +-sqrt(3)); clustered rows get the reach their tails give.  The reach never falls inside
-the point window, and groups with fewer sampled rows keep theirs.  [INFERRED]
+the point window, and groups with fewer sampled rows or fragments keep theirs.  [INFERRED]
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -35,6 +35,10 @@ from scipy import sparse
 from estimators.extremes import quantile_at
 
 MIN_ROWS = 5  # sampled rows a group needs to lend its standardised positions (and to get a reach)
+# distinct fragments a group's sampled rows must touch: over one or two the spread is the fragments'
+# grid, not the rows' distribution, and a two-point standardised shape has no tail to extrapolate
+# (groups of 400 rows within two fragments got reaches of five)
+MIN_FRAGMENTS = 3
 MIN_POOLED = 100  # fewer pooled standardised positions: no reach model, the point windows stay
 
 
@@ -51,7 +55,8 @@ def reach(cell_group: np.ndarray, cell_pos: np.ndarray, cell_m: np.ndarray, n_g:
     mean = np.bincount(g, weights=m * x, minlength=G) / np.maximum(n, 1.0)
     var = np.bincount(g, weights=m * (x - mean[g]) ** 2, minlength=G) / np.maximum(n - 1.0, 1.0)
     sd = np.sqrt(var)
-    own = (n >= MIN_ROWS) & (sd > 0)
+    spread = np.bincount(g, minlength=G)  # cells are distinct (group, fragment) pairs
+    own = (n >= MIN_ROWS) & (sd > 0) & (spread >= MIN_FRAGMENTS)
     use = own[g]
     if not use.any():
         return lo, hi
