@@ -15,8 +15,7 @@ with probability ``u^N``, so at level ``a`` per side a group reaches up to
 ``mean_g + sd_g Q_Z((1 - a)^{1/N})`` and down to ``mean_g + sd_g Q_Z(1 - (1 - a)^{1/N})``, past
 the pooled values by their generalized Pareto tails (``extremes.quantile_at``).  Evenly spread
 rows give about the point window back (a uniform ``Z`` ends near +-sqrt(3)); clustered rows get the
-reach their tails give.  The reach never falls inside
-the point window, and groups with fewer sampled rows or fragments keep theirs.  [INFERRED]
+reach their tails give.  The reach never falls inside the point window, and groups with fewer sampled rows or fragments keep theirs.  [INFERRED]
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)

@@ -13,38 +13,13 @@ Over 20 independent samples the 95 % interval must hold the true size in at leas
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
+from estimate_helpers import shrunk_size, stratified_sample
 
-from estimators.aggregates import estimate_groups
-from estimators.having import Cmp, pass_matrix
-from estimators.shrinkage import shrink_groups
-from estimators.sketch_size import size_for_having
+from estimators.having import Cmp
 
 THETA, DRAWS, FRAGMENTS = 0.05, 20, 1000
-
-
-def _sample(t: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """A stratified sample on the group key at ``THETA`` (at least one row per group)."""
-    rng = np.random.default_rng(seed)
-    N = t.groupby("g")["g"].transform("size").to_numpy()
-    rank = pd.Series(rng.random(len(t))).groupby(t["g"].to_numpy()).rank(method="first").to_numpy()
-    keep = rank <= np.maximum(1, np.ceil(THETA * N))
-    s = t[keep].copy()
-    s["_n_g"] = N[keep]
-    s["_stratum"] = s["g"]
-    return s.reset_index(drop=True)
-
-
-def _estimate(s: pd.DataFrame, agg: tuple, having: Cmp, fsizes: np.ndarray, determined: bool, seed: int):
-    est = estimate_groups(s, ["g"], [agg], B=50, seed=seed)
-    est.unshrunk = dataclasses.replace(est, frame=est.frame.copy(),
-                                       replicates={k: v.copy() for k, v in est.replicates.items()})
-    shrink_groups(est, s, ["g"], aligned=True)
-    return size_for_having(s, est, having, fsizes, determined=determined, seed=seed,
-                           model_replicates=pass_matrix(est.unshrunk, having))
 
 
 def _coverage(t: pd.DataFrame, passing: np.ndarray, agg: tuple, having: Cmp, determined: bool) -> tuple[float, float]:
@@ -52,7 +27,7 @@ def _coverage(t: pd.DataFrame, passing: np.ndarray, agg: tuple, having: Cmp, det
     truth = fsizes[np.unique(t["frag"].to_numpy()[np.isin(t["g"].to_numpy(), passing)])].sum()
     hits = 0
     for d in range(DRAWS):
-        e = _estimate(_sample(t, 200 + d), agg, having, fsizes, determined, d)
+        e = shrunk_size(stratified_sample(t, THETA, 200 + d), agg, having, fsizes, d, determined)
         hits += e.ci_lo - 1e-9 <= truth <= e.ci_hi + 1e-9
     return hits / DRAWS, truth / fsizes.sum()
 

@@ -15,9 +15,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from estimate_helpers import shrunk_size, stratified_sample
 
 from estimators.aggregates import estimate_groups
-
 from estimators.having import Cmp, pass_matrix
 from estimators.shrinkage import shrink_groups
 from estimators.sketch_size import size_for_having
@@ -32,25 +32,13 @@ def _table(rows_per_group: int, values, seed: int) -> pd.DataFrame:
 
 
 def _sample(t: pd.DataFrame, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    N = t.groupby("g")["g"].transform("size").to_numpy()
-    key = rng.random(len(t))
-    rank = pd.Series(key).groupby(t["g"].to_numpy()).rank(method="first").to_numpy()
-    keep = rank <= np.maximum(1, np.ceil(THETA * N))
-    s = t[keep].copy()
-    s["_n_g"] = N[keep]
-    s["_stratum"] = s["g"]
+    s = stratified_sample(t, THETA, seed)
     s["frag"] = s["g"] // PER_FRAGMENT
-    return s.reset_index(drop=True)
+    return s
 
 
 def _size(sample: pd.DataFrame, agg: tuple, having: Cmp, fsizes: np.ndarray, seed: int):
-    est = estimate_groups(sample, ["g"], [agg], B=50, seed=seed)
-    est.unshrunk = dataclasses.replace(est, frame=est.frame.copy(),
-                                       replicates={k: v.copy() for k, v in est.replicates.items()})
-    shrink_groups(est, sample, ["g"], aligned=True)
-    return size_for_having(sample, est, having, fsizes, determined=True, seed=seed,
-                           model_replicates=pass_matrix(est.unshrunk, having))
+    return shrunk_size(sample, agg, having, fsizes, seed)
 
 
 def _coverage(t: pd.DataFrame, truth_by_group: pd.Series, agg: tuple, c: float, op: str = ">") -> tuple:
