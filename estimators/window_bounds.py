@@ -15,7 +15,8 @@ with probability ``u^N``, so at level ``a`` per side a group reaches up to
 ``mean_g + sd_g Q_Z((1 - a)^{1/N})`` and down to ``mean_g + sd_g Q_Z(1 - (1 - a)^{1/N})``, past
 the pooled values by their generalized Pareto tails (``extremes.quantile_at``).  Evenly spread
 rows give about the point window back (a uniform ``Z`` ends near +-sqrt(3)); clustered rows get the
-reach their tails give.  The reach never falls inside the point window, and groups with fewer sampled rows or fragments keep theirs.  [INFERRED]
+reach their tails give.  The reach never falls inside the point window, and groups with fewer
+sampled rows or fragments keep theirs.  [INFERRED]
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -23,7 +24,7 @@ reach their tails give.  The reach never falls inside the point window, and grou
 >>> pos = np.round(500 + 10 * rng.standard_normal(g.size))  # clustered around position 500
 >>> lo, hi = reach(g, pos, np.ones(g.size), np.full(200, 40.0), np.full(200, 800.0), 200)
 >>> span = np.array([np.ptp(pos[g == k]) for k in range(200)])
->>> bool(np.median(hi - lo) > 1.5 * np.median(span))  # normal ranges grow like sqrt(log N): 800 rows reach further
+>>> bool(np.median(hi - lo) > 1.5 * np.median(span))  # normal ranges grow like sqrt(log N)
 True
 """
 
@@ -73,7 +74,8 @@ def reach(cell_group: np.ndarray, cell_pos: np.ndarray, cell_m: np.ndarray, n_g:
     return lo, hi
 
 
-def reach_windows(i0: np.ndarray, i1: np.ndarray, lo: np.ndarray, hi: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
+def reach_windows(i0: np.ndarray, i1: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                  F: int) -> tuple[np.ndarray, np.ndarray]:
     """Position windows ``[i0, i1)`` widened to the reach ``[lo, hi]`` where it is wider."""
     with np.errstate(invalid="ignore"):
         a = np.where(np.isfinite(lo), np.clip(np.ceil(lo), 0, F), F).astype(np.int64)
@@ -91,8 +93,8 @@ def upper_end(reps: np.ndarray, groups: np.ndarray, K_g: np.ndarray, i0: np.ndar
     covered = np.asarray(certain, dtype=bool).copy()
     if g.size:
         rows = np.arange(g.size)
-        S = sparse.csr_matrix((np.r_[np.ones(g.size), -np.ones(g.size)], (np.r_[rows, rows], np.r_[i0[g], i1[g]])),
-                              shape=(g.size, F + 1))
+        ends = (np.r_[rows, rows], np.r_[i0[g], i1[g]])  # +1 where a reach opens, -1 past its end
+        S = sparse.csr_matrix((np.r_[np.ones(g.size), -np.ones(g.size)], ends), shape=(g.size, F + 1))
         open_ = np.cumsum((sparse.csr_matrix(reps[:, g], dtype=float) @ S).toarray(), axis=1)[:, :F] > 0.5
         covered |= open_[:, pos]  # column r: fragment r at its position
     a_ = (1.0 - confidence) / 2.0
